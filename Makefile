@@ -1,0 +1,109 @@
+# libprof: `make` builds build/libprof.so and build/prof; `make demo` profiles the bundled
+# example; `make test` runs every test; `make bench` measures overhead against heaptrack.
+CC      ?= cc
+PREFIX  ?= /usr/local
+BUILD   ?= build
+VERSION := 0.1.0
+
+WARN    := -Wall -Wextra -Werror
+CFLAGS  ?= -O2 -g
+CFLAGS  += $(WARN) -std=gnu11 -D_GNU_SOURCE -Ishared -DPROF_VERSION='"$(VERSION)"'
+
+SHARED_SRC   := $(wildcard shared/*.c)
+PRELOAD_SRC  := $(wildcard preload/*.c)
+ANALYZER_SRC := $(wildcard analyzer/*.c)
+ANALYZER_LIB_SRC := $(filter-out analyzer/main.c,$(ANALYZER_SRC))
+UNIT_SRC     := $(wildcard tests/unit/*.c)
+E2E_SRC      := $(wildcard tests/e2e/*.c)
+PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
+PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC))))
+
+# The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
+PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
+PRELOAD_LIBS   := -Wl,--no-undefined -lunwind -ldl -lpthread
+ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer
+ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm
+
+PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
+ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC))
+
+.PHONY: all deps demo test unit e2e asan bench install clean check-exports
+
+all: deps $(BUILD)/libprof.so $(BUILD)/prof
+
+# Installs missing Debian packages (does nothing when all are present).
+deps:
+	@scripts/install-deps
+
+$(BUILD)/pic/%.o: %.c $(wildcard shared/*.h preload/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.c $(wildcard shared/*.h analyzer/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(ANALYZER_CFLAGS) -c $< -o $@
+
+$(BUILD)/libprof.so: $(PRELOAD_OBJ)
+	$(CC) -shared -o $@ $^ $(PRELOAD_LIBS)
+
+$(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
+	$(CC) -o $@ $^ $(ANALYZER_LIBS)
+
+# Test programs: no optimisation so leak sites keep their lines; threads for the MT ones.
+$(BUILD)/progs/%: tests/progs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
+$(BUILD)/progs/%: tests/progs/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -g -O0 -Wall -Wextra -Werror $< -o $@
+$(BUILD)/progs/%: examples/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O1 -Wall -Wextra -Werror -pthread $< -o $@
+
+$(BUILD)/test-unit: $(UNIT_SRC) $(ANALYZER_OBJ)
+	$(CC) $(ANALYZER_CFLAGS) -Itests -o $@ $^ -lcriterion $(ANALYZER_LIBS)
+
+$(BUILD)/test-e2e: $(E2E_SRC)
+	$(CC) $(CFLAGS) -Itests -o $@ $^ -lcriterion -ljansson
+
+demo: all $(BUILD)/progs/demo
+	scripts/prof-run -o $(BUILD)/demo-run -- $(BUILD)/progs/demo
+	$(BUILD)/prof report $(BUILD)/demo-run
+	$(BUILD)/prof leaks $(BUILD)/demo-run | head -n 40
+	$(BUILD)/prof flame --kind alloc -o $(BUILD)/demo-alloc.svg $(BUILD)/demo-run
+	@echo "flame graph: $(BUILD)/demo-alloc.svg"
+
+# Exported symbols must be hooks only: nothing of libunwind, jansson or our internals.
+check-exports: $(BUILD)/libprof.so
+	@tests/check-exports.sh $(BUILD)/libprof.so
+
+unit: all $(BUILD)/test-unit
+	$(BUILD)/test-unit --jobs 2
+
+e2e: all $(BUILD)/test-e2e $(PROGS)
+	PROF_BUILD=$(abspath $(BUILD)) $(BUILD)/test-e2e --jobs 2
+
+# The analyzer and its unit tests (reader fuzzing included) under ASan and UBSan.
+asan: deps
+	$(MAKE) BUILD=build-asan \
+		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		build-asan/prof build-asan/test-unit
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 2
+	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
+
+test: check-exports unit asan
+
+bench: all
+	bench/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/libprof
+	install -m 0755 $(BUILD)/prof $(DESTDIR)$(PREFIX)/bin/prof
+	install -m 0644 $(BUILD)/libprof.so $(DESTDIR)$(PREFIX)/lib/libprof/libprof.so
+	sed -e 's|^PROF_LIBDIR_DEFAULT=.*|PROF_LIBDIR_DEFAULT="$(PREFIX)/lib/libprof"|' \
+	    -e 's|^PROF_BINDIR_DEFAULT=.*|PROF_BINDIR_DEFAULT="$(PREFIX)/bin"|' \
+	    scripts/prof-run > $(DESTDIR)$(PREFIX)/bin/prof-run
+	chmod 0755 $(DESTDIR)$(PREFIX)/bin/prof-run
+
+clean:
+	rm -rf build build-asan

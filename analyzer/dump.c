@@ -1,0 +1,276 @@
+/* prof dump: the header and every record of a trace, one line each in merged time order, for
+ * debugging the format (the uftrace `dump` idea). */
+#include "commands.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "trace.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: prof dump [--help] TRACE...\n"
+		     "Prints each trace's header (every field, exe, host, argv), then every record in\n"
+		     "time order, one line each: file offset, time since start (s), stream, tid,\n"
+		     "type, and the record's fields.\n");
+}
+
+/* A string from the file, quoted, with anything unprintable escaped so one record stays one
+ * line. At most max bytes (stops earlier at a NUL). */
+static void put_str(const char *s, size_t max)
+{
+	putchar('"');
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			printf("\\x%02x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* t - start as seconds with 9 decimals, exactly (no floating point), signed. */
+static void fmt_rel_time(char *buf, size_t len, uint64_t t, uint64_t start)
+{
+	uint64_t d = t >= start ? t - start : start - t;
+	snprintf(buf, len, "%s%" PRIu64 ".%09" PRIu64, t >= start ? "" : "-", d / 1000000000u,
+		 d % 1000000000u);
+}
+
+static const char *state_name(uint32_t s)
+{
+	switch (s) {
+	case PROF_STATE_RUNNING: return "running";
+	case PROF_STATE_EXITED: return "exited";
+	case PROF_STATE_EXECED: return "execed";
+	case PROF_STATE_DISABLED: return "disabled";
+	default: return "?";
+	}
+}
+
+static void put_events(uint32_t ev)
+{
+	const char *sep = "";
+	printf("0x%x (", ev);
+#define PROF_X(name, str, bit)                    \
+	if (ev & PROF_EV_##name) {                \
+		printf("%s%s", sep, str);          \
+		sep = ",";                         \
+	}
+	PROF_EVENT_FAMILIES(PROF_X)
+#undef PROF_X
+	printf(")");
+}
+
+static void dump_header(const struct trace *t)
+{
+	const struct prof_file_header *h = trace_header(t);
+	printf("trace %s\n", trace_path(t));
+	printf("  magic              0x%016" PRIx64 "\n", h->magic);
+	printf("  version            %u\n", h->version);
+	printf("  min_version        %u\n", h->min_version);
+	printf("  header_size        %u\n", h->header_size);
+	printf("  features           0x%" PRIx64 "\n", h->features);
+	printf("  chunk_size         %u\n", h->chunk_size);
+	printf("  data_offset        %u\n", h->data_offset);
+	printf("  chunks_claimed     %" PRIu64 "\n", h->chunks_claimed);
+	printf("  pid                %u\n", h->pid);
+	printf("  ppid               %u\n", h->ppid);
+
+	char date[64] = "?";
+	time_t secs = (time_t)(h->start_realtime_ns / 1000000000u);
+	struct tm tm;
+	if (gmtime_r(&secs, &tm))
+		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("  start_realtime_ns  %" PRIu64 " (%s)\n", h->start_realtime_ns, date);
+	printf("  start_ns           %" PRIu64 "\n", h->start_ns);
+	printf("  clock_id           %u\n", h->clock_id);
+	printf("  state              %u (%s)\n", h->state, state_name(h->state));
+	printf("  events             ");
+	put_events(h->events);
+	printf("\n  stack_depth        %u\n", h->stack_depth);
+	printf("  rank               %d\n", h->rank);
+	printf("  argc               %u\n", h->argc);
+	printf("  strings_offset     %u\n", h->strings_offset);
+	printf("  strings_size       %u\n", h->strings_size);
+	printf("  cpu_hz             %u\n", h->cpu_hz);
+	printf("  lost_records       %" PRIu64 "\n", h->lost_records);
+	printf("  exe                ");
+	put_str(trace_exe(t), SIZE_MAX);
+	printf("\n  host               ");
+	put_str(trace_host(t), SIZE_MAX);
+	putchar('\n');
+	for (uint32_t i = 0; i < trace_argc(t); i++) {
+		printf("  argv[%u]%*s", i, i < 10 ? 11 : i < 100 ? 10 : 9, "");
+		put_str(trace_argv(t, i), SIZE_MAX);
+		putchar('\n');
+	}
+}
+
+/* The fields of one record; the reader has checked the sizes of known types. */
+static void dump_fields(const struct prof_rec *r)
+{
+	switch (r->type) {
+	case PROF_REC_PAD:
+		printf(" size=%u", r->size);
+		break;
+	case PROF_REC_LOST:
+		printf(" records=%" PRIu64, ((const struct prof_rec_lost *)r)->records);
+		break;
+	case PROF_REC_MODULE: {
+		const struct prof_rec_module *m = (const void *)r;
+		printf(" id=%u [0x%" PRIx64 "-0x%" PRIx64 ") bias=0x%" PRIx64 " build_id=", m->id,
+		       m->start, m->end, m->bias);
+		for (uint32_t i = 0; i < m->build_id_len; i++)
+			printf("%02x", m->build_id[i]);
+		if (!m->build_id_len)
+			printf("-");
+		printf(" path=");
+		put_str(m->path, r->size - sizeof(*m));
+		break;
+	}
+	case PROF_REC_MODULE_UNLOAD:
+		printf(" id=%u", ((const struct prof_rec_module_unload *)r)->id);
+		break;
+	case PROF_REC_STACK: {
+		const struct prof_rec_stack *s = (const void *)r;
+		printf(" id=%u depth=%u", s->id, s->depth);
+		for (uint32_t i = 0; i < s->depth; i++)
+			printf(" 0x%" PRIx64, s->frames[i]);
+		break;
+	}
+	case PROF_REC_THREAD_START: {
+		const struct prof_rec_thread_start *ts = (const void *)r;
+		printf(" serial=%u tid=%u parent_serial=", ts->serial, ts->tid);
+		if (ts->parent_serial == ~0u)
+			printf("?");
+		else
+			printf("%u", ts->parent_serial);
+		printf(" stack=%u start_routine=0x%" PRIx64, ts->stack, ts->start_routine);
+		break;
+	}
+	case PROF_REC_THREAD_END: {
+		const struct prof_rec_thread_end *te = (const void *)r;
+		printf(" serial=%u tid=%u cpu_ns=%" PRIu64 " name=", te->serial, te->tid, te->cpu_ns);
+		put_str(te->name, sizeof(te->name));
+		break;
+	}
+	case PROF_REC_ALLOC: {
+		const struct prof_rec_alloc *a = (const void *)r;
+		printf(" %s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
+		       prof_alloc_fn_name(r->flags), a->ptr, a->size, a->stack);
+		break;
+	}
+	case PROF_REC_FREE:
+		printf(" ptr=0x%" PRIx64 "%s", ((const struct prof_rec_free *)r)->ptr,
+		       r->flags & PROF_FREE_REALLOC ? " (realloc)" : "");
+		break;
+	case PROF_REC_EXIT: {
+		const struct prof_rec_exit *e = (const void *)r;
+		if (e->how == 0)
+			printf(" how=exit status=%d", e->code);
+		else if (e->how == 1)
+			printf(" how=signal signal=%d", e->code);
+		else
+			printf(" how=%u code=%d", e->how, e->code);
+		break;
+	}
+	case PROF_REC_EXEC:
+		printf(" path=");
+		put_str(((const struct prof_rec_exec *)r)->path, r->size - sizeof(struct prof_rec));
+		break;
+	case PROF_REC_FORK:
+		printf(" child_pid=%u", ((const struct prof_rec_fork *)r)->child_pid);
+		break;
+	default:
+		printf(" flags=0x%x size=%u", r->flags, r->size);
+		return;
+	}
+	if (r->size > prof_rec_min_size(r->type) && r->type != PROF_REC_PAD &&
+	    r->type != PROF_REC_STACK && r->type != PROF_REC_MODULE && r->type != PROF_REC_EXEC)
+		printf(" (+%u bytes)", r->size - prof_rec_min_size(r->type));
+}
+
+static int dump_one(const char *path)
+{
+	char err[1024];
+	struct trace *t = trace_open(path, err, sizeof(err));
+	if (!t) {
+		prof_error("%s", err);
+		return -1;
+	}
+	dump_header(t);
+	printf("records:\n  %10s %20s %6s %8s %-13s fields\n", "offset", "time_s", "stream",
+	       "tid", "type");
+	uint64_t start = trace_header(t)->start_ns, n = 0;
+	struct trace_event ev;
+	int rc;
+	while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1) {
+		const char *name = prof_rec_type_name(ev.rec->type);
+		char unknown[32];
+		if (!name) {
+			snprintf(unknown, sizeof(unknown), "UNKNOWN(%u)", ev.rec->type);
+			name = unknown;
+		}
+		char when[32];
+		fmt_rel_time(when, sizeof(when), ev.rec->time, start);
+		printf("  %10" PRIu64 " %20s %6u %8u %-13s", ev.offset, when, ev.stream, ev.tid,
+		       name);
+		dump_fields(ev.rec);
+		putchar('\n');
+		n++;
+	}
+	if (rc == 0)
+		printf("%" PRIu64 " records\n", n);
+	trace_close(t);
+	if (rc < 0) {
+		fflush(stdout);
+		prof_error("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+	/* Options anywhere before "--"; the TRACE arguments are moved to the front of argv. */
+	int ntraces = 0, opts = 1;
+	for (int i = 1; i < argc; i++) {
+		char *a = argv[i];
+		if (opts && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
+			usage(stdout);
+			return 0;
+		}
+		if (opts && !strcmp(a, "--")) {
+			opts = 0;
+			continue;
+		}
+		if (opts && a[0] == '-' && a[1]) {
+			prof_error("dump: unknown option '%s' (try prof dump --help)", a);
+			return 2;
+		}
+		argv[ntraces++] = a;
+	}
+	char **paths;
+	size_t n;
+	if (inputs_expand(argv, ntraces, &paths, &n) < 0)
+		return 1;
+	int status = 0;
+	for (size_t i = 0; i < n && !status; i++) {
+		if (i)
+			putchar('\n');
+		if (dump_one(paths[i]) < 0)
+			status = 1;
+	}
+	inputs_free(paths);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		prof_error("dump: write error on standard output");
+		status = 1;
+	}
+	return status;
+}

@@ -1,0 +1,48 @@
+/* Numbers for people: sizes, counts with thousands separators, durations. */
+#include "process.h"
+
+#include <stdio.h>
+
+const char *fmt_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB" };
+	if (n < 1024) {
+		snprintf(buf, len, "%llu B", (unsigned long long)n);
+		return buf;
+	}
+	double v = (double)n / 1024;
+	size_t u = 0;
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.2f %s", v, units[u]);
+	return buf;
+}
+
+const char *fmt_count(uint64_t n, char *buf, size_t len)
+{
+	char digits[32];
+	int nd = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)n);
+	size_t o = 0;
+	for (int i = 0; i < nd && o + 1 < len; i++) {
+		if (i > 0 && (nd - i) % 3 == 0 && o + 2 < len)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+const char *fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", ns / 1e9);
+	return buf;
+}

@@ -1,0 +1,49 @@
+/* prof: the offline analyzer's entry point; dispatches to one file per command. */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "prof_format.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{"report", cmd_report, "every section that has data (processes, threads, heap, ...); --json"},
+	{"leaks", cmd_leaks, "memory still allocated at exit, by allocation stack, largest first"},
+	{"flame", cmd_flame, "flame graph: --kind alloc|leak ..., SVG (-o FILE.svg) or --folded"},
+	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: prof COMMAND [options] TRACE...\n"
+		     "A TRACE is a trace file or a run directory (all *.trace files in it).\n\n"
+		     "commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\n`prof COMMAND --help` describes a command's options; `prof --version`.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+		printf("prof (libprof) %s, trace format %d\n", PROF_VERSION, PROF_FORMAT_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	prof_error("unknown command '%s' (try prof --help)", argv[1]);
+	return 2;
+}

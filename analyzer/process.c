@@ -1,0 +1,290 @@
+/* Builds a struct process from a trace in one streaming pass: each record goes to the part of
+ * the model it belongs to; memory grows with threads, modules, stacks and live blocks only. */
+#include "process.h"
+#include "commands.h"
+#include "trace.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GROW(arr, n, cap)                                                           \
+	((n) < (cap) ? 0 : grow_array((void **)&(arr), &(cap), sizeof(*(arr))))
+
+static int grow_array(void **arr, size_t *cap, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+struct thread_info *process_thread(struct process *p, uint32_t serial)
+{
+	for (size_t i = p->nthreads; i-- > 0;)
+		if (p->threads[i].serial == serial)
+			return &p->threads[i];
+	return NULL;
+}
+
+const struct stack_info *process_stack(const struct process *p, uint32_t id)
+{
+	return id ? u64map_get(&p->stacks, id) : NULL;
+}
+
+static uint64_t rel(const struct process *p, uint64_t t)
+{
+	return t > p->hdr.start_ns ? t - p->hdr.start_ns : 0;
+}
+
+static int on_thread_start(struct process *p, const struct prof_rec_thread_start *r)
+{
+	if (GROW(p->threads, p->nthreads, p->threads_cap) < 0)
+		return -1;
+	struct thread_info *t = &p->threads[p->nthreads++];
+	memset(t, 0, sizeof(*t));
+	t->serial = r->serial;
+	t->tid = r->tid;
+	t->parent_serial = r->parent_serial;
+	t->start_ns = rel(p, r->h.time);
+	return 0;
+}
+
+static void on_thread_end(struct process *p, const struct prof_rec_thread_end *r)
+{
+	struct thread_info *t = process_thread(p, r->serial);
+	if (!t)
+		return;
+	t->ended = 1;
+	t->end_ns = rel(p, r->h.time);
+	t->cpu_ns = r->cpu_ns;
+	memcpy(t->name, r->name, sizeof(r->name));
+	t->name[16] = '\0';
+}
+
+static int on_module(struct process *p, const struct prof_rec_module *r)
+{
+	if (GROW(p->modules, p->nmodules, p->modules_cap) < 0)
+		return -1;
+	struct module_info *m = &p->modules[p->nmodules];
+	memset(m, 0, sizeof(*m));
+	if (!(m->path = strdup(r->path)))
+		return -1;
+	m->id = r->id;
+	m->start = r->start;
+	m->end = r->end;
+	m->bias = r->bias;
+	m->build_id_len = r->build_id_len;
+	memcpy(m->build_id, r->build_id, r->build_id_len);
+	m->present = 1;
+	p->nmodules++;
+	return 0;
+}
+
+static void on_module_unload(struct process *p, const struct prof_rec_module_unload *r)
+{
+	for (size_t i = p->nmodules; i-- > 0;)
+		if (p->modules[i].id == r->id && p->modules[i].present) {
+			p->modules[i].present = 0;
+			return;
+		}
+}
+
+/* The module a frame belongs to, as mapped when its stack was recorded. */
+static uint32_t module_at(const struct process *p, uint64_t addr)
+{
+	for (size_t i = p->nmodules; i-- > 0;) {
+		const struct module_info *m = &p->modules[i];
+		if (m->present && addr >= m->start && addr < m->end)
+			return m->id;
+	}
+	return ~0u;
+}
+
+static int on_stack(struct process *p, const struct prof_rec_stack *r)
+{
+	int created;
+	struct stack_info *s = u64map_put(&p->stacks, r->id, &created);
+	if (!s)
+		return -1;
+	if (!created)  /* a second definition of an id: keep the first */
+		return 0;
+	s->depth = r->depth;
+	s->frames = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
+	s->modules = malloc(sizeof(uint32_t) * (r->depth ? r->depth : 1));
+	if (!s->frames || !s->modules)
+		return -1;
+	memcpy(s->frames, r->frames, sizeof(uint64_t) * r->depth);
+	for (uint32_t i = 0; i < r->depth; i++)
+		s->modules[i] = module_at(p, r->frames[i]);
+	return 0;
+}
+
+static int on_record(struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec *h = ev->rec;
+	uint64_t t = rel(p, h->time);
+	if (t > p->end_ns)
+		p->end_ns = t;
+	switch (h->type) {
+	case PROF_REC_PAD:
+		return 0;
+	case PROF_REC_LOST:
+		p->lost_records += ((const struct prof_rec_lost *)h)->records;
+		return 0;
+	case PROF_REC_MODULE:
+		return on_module(p, (const void *)h);
+	case PROF_REC_MODULE_UNLOAD:
+		on_module_unload(p, (const void *)h);
+		return 0;
+	case PROF_REC_STACK:
+		return on_stack(p, (const void *)h);
+	case PROF_REC_THREAD_START:
+		return on_thread_start(p, (const void *)h);
+	case PROF_REC_THREAD_END:
+		on_thread_end(p, (const void *)h);
+		return 0;
+	case PROF_REC_ALLOC: {
+		const struct prof_rec_alloc *r = (const void *)h;
+		return heap_alloc(&p->heap, ev->stream, t, r->ptr, r->size, r->stack);
+	}
+	case PROF_REC_FREE:
+		return heap_release(&p->heap, ev->stream, ((const struct prof_rec_free *)h)->ptr,
+				    (h->flags & PROF_FREE_REALLOC) != 0);
+	case PROF_REC_EXIT: {
+		const struct prof_rec_exit *r = (const void *)h;
+		p->exit_kind = r->how == 0 ? EXIT_CODE : EXIT_SIGNAL;
+		p->exit_value = r->code;
+		p->complete = r->how == 0;
+		return 0;
+	}
+	case PROF_REC_EXEC: {
+		const struct prof_rec_exec *r = (const void *)h;
+		free(p->exec_path);
+		p->exec_path = strdup(r->path);
+		p->exit_kind = EXIT_EXEC;
+		return p->exec_path ? 0 : -1;
+	}
+	case PROF_REC_FORK:
+		if (GROW(p->children, p->nchildren, p->children_cap) < 0)
+			return -1;
+		p->children[p->nchildren++] = ((const struct prof_rec_fork *)h)->child_pid;
+		return 0;
+	default:
+		p->unknown_records++;
+		return 0;
+	}
+}
+
+static int copy_identity(struct process *p, struct trace *t)
+{
+	p->hdr = *trace_header(t);
+	p->exe = strdup(trace_exe(t));
+	p->host = strdup(trace_host(t));
+	p->argc = trace_argc(t);
+	p->argv = calloc(p->argc + 1, sizeof(char *));
+	if (!p->exe || !p->host || !p->argv)
+		return -1;
+	for (uint32_t i = 0; i < p->argc; i++)
+		if (!(p->argv[i] = strdup(trace_argv(t, i))))
+			return -1;
+	return 0;
+}
+
+int process_load(const char *path, struct process *p, char *err, size_t errlen)
+{
+	memset(p, 0, sizeof(*p));
+	u64map_init(&p->stacks, sizeof(struct stack_info));
+	heap_init(&p->heap);
+	if (!(p->path = strdup(path))) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	struct trace *t = trace_open(path, err, errlen);
+	if (!t)
+		return -1;
+	int rc = copy_identity(p, t);
+	struct trace_event ev;
+	int got;
+	while (rc == 0 && (got = trace_next(t, &ev, err, errlen)) > 0)
+		rc = on_record(p, &ev);
+	if (rc == 0 && got < 0)
+		rc = -2;
+	if (rc == 0)
+		rc = heap_finish(&p->heap);
+	/* The exec'd image carries on in another trace; what ran here ended normally. */
+	if (p->exit_kind == EXIT_EXEC && p->hdr.state == PROF_STATE_EXECED)
+		p->complete = 1;
+	if (p->hdr.lost_records > p->lost_records)
+		p->lost_records = p->hdr.lost_records;
+	trace_close(t);
+	if (rc == -1)
+		snprintf(err, errlen, "%s: out of memory", path);
+	return rc < 0 ? -1 : 0;
+}
+
+void process_free(struct process *p)
+{
+	free(p->path);
+	free(p->exe);
+	free(p->host);
+	for (uint32_t i = 0; p->argv && i < p->argc; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	free(p->exec_path);
+	free(p->threads);
+	for (size_t i = 0; i < p->nmodules; i++)
+		free(p->modules[i].path);
+	free(p->modules);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&p->stacks, &pos, &key, &val)) {
+		struct stack_info *s = val;
+		free(s->frames);
+		free(s->modules);
+	}
+	u64map_free(&p->stacks);
+	free(p->children);
+	heap_free(&p->heap);
+	if (p->sym)
+		sym_free(p->sym);
+	memset(p, 0, sizeof(*p));
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct process *x = a, *y = b;
+	if (x->hdr.start_ns != y->hdr.start_ns)
+		return x->hdr.start_ns < y->hdr.start_ns ? -1 : 1;
+	return x->hdr.pid < y->hdr.pid ? -1 : x->hdr.pid > y->hdr.pid;
+}
+
+int processes_load(char **paths, size_t n, struct process **out)
+{
+	struct process *ps = calloc(n ? n : 1, sizeof(*ps));
+	if (!ps) {
+		prof_error("out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char err[512];
+		if (process_load(paths[i], &ps[i], err, sizeof(err)) < 0) {
+			prof_error("%s", err);
+			processes_free(ps, i + 1);
+			return -1;
+		}
+	}
+	qsort(ps, n, sizeof(*ps), cmp_start);  /* in the order they started */
+	*out = ps;
+	return 0;
+}
+
+void processes_free(struct process *ps, size_t n)
+{
+	for (size_t i = 0; ps && i < n; i++)
+		process_free(&ps[i]);
+	free(ps);
+}

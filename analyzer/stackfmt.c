@@ -1,0 +1,68 @@
+/* Symbolized stacks: the process's symbolizer, frame expansion and the text form shared by
+ * every command. */
+#include "process.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static struct symbolizer *process_symbolizer(struct process *p)
+{
+	if (p->sym)
+		return p->sym;
+	p->sym = sym_new();
+	if (!p->sym)
+		return NULL;
+	for (size_t i = 0; i < p->nmodules; i++) {
+		const struct module_info *m = &p->modules[i];
+		sym_add_module(p->sym, m->id, m->path, m->start, m->end, m->bias, m->build_id,
+			       m->build_id_len);
+	}
+	return p->sym;
+}
+
+int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max)
+{
+	const struct stack_info *s = process_stack(p, stack_id);
+	struct symbolizer *sym = process_symbolizer(p);
+	if (!s || !sym)
+		return 0;
+	int n = 0;
+	for (uint32_t i = 0; i < s->depth && n < max; i++)
+		n += sym_lookup(sym, s->modules[i], s->frames[i], 1, out + n, max - n);
+	return n;
+}
+
+const char *frame_label(const struct sym_frame *f, char *buf, size_t len)
+{
+	if (f->function)
+		return f->function;
+	const char *mod = strrchr(f->module, '/') ? strrchr(f->module, '/') + 1 : f->module;
+	snprintf(buf, len, "%s+0x%" PRIx64, mod, f->offset);
+	return buf;
+}
+
+void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames,
+		 const char *indent)
+{
+	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
+	int n = stack_symbolize(p, stack_id, frames, PROF_MAX_STACK_DEPTH * 2);
+	if (n == 0) {
+		fprintf(out, "%s(no stack recorded)\n", indent);
+		return;
+	}
+	for (int i = 0; i < n && i < max_frames; i++) {
+		char buf[256];
+		const struct sym_frame *f = &frames[i];
+		fprintf(out, "%s%s 0x%" PRIx64 ": %s", indent, i == 0 ? "at" : "by", f->address,
+			frame_label(f, buf, sizeof(buf)));
+		if (f->file)
+			fprintf(out, " (%s:%d)", f->file, f->line);
+		else if (f->function)
+			fprintf(out, " (in %s)", f->module);
+		if (f->inlined)
+			fputs(" [inlined]", out);
+		fputc('\n', out);
+	}
+	if (n > max_frames)
+		fprintf(out, "%s... %d more frames\n", indent, n - max_frames);
+}

@@ -1,0 +1,964 @@
+/* Symbolization through elfutils' libdwfl: DWARF scopes for (inlined) functions, line tables
+ * for file:line, the ELF symbol table as fallback; results cached and strings interned. */
+#include "symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* From libstdc++ (the analyzer links -lstdc++); declared here to stay a C translation unit. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+#define SYM_MAX_FRAMES	64		/* deepest inline chain we keep for one address */
+#define DEBUG_ROOT	"/usr/lib/debug"
+#define ARENA_CHUNK	(64 * 1024)
+
+/*
+ * Addresses: a module is declared with a load bias, "address - bias = ELF virtual address".
+ * Every ELF object is reported to the Dwfl at base 0 with add_p_vaddr (so its Dwfl bias is 0
+ * and Dwfl addresses are ELF virtual addresses, prelinked objects included; ET_EXEC ignores the
+ * base anyway), and lookups pass address - bias. One opened object then serves every module
+ * that maps the same file at whatever address (one process or many), and parses its DWARF once.
+ * Objects overlap in the Dwfl's address space, so we never use dwfl_addrmodule(): each module
+ * keeps its Dwfl_Module and only per-module calls are made.
+ */
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+/* An opened (or failed) ELF file, shared by every module that maps it. */
+struct object {
+	const char *path;		/* interned; also the Dwfl module name */
+	Dwfl_Module *mod;		/* NULL: could not be opened or reported */
+	uint8_t *build_id;		/* of the file on disk, NULL if none */
+	size_t build_id_len;
+	struct object *next;
+};
+
+enum module_state { MOD_UNRESOLVED, MOD_OK, MOD_FAILED };
+
+struct module {
+	uint32_t id;
+	const char *path;		/* interned, as declared */
+	uint64_t start, end, bias;
+	uint8_t *build_id;		/* as recorded, NULL if none */
+	size_t build_id_len;
+	enum module_state state;
+	struct object *obj;		/* when MOD_OK */
+	struct module *next_all;	/* every module ever declared, for sym_free() */
+};
+
+struct cache_entry {
+	uint64_t address;		/* 0 with module NULL: empty slot */
+	struct module *module;		/* the declaration the frames were computed for */
+	uint32_t module_id;
+	int is_ret;
+	int nframes;
+	struct sym_frame *frames;	/* in the frame arena */
+};
+
+struct symbolizer {
+	Dwfl *dwfl;
+	Dwfl_Callbacks callbacks;
+	char *debuginfo_path;
+
+	struct arena_chunk *arena;	/* strings and frame arrays */
+
+	const char **strings;		/* interning set, open addressing */
+	size_t nstrings, string_cap;
+
+	struct module **modules;	/* by id, open addressing, the current declaration */
+	size_t nmodules, module_cap;
+	struct module *all_modules;
+
+	struct object *objects;
+
+	struct cache_entry *cache;	/* open addressing */
+	size_t ncache, cache_cap;
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+
+	while (n--) {
+		h ^= *c++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+static uint64_t hash_u64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static void *arena_alloc(struct symbolizer *s, size_t size)
+{
+	struct arena_chunk *c = s->arena;
+	size_t align = sizeof(max_align_t);
+
+	size = (size + align - 1) & ~(align - 1);
+	if (!c || c->size - c->used < size) {
+		size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->size = cap;
+		c->used = 0;
+		c->next = s->arena;
+		s->arena = c;
+	}
+	void *p = (char *)c->data + c->used;
+	c->used += size;
+	return p;
+}
+
+static int strings_grow(struct symbolizer *s)
+{
+	size_t cap = s->string_cap ? s->string_cap * 2 : 1024;
+	const char **tab = calloc(cap, sizeof(*tab));
+
+	if (!tab)
+		return -1;
+	for (size_t i = 0; i < s->string_cap; i++) {
+		const char *str = s->strings[i];
+
+		if (!str)
+			continue;
+		size_t j = hash_bytes(str, strlen(str)) & (cap - 1);
+		while (tab[j])
+			j = (j + 1) & (cap - 1);
+		tab[j] = str;
+	}
+	free(s->strings);
+	s->strings = tab;
+	s->string_cap = cap;
+	return 0;
+}
+
+/* Returns the symbolizer's copy of str (n bytes), or NULL when out of memory. */
+static const char *intern_n(struct symbolizer *s, const char *str, size_t n)
+{
+	if ((s->nstrings + 1) * 2 > s->string_cap && strings_grow(s))
+		return NULL;
+
+	size_t mask = s->string_cap - 1;
+	size_t i = hash_bytes(str, n) & mask;
+
+	for (; s->strings[i]; i = (i + 1) & mask) {
+		const char *cur = s->strings[i];
+
+		if (strncmp(cur, str, n) == 0 && cur[n] == '\0')
+			return cur;
+	}
+	char *copy = arena_alloc(s, n + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, str, n);
+	copy[n] = '\0';
+	s->strings[i] = copy;
+	s->nstrings++;
+	return copy;
+}
+
+static const char *intern(struct symbolizer *s, const char *str)
+{
+	return str ? intern_n(s, str, strlen(str)) : NULL;
+}
+
+char *sym_demangle(const char *name)
+{
+	int status = -1;
+	char *out;
+
+	if (!name || strncmp(name, "_Z", 2) != 0)
+		return NULL;
+	out = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Interned demangled form of name, or name itself when it is not mangled. */
+static const char *intern_demangled(struct symbolizer *s, const char *name)
+{
+	char *d = sym_demangle(name);
+	const char *r;
+
+	if (!d)
+		return intern(s, name);
+	r = intern(s, d);
+	free(d);
+	return r;
+}
+
+/* ---- finding separate debug info, offline only (never debuginfod) ---- */
+
+static int elf_build_id(Elf *elf, const void **bits)
+{
+	ssize_t n = dwelf_elf_gnu_build_id(elf, bits);
+
+	return n > 0 ? (int)n : 0;
+}
+
+/* Opens path read-only when it is a regular file; never blocks on FIFOs or devices. */
+static int open_regular(const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The CRC-32 that .gnu_debuglink stores (reflected polynomial 0xedb88320). */
+static uint32_t file_crc32(int fd, bool *ok)
+{
+	static uint32_t table[256];
+	static bool table_ready;
+	unsigned char buf[16384];
+	uint32_t crc = 0xffffffffu;
+	off_t pos = 0;
+	ssize_t n;
+
+	if (!table_ready) {
+		for (uint32_t i = 0; i < 256; i++) {
+			uint32_t c = i;
+
+			for (int k = 0; k < 8; k++)
+				c = (c & 1) ? 0xedb88320u ^ (c >> 1) : c >> 1;
+			table[i] = c;
+		}
+		table_ready = true;
+	}
+	while ((n = pread(fd, buf, sizeof(buf), pos)) > 0) {
+		for (ssize_t i = 0; i < n; i++)
+			crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
+		pos += n;
+	}
+	*ok = n == 0;
+	return crc ^ 0xffffffffu;
+}
+
+enum debug_check {
+	CHECK_BUILD_ID,		/* found by build ID: must carry the module's build ID */
+	CHECK_DEBUGLINK,	/* same build ID when both have one, else the debuglink CRC */
+	CHECK_NONE,		/* an altlink (dwz) file: its build ID is its own */
+};
+
+/* Is the file at fd the debug file that mod asks for? */
+static bool debug_candidate_ok(Dwfl_Module *mod, int fd, enum debug_check check, uint32_t crc)
+{
+	const unsigned char *mod_bits;
+	GElf_Addr vaddr;
+	int mod_len = dwfl_module_build_id(mod, &mod_bits, &vaddr);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	const void *bits;
+	bool ok = false, read_ok;
+	int len;
+
+	if (!elf)
+		return false;
+	if (elf_kind(elf) != ELF_K_ELF)
+		goto out;
+	len = elf_build_id(elf, &bits);
+	switch (check) {
+	case CHECK_BUILD_ID:
+		ok = mod_len > 0 && len == mod_len && memcmp(bits, mod_bits, len) == 0;
+		break;
+	case CHECK_DEBUGLINK:
+		if (mod_len > 0 && len > 0)
+			ok = len == mod_len && memcmp(bits, mod_bits, len) == 0;
+		else if (crc != 0)
+			ok = file_crc32(fd, &read_ok) == crc && read_ok;
+		else
+			ok = true;
+		break;
+	case CHECK_NONE:
+		ok = true;
+		break;
+	}
+out:
+	elf_end(elf);
+	return ok;
+}
+
+static int try_debug_file(Dwfl_Module *mod, const char *main_file, const char *path,
+			  enum debug_check check, uint32_t crc, char **found)
+{
+	int fd;
+
+	if (main_file && strcmp(path, main_file) == 0)
+		return -1;
+	fd = open_regular(path);
+	if (fd < 0)
+		return -1;
+	if (!debug_candidate_ok(mod, fd, check, crc)) {
+		close(fd);
+		return -1;
+	}
+	*found = strdup(path);
+	if (!*found) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* DEBUG_ROOT/.build-id/xx/rest.debug into buf; false if it does not fit or len < 2. */
+static bool build_id_path(char *buf, size_t size, const uint8_t *bits, size_t len)
+{
+	size_t n;
+
+	if (len < 2 || size < sizeof(DEBUG_ROOT "/.build-id/xx/.debug") + 2 * len)
+		return false;
+	n = sprintf(buf, DEBUG_ROOT "/.build-id/%02x/", bits[0]);
+	for (size_t i = 1; i < len; i++)
+		n += sprintf(buf + n, "%02x", bits[i]);
+	strcpy(buf + n, ".debug");
+	return true;
+}
+
+/*
+ * Dwfl find_debuginfo callback: /usr/lib/debug/.build-id/xx/rest.debug, then the debuglink
+ * name next to the file, in its .debug/ directory and under /usr/lib/debug/<dir>/. Unlike
+ * dwfl_standard_find_debuginfo() it never asks debuginfod (no network from the analyzer).
+ */
+static int find_debuginfo_offline(Dwfl_Module *mod, void **userdata, const char *modname,
+				  Dwarf_Addr base, const char *file_name,
+				  const char *debuglink_file, GElf_Word debuglink_crc,
+				  char **debuginfo_file_name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &bits, &vaddr);
+	/* libdwfl asks for a dwz altlink file with its name and no CRC. */
+	bool altlink = debuglink_file && debuglink_crc == 0;
+	char path[4096];
+	int fd;
+
+	(void)userdata;
+	(void)modname;
+	(void)base;
+	if (!altlink && len > 0 && build_id_path(path, sizeof(path), bits, len)) {
+		fd = try_debug_file(mod, file_name, path, CHECK_BUILD_ID, 0, debuginfo_file_name);
+		if (fd >= 0)
+			return fd;
+	}
+	if (!debuglink_file || !*debuglink_file)
+		return -1;
+
+	enum debug_check check = altlink ? CHECK_NONE : CHECK_DEBUGLINK;
+	if (debuglink_file[0] == '/')
+		return try_debug_file(mod, file_name, debuglink_file, check, debuglink_crc,
+				      debuginfo_file_name);
+	if (!file_name)
+		return -1;
+
+	const char *slash = strrchr(file_name, '/');
+	int dirlen = slash ? (int)(slash - file_name) : 1;
+	const char *dir = slash ? file_name : ".";
+	const char *const fmts[] = { "%.*s/%s", "%.*s/.debug/%s", DEBUG_ROOT "%.*s/%s" };
+
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		if (i == 2 && dir[0] != '/')
+			break;
+		if (snprintf(path, sizeof(path), fmts[i], dirlen, dir, debuglink_file)
+		    >= (int)sizeof(path))
+			continue;
+		fd = try_debug_file(mod, file_name, path, check, debuglink_crc,
+				    debuginfo_file_name);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+/* Every object is reported with dwfl_report_elf(), which preinstalls its ELF: never called
+ * for them; present because libdwfl expects the callback and must not reach debuginfod. */
+static int find_elf_none(Dwfl_Module *mod, void **userdata, const char *modname,
+			 Dwarf_Addr base, char **file_name, Elf **elfp)
+{
+	(void)mod;
+	(void)userdata;
+	(void)modname;
+	(void)base;
+	(void)file_name;
+	*elfp = NULL;
+	return -1;
+}
+
+/* ---- modules and objects ---- */
+
+struct symbolizer *sym_new(void)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	elf_version(EV_CURRENT);
+	/* The debuginfo path is only consulted by libdwfl's standard callbacks, which we do not
+	 * use; keep it explicit so that nothing falls back to the environment. */
+	s->debuginfo_path = strdup(":.debug:" DEBUG_ROOT);
+	s->callbacks.find_elf = find_elf_none;
+	s->callbacks.find_debuginfo = find_debuginfo_offline;
+	s->callbacks.section_address = dwfl_offline_section_address;
+	s->callbacks.debuginfo_path = &s->debuginfo_path;
+	s->dwfl = s->debuginfo_path ? dwfl_begin(&s->callbacks) : NULL;
+	if (!s->dwfl) {
+		free(s->debuginfo_path);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void sym_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	dwfl_end(s->dwfl);
+	free(s->debuginfo_path);
+	for (struct object *o = s->objects, *next; o; o = next) {
+		next = o->next;
+		free(o->build_id);
+		free(o);
+	}
+	for (struct module *m = s->all_modules, *next; m; m = next) {
+		next = m->next_all;
+		free(m->build_id);
+		free(m);
+	}
+	free(s->modules);
+	free(s->cache);
+	free(s->strings);
+	for (struct arena_chunk *c = s->arena, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	free(s);
+}
+
+static struct module **module_slot(struct symbolizer *s, uint32_t id)
+{
+	size_t mask = s->module_cap - 1;
+	size_t i = hash_u64(id) & mask;
+
+	while (s->modules[i] && s->modules[i]->id != id)
+		i = (i + 1) & mask;
+	return &s->modules[i];
+}
+
+static struct module *module_find(struct symbolizer *s, uint32_t id)
+{
+	return s->module_cap ? *module_slot(s, id) : NULL;
+}
+
+static int modules_grow(struct symbolizer *s)
+{
+	struct module **old = s->modules;
+	size_t old_cap = s->module_cap;
+	size_t cap = old_cap ? old_cap * 2 : 64;
+
+	s->modules = calloc(cap, sizeof(*s->modules));
+	if (!s->modules) {
+		s->modules = old;
+		return -1;
+	}
+	s->module_cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i])
+			*module_slot(s, old[i]->id) = old[i];
+	free(old);
+	return 0;
+}
+
+int sym_add_module(struct symbolizer *s, uint32_t id, const char *path, uint64_t start,
+		   uint64_t end, uint64_t bias, const uint8_t *build_id, size_t build_id_len)
+{
+	struct module *old = module_find(s, id);
+	const char *ipath = intern(s, path ? path : "?");
+
+	if (!ipath)
+		return -1;
+	if (!build_id)
+		build_id_len = 0;
+	/* Re-declaring the same thing is a no-op: keeps the opened object and the cache. */
+	if (old && old->path == ipath && old->start == start && old->end == end &&
+	    old->bias == bias && old->build_id_len == build_id_len &&
+	    (!build_id_len || memcmp(old->build_id, build_id, build_id_len) == 0))
+		return 0;
+	if ((s->nmodules + 1) * 2 > s->module_cap && modules_grow(s))
+		return -1;
+
+	struct module *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -1;
+	if (build_id_len) {
+		m->build_id = malloc(build_id_len);
+		if (!m->build_id) {
+			free(m);
+			return -1;
+		}
+		memcpy(m->build_id, build_id, build_id_len);
+		m->build_id_len = build_id_len;
+	}
+	m->id = id;
+	m->path = ipath;
+	m->start = start;
+	m->end = end;
+	m->bias = bias;
+	m->state = MOD_UNRESOLVED;
+	m->next_all = s->all_modules;
+	s->all_modules = m;
+	/* A replaced declaration stays allocated (cache entries point to it) but is no
+	 * longer found; cache entries made for it are recomputed on their next lookup. */
+	struct module **slot = module_slot(s, id);
+	if (!*slot)
+		s->nmodules++;
+	*slot = m;
+	return 0;
+}
+
+/* Names that are not files: the vDSO, the kernel's pseudo-mappings, the empty main-program
+ * placeholder. */
+static bool path_is_pseudo(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return path[0] == '\0' || path[0] == '[' || strcmp(path, "?") == 0 ||
+	       strncmp(base, "linux-vdso.so", 13) == 0 || strncmp(base, "linux-gate.so", 13) == 0;
+}
+
+/* Opens and reports path (once; failures are remembered too). */
+static struct object *object_get(struct symbolizer *s, const char *path)
+{
+	const char *ipath = intern(s, path);
+	struct object *o;
+
+	if (!ipath)
+		return NULL;
+	for (o = s->objects; o; o = o->next)
+		if (o->path == ipath)
+			return o;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return NULL;
+	o->path = ipath;
+	o->next = s->objects;
+	s->objects = o;
+
+	int fd = open_regular(path);
+	if (fd < 0)
+		return o;
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr ehdr;
+	bool usable = elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &ehdr) &&
+		      (ehdr.e_type == ET_EXEC || ehdr.e_type == ET_DYN);
+	if (usable) {
+		const void *bits;
+		int len = elf_build_id(elf, &bits);
+
+		if (len > 0 && (o->build_id = malloc(len))) {
+			memcpy(o->build_id, bits, len);
+			o->build_id_len = len;
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	if (!usable) {
+		close(fd);
+		return o;
+	}
+	/* Base 0 with add_p_vaddr: Dwfl addresses are the file's own virtual addresses. */
+	dwfl_report_begin_add(s->dwfl);
+	o->mod = dwfl_report_elf(s->dwfl, ipath, ipath, fd, 0, true);
+	dwfl_report_end(s->dwfl, NULL, NULL);
+	if (!o->mod)
+		close(fd);	/* consumed only on success */
+	return o;
+}
+
+static bool build_ids_match(const struct module *m, const struct object *o)
+{
+	if (!m->build_id_len || !o->build_id_len)
+		return true;	/* nothing to compare: trust the path */
+	return m->build_id_len == o->build_id_len &&
+	       memcmp(m->build_id, o->build_id, m->build_id_len) == 0;
+}
+
+/* First lookup in a module: find the file that holds its code (or at least its symbols). */
+static void module_resolve(struct symbolizer *s, struct module *m)
+{
+	static const char deleted[] = " (deleted)";
+	char path[4096];
+	size_t len = strlen(m->path);
+	bool was_deleted = false;
+	struct object *o;
+
+	m->state = MOD_FAILED;
+	if (path_is_pseudo(m->path) || len >= sizeof(path))
+		return;
+	memcpy(path, m->path, len + 1);
+	if (len > sizeof(deleted) - 1 && strcmp(path + len - (sizeof(deleted) - 1), deleted) == 0) {
+		path[len - (sizeof(deleted) - 1)] = '\0';
+		was_deleted = true;
+	}
+	/* A deleted file's path may hold a newer build: only trust it with a matching ID. */
+	if (!was_deleted || m->build_id_len) {
+		o = object_get(s, path);
+		if (o && o->mod && build_ids_match(m, o) &&
+		    (!was_deleted || o->build_id_len)) {
+			m->obj = o;
+			m->state = MOD_OK;
+			return;
+		}
+	}
+	/* The file changed (or is gone): the debug file of the recorded build still has the
+	 * symbols and lines, at the same addresses. */
+	if (build_id_path(path, sizeof(path), m->build_id, m->build_id_len)) {
+		o = object_get(s, path);
+		if (o && o->mod && o->build_id_len && build_ids_match(m, o)) {
+			m->obj = o;
+			m->state = MOD_OK;
+		}
+	}
+}
+
+/* ---- DWARF ---- */
+
+static const char *die_string(Dwarf_Die *die, unsigned int name)
+{
+	Dwarf_Attribute attr;
+
+	return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
+}
+
+/* "ns::Klass::name" from the DIE's declaration context, for functions without a linkage
+ * name (C, or C++ entities GCC gives none). */
+static const char *qualified_name(struct symbolizer *s, Dwarf_Die *die)
+{
+	const char *name = die_string(die, DW_AT_name);
+	Dwarf_Die decl = *die, *scopes = NULL;
+	Dwarf_Attribute attr;
+	char buf[1024];
+	size_t len = 0;
+	int n;
+
+	if (!name)
+		return NULL;
+	/* The declaration (where the namespaces and classes are) is reached through the
+	 * abstract origin and specification; bounded against malformed cycles. */
+	for (int depth = 0; depth < 16; depth++) {
+		Dwarf_Die next;
+
+		if (!(dwarf_attr(&decl, DW_AT_abstract_origin, &attr) ||
+		      dwarf_attr(&decl, DW_AT_specification, &attr)) ||
+		    !dwarf_formref_die(&attr, &next))
+			break;
+		decl = next;
+	}
+	n = dwarf_getscopes_die(&decl, &scopes);
+	for (int i = n - 1; i >= 1; i--) {
+		int tag = dwarf_tag(&scopes[i]);
+		const char *part;
+
+		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
+		    tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
+			continue;
+		part = dwarf_diename(&scopes[i]);
+		if (!part)
+			part = "(anonymous namespace)";
+		int w = snprintf(buf + len, sizeof(buf) - len, "%s::", part);
+		if (w < 0 || (size_t)w >= sizeof(buf) - len)
+			break;
+		len += w;
+	}
+	free(scopes);
+	if (len == 0)
+		return intern(s, name);
+	snprintf(buf + len, sizeof(buf) - len, "%s", name);
+	return intern(s, buf);
+}
+
+/* Names from DW_AT_linkage_name demangled ("ns::Klass::method(int)"), else DW_AT_name,
+ * qualified with its namespaces and classes in C++ (plain in C: no CU walk needed). */
+static const char *function_name(struct symbolizer *s, Dwarf_Die *die, bool cplus)
+{
+	const char *linkage = die_string(die, DW_AT_linkage_name);
+
+	if (!linkage)
+		linkage = die_string(die, DW_AT_MIPS_linkage_name);
+	if (linkage) {
+		char *d = sym_demangle(linkage);
+
+		if (d) {
+			const char *r = intern(s, d);
+
+			free(d);
+			return r;
+		}
+	}
+	return cplus ? qualified_name(s, die) : intern(s, die_string(die, DW_AT_name));
+}
+
+static bool is_function_scope(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+/*
+ * Fills frames[] for file address `addr` of mod from DWARF: the innermost function at the
+ * line table's location, then for each inlined_subroutine its caller at DW_AT_call_file:line.
+ * Returns the number of frames (0 when no DWARF covers addr).
+ */
+static int dwarf_frames(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr,
+			struct sym_frame *frames, int max)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
+	Dwarf_Die *scopes = NULL, innermost;
+	Dwfl_Line *line;
+	const char *file = NULL;
+	int lineno = 0, n = 0, nscopes;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	bool cplus;
+	int lang;
+
+	if (!cudie)
+		return 0;
+	lang = dwarf_srclang(cudie);
+	cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+		lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+	line = dwfl_module_getsrc(mod, addr);
+	if (line) {
+		file = intern(s, dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL));
+		if (lineno < 0)
+			lineno = 0;
+	}
+	/* dwarf_getscopes() jumps to the abstract definition after an inlined instance; its
+	 * innermost DIE's lexical parents give the whole concrete chain instead. */
+	nscopes = dwarf_getscopes(cudie, addr - bias, &scopes);
+	if (nscopes <= 0) {
+		free(scopes);
+		if (!file)
+			return 0;
+		frames[0].file = file;
+		frames[0].line = lineno;
+		return 1;
+	}
+	innermost = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	nscopes = dwarf_getscopes_die(&innermost, &scopes);
+	if (nscopes <= 0) {
+		free(scopes);
+		return 0;
+	}
+	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+	for (int i = 0; i < nscopes && n < max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (!is_function_scope(tag))
+			continue;
+		frames[n].function = function_name(s, &scopes[i], cplus);
+		frames[n].file = file;
+		frames[n].line = lineno;
+		frames[n].inlined = tag == DW_TAG_inlined_subroutine;
+		n++;
+		if (tag != DW_TAG_inlined_subroutine)
+			break;	/* the out-of-line function: the chain ends here */
+
+		/* The caller continues at the call site. */
+		Dwarf_Attribute attr;
+		Dwarf_Word fidx = 0, cline = 0;
+
+		file = NULL;
+		lineno = 0;
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &fidx) == 0 &&
+		    files && fidx < nfiles)
+			file = intern(s, dwarf_filesrc(files, fidx, NULL, NULL));
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &cline) == 0 &&
+		    cline <= 0x7fffffff)
+			lineno = (int)cline;
+	}
+	free(scopes);
+	if (n > 0)
+		frames[n - 1].inlined = 0;	/* the outermost frame is not inlined into anything */
+	if (n == 0 && file) {
+		frames[0].file = file;
+		frames[0].line = lineno;
+		n = 1;
+	}
+	return n;
+}
+
+/* Computes the frames for one address; returns their count (>= 1). */
+static int symbolize(struct symbolizer *s, struct module *m, uint64_t address, int is_ret,
+		     struct sym_frame *frames)
+{
+	uint64_t offset = address - m->bias;
+	uint64_t addr = offset - (is_ret && offset ? 1 : 0);
+	int n = 0;
+
+	memset(frames, 0, sizeof(*frames) * SYM_MAX_FRAMES);
+	if (m->state == MOD_UNRESOLVED)
+		module_resolve(s, m);
+	if (m->state == MOD_OK) {
+		Dwfl_Module *mod = m->obj->mod;
+
+		n = dwarf_frames(s, mod, addr, frames, SYM_MAX_FRAMES);
+		/* No DWARF function (stripped, assembly): the symbol table names the outermost. */
+		if (n == 0 || !frames[n - 1].function) {
+			GElf_Off off;
+			GElf_Sym sym;
+			const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL,
+								NULL, NULL);
+
+			if (name)
+				frames[n ? n - 1 : 0].function = intern_demangled(s, name);
+			if (n == 0)
+				n = 1;
+		}
+	}
+	if (n == 0)
+		n = 1;
+	for (int i = 0; i < n; i++) {
+		frames[i].module = m->path[0] ? m->path : intern(s, "?");
+		if (!frames[i].module)
+			frames[i].module = "?";
+		frames[i].address = address;
+		frames[i].offset = offset;
+	}
+	return n;
+}
+
+/* ---- the cache ---- */
+
+static uint64_t cache_hash(uint32_t id, uint64_t address, int is_ret)
+{
+	return hash_u64(address ^ ((uint64_t)id << 1 | (is_ret != 0)) * 0x9e3779b97f4a7c15ull);
+}
+
+static struct cache_entry *cache_slot(struct symbolizer *s, uint32_t id, uint64_t address,
+				      int is_ret)
+{
+	size_t mask = s->cache_cap - 1;
+	size_t i = cache_hash(id, address, is_ret) & mask;
+
+	for (;; i = (i + 1) & mask) {
+		struct cache_entry *e = &s->cache[i];
+
+		if (!e->module || (e->module_id == id && e->address == address &&
+				   e->is_ret == is_ret))
+			return e;
+	}
+}
+
+static int cache_grow(struct symbolizer *s)
+{
+	struct cache_entry *old = s->cache;
+	size_t old_cap = s->cache_cap;
+	size_t cap = old_cap ? old_cap * 2 : 4096;
+
+	s->cache = calloc(cap, sizeof(*s->cache));
+	if (!s->cache) {
+		s->cache = old;
+		return -1;
+	}
+	s->cache_cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].module)
+			*cache_slot(s, old[i].module_id, old[i].address, old[i].is_ret) = old[i];
+	free(old);
+	return 0;
+}
+
+static int copy_out(const struct sym_frame *frames, int n, struct sym_frame *out, int max)
+{
+	if (n > max)
+		n = max;
+	memcpy(out, frames, sizeof(*out) * n);
+	return n;
+}
+
+int sym_lookup(struct symbolizer *s, uint32_t module_id, uint64_t address,
+	       int is_return_address, struct sym_frame *out, int max)
+{
+	struct sym_frame frames[SYM_MAX_FRAMES];
+	struct module *m = module_find(s, module_id);
+	struct cache_entry *e = NULL;
+	int is_ret = is_return_address != 0;
+	int n;
+
+	if (max <= 0 || !out)
+		return 0;
+	if (!m) {
+		/* Not cached: the module may still be declared later. */
+		memset(out, 0, sizeof(*out));
+		out->module = "?";
+		out->address = address;
+		out->offset = address;
+		return 1;
+	}
+	/* When the table cannot grow, lookups still work, uncached. */
+	if ((s->ncache + 1) * 4 > s->cache_cap * 3 && cache_grow(s))
+		goto uncached;
+	e = cache_slot(s, module_id, address, is_ret);
+	if (e->module == m)
+		return copy_out(e->frames, e->nframes, out, max);
+
+	n = symbolize(s, m, address, is_ret, frames);
+	struct sym_frame *kept = arena_alloc(s, sizeof(*kept) * n);
+	if (!kept)
+		return copy_out(frames, n, out, max);
+	memcpy(kept, frames, sizeof(*kept) * n);
+	if (!e->module)
+		s->ncache++;
+	e->module = m;
+	e->module_id = module_id;
+	e->address = address;
+	e->is_ret = is_ret;
+	e->nframes = n;
+	e->frames = kept;
+	return copy_out(kept, n, out, max);
+
+uncached:
+	n = symbolize(s, m, address, is_ret, frames);
+	return copy_out(frames, n, out, max);
+}

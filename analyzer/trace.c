@@ -1,0 +1,549 @@
+/* The trace reader: maps a trace file read-only, validates its header and chunk index, and
+ * merges the per-thread streams by time with a binary heap in one streaming pass. The file is
+ * untrusted: every size is checked before use, in uint64 arithmetic that cannot overflow. All
+ * memory is allocated by trace_open() and is proportional to the number of chunks, never to the
+ * number of records; trace_next() allocates nothing. Rules: shared/FORMAT.md. */
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NO_OFFSET UINT64_MAX
+#define MAX_CHUNK_SIZE (64u * 1024u * 1024u)
+#define DATA_ALIGN 4096u
+
+/* One written chunk; sorted by (stream, seq) so each stream is a contiguous run. */
+struct chunk {
+	uint64_t offset;
+	uint32_t stream;
+	uint32_t seq;
+	uint32_t tid;
+};
+
+/* A stream's read cursor: the chunk it is in, the position of its next record there, and the
+ * prefix of that record (the heap key) once loaded. */
+struct stream {
+	size_t first, end;  /* its chunks: chunks[first .. end) */
+	size_t cur;         /* chunk being read */
+	uint64_t pos;       /* offset of the head record within chunks[cur] */
+	uint32_t id;
+};
+
+struct heap_ent {
+	uint64_t time;  /* the stream's head record's time */
+	uint32_t id;    /* its stream id: ties go to the lower one */
+	uint32_t index; /* in trace.streams */
+};
+
+struct trace {
+	char *path;
+	const uint8_t *map;
+	uint64_t size;
+	const struct prof_file_header *hdr;
+	const char *exe, *host;
+	const char **argv;
+	uint32_t argc;
+	uint32_t chunk_size;
+
+	struct chunk *chunks;
+	size_t nchunks;
+	struct stream *streams;
+	size_t nstreams;
+	struct heap_ent *heap;  /* one per stream with records left: min-heap on (time, id) */
+	size_t nheap;
+	int started;
+	int pending;     /* the heap top was handed out and must advance first */
+	int failed;
+	char errmsg[512];
+};
+
+/* "PATH: offset N: message" (or "PATH: message" when off is NO_OFFSET) into err. */
+static void __attribute__((format(printf, 5, 6)))
+seterr(char *err, size_t errlen, const char *path, uint64_t off, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	int n;
+	if (off == NO_OFFSET)
+		n = snprintf(err, errlen, "%s: ", path);
+	else
+		n = snprintf(err, errlen, "%s: offset %" PRIu64 ": ", path, off);
+	if (n < 0 || (size_t)n >= errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t rd64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* ---- header ---- */
+
+/* Finds exe, host and argv in the string area; the area lies inside the header and ends in
+ * a NUL, so walking it stays inside the map. */
+static int parse_strings(struct trace *t, char *err, size_t errlen)
+{
+	const struct prof_file_header *h = t->hdr;
+	uint64_t off = h->strings_offset, sz = h->strings_size;
+
+	if (off < sizeof(*h) || sz == 0 || off + sz > h->header_size) {
+		seterr(err, errlen, t->path, NO_OFFSET,
+		       "bad header: string area (offset %" PRIu64 ", %" PRIu64
+		       " bytes) is not inside the header (%u bytes)",
+		       off, sz, h->header_size);
+		return -1;
+	}
+	const char *s = (const char *)t->map + off, *end = s + sz;
+	if (end[-1] != '\0') {
+		seterr(err, errlen, t->path, off, "bad header: string area is not NUL-terminated");
+		return -1;
+	}
+	uint64_t need = (uint64_t)h->argc + 2, have = 0;
+	for (const char *p = s; p < end && have < need; p += strlen(p) + 1)
+		have++;
+	if (have < need) {
+		seterr(err, errlen, t->path, off,
+		       "bad header: string area holds %" PRIu64 " strings, need %" PRIu64
+		       " (exe, host and %u argv)", have, need, h->argc);
+		return -1;
+	}
+	t->argc = h->argc;
+	t->argv = calloc(t->argc ? t->argc : 1, sizeof(*t->argv));
+	if (!t->argv) {
+		seterr(err, errlen, t->path, NO_OFFSET, "out of memory");
+		return -1;
+	}
+	t->exe = s;
+	t->host = s + strlen(s) + 1;
+	const char *p = t->host + strlen(t->host) + 1;
+	for (uint32_t i = 0; i < t->argc; i++) {
+		t->argv[i] = p;
+		p += strlen(p) + 1;
+	}
+	return 0;
+}
+
+static int check_header(struct trace *t, char *err, size_t errlen)
+{
+	const struct prof_file_header *h = (const void *)t->map;
+	const char *path = t->path;
+
+	if (t->size == 0) {
+		seterr(err, errlen, path, NO_OFFSET, "empty file");
+		return -1;
+	}
+	if (t->size >= sizeof(h->magic)) {
+		uint64_t magic = rd64(t->map);
+		if (magic == PROF_MAGIC_SWAPPED) {
+			seterr(err, errlen, path, NO_OFFSET,
+			       "written on a big-endian machine (byte-swapped magic); not supported");
+			return -1;
+		}
+		if (magic != PROF_MAGIC) {
+			seterr(err, errlen, path, NO_OFFSET, "not a libprof trace (bad magic)");
+			return -1;
+		}
+	}
+	if (t->size < sizeof(*h)) {
+		seterr(err, errlen, path, NO_OFFSET,
+		       "shorter than the header: %" PRIu64 " bytes, need %zu", t->size, sizeof(*h));
+		return -1;
+	}
+	t->hdr = h;
+	if (h->min_version > PROF_FORMAT_VERSION) {
+		unsigned v = h->version > h->min_version ? h->version : h->min_version;
+		seterr(err, errlen, path, NO_OFFSET,
+		       "written by a newer libprof (format %u, this prof reads up to %d)",
+		       v, PROF_FORMAT_VERSION);
+		return -1;
+	}
+	uint64_t unknown = h->features & PROF_FEAT_REQUIRED_MASK & ~PROF_FEAT_KNOWN_REQUIRED;
+	if (unknown) {
+		seterr(err, errlen, path, NO_OFFSET,
+		       "uses required features 0x%" PRIx64 " this prof does not know "
+		       "(written by a newer libprof?)", unknown);
+		return -1;
+	}
+	if (h->header_size < sizeof(*h)) {
+		seterr(err, errlen, path, NO_OFFSET,
+		       "bad header: header_size %u is smaller than the header (%zu)",
+		       h->header_size, sizeof(*h));
+		return -1;
+	}
+	if (h->header_size > t->size) {
+		seterr(err, errlen, path, NO_OFFSET,
+		       "truncated: %" PRIu64 " bytes, header_size is %u", t->size, h->header_size);
+		return -1;
+	}
+	uint32_t cs = h->chunk_size;
+	if (cs < 4096 || cs > MAX_CHUNK_SIZE || (cs & (cs - 1))) {
+		seterr(err, errlen, path, NO_OFFSET,
+		       "bad header: chunk_size %u (must be a power of two from 4096 to 64 MiB)", cs);
+		return -1;
+	}
+	t->chunk_size = cs;
+	if (h->data_offset < h->header_size || h->data_offset % DATA_ALIGN) {
+		seterr(err, errlen, path, NO_OFFSET,
+		       "bad header: data_offset %u (must be a multiple of %u and >= header_size %u)",
+		       h->data_offset, DATA_ALIGN, h->header_size);
+		return -1;
+	}
+	if (parse_strings(t, err, errlen) < 0)
+		return -1;
+
+	/* A SIGKILLed writer leaves a full-length file: only a file cut short lacks chunks. */
+	uint64_t n = h->chunks_claimed;
+	if (n) {
+		uint64_t room = t->size > h->data_offset ? t->size - h->data_offset : 0;
+		if (n > room / cs) {
+			if (n <= (UINT64_MAX - h->data_offset) / cs)
+				seterr(err, errlen, path, NO_OFFSET,
+				       "truncated: %" PRIu64 " bytes, header promises %" PRIu64,
+				       t->size, h->data_offset + n * cs);
+			else
+				seterr(err, errlen, path, NO_OFFSET,
+				       "truncated: %" PRIu64 " bytes, header promises %" PRIu64
+				       " chunks of %u bytes", t->size, n, cs);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- chunk index ---- */
+
+static int cmp_chunk(const void *a, const void *b)
+{
+	const struct chunk *x = a, *y = b;
+	if (x->stream != y->stream)
+		return x->stream < y->stream ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+static int index_chunks(struct trace *t, char *err, size_t errlen)
+{
+	uint64_t n = t->hdr->chunks_claimed;  /* fits in the file: checked by check_header() */
+	size_t used = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		const struct prof_chunk_header *c = (const void *)(t->map + t->hdr->data_offset +
+								 i * t->chunk_size);
+		if (c->magic == 0)
+			continue;  /* claimed, never written */
+		if (c->magic != PROF_CHUNK_MAGIC) {
+			seterr(err, errlen, t->path, (uint64_t)((const uint8_t *)c - t->map),
+			       "bad chunk magic 0x%08x", c->magic);
+			return -1;
+		}
+		used++;
+	}
+	t->chunks = calloc(used ? used : 1, sizeof(*t->chunks));
+	if (!t->chunks) {
+		seterr(err, errlen, t->path, NO_OFFSET, "out of memory (%zu chunks)", used);
+		return -1;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		uint64_t off = t->hdr->data_offset + i * t->chunk_size;
+		const struct prof_chunk_header *c = (const void *)(t->map + off);
+		if (c->magic == 0)
+			continue;
+		t->chunks[t->nchunks++] = (struct chunk){
+			.offset = off, .stream = c->stream, .seq = c->seq, .tid = c->tid,
+		};
+	}
+	qsort(t->chunks, t->nchunks, sizeof(*t->chunks), cmp_chunk);
+
+	size_t ns = 0;
+	for (size_t i = 0; i < t->nchunks; i++) {
+		if (i && t->chunks[i].stream == t->chunks[i - 1].stream) {
+			if (t->chunks[i].seq == t->chunks[i - 1].seq) {
+				seterr(err, errlen, t->path, t->chunks[i].offset,
+				       "chunk seq %u of stream %u appears twice (also at offset %" PRIu64
+				       ")", t->chunks[i].seq, t->chunks[i].stream,
+				       t->chunks[i - 1].offset);
+				return -1;
+			}
+			continue;
+		}
+		ns++;
+	}
+	t->streams = calloc(ns ? ns : 1, sizeof(*t->streams));
+	t->heap = calloc(ns ? ns : 1, sizeof(*t->heap));
+	if (!t->streams || !t->heap) {
+		seterr(err, errlen, t->path, NO_OFFSET, "out of memory (%zu streams)", ns);
+		return -1;
+	}
+	for (size_t i = 0; i < t->nchunks; i++) {
+		if (i && t->chunks[i].stream == t->chunks[i - 1].stream)
+			continue;
+		struct stream *s = &t->streams[t->nstreams++];
+		s->first = i;
+		s->id = t->chunks[i].stream;
+	}
+	for (size_t k = 0; k < t->nstreams; k++)
+		t->streams[k].end = k + 1 < t->nstreams ? t->streams[k + 1].first : t->nchunks;
+	return 0;
+}
+
+/* ---- open / close ---- */
+
+void trace_close(struct trace *t)
+{
+	if (!t)
+		return;
+	if (t->map)
+		munmap((void *)t->map, t->size);
+	free(t->argv);
+	free(t->chunks);
+	free(t->streams);
+	free(t->heap);
+	free(t->path);
+	free(t);
+}
+
+struct trace *trace_open(const char *path, char *err, size_t errlen)
+{
+	struct trace *t = calloc(1, sizeof(*t));
+	if (!t) {
+		seterr(err, errlen, path, NO_OFFSET, "out of memory");
+		return NULL;
+	}
+	t->path = strdup(path);
+	if (!t->path) {
+		seterr(err, errlen, path, NO_OFFSET, "out of memory");
+		goto fail;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		seterr(err, errlen, path, NO_OFFSET, "%s", strerror(errno));
+		goto fail;
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		seterr(err, errlen, path, NO_OFFSET, "%s", strerror(errno));
+		close(fd);
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		seterr(err, errlen, path, NO_OFFSET, "not a regular file");
+		close(fd);
+		goto fail;
+	}
+	t->size = (uint64_t)st.st_size;
+	if (t->size) {
+		void *m = mmap(NULL, t->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (m == MAP_FAILED) {
+			seterr(err, errlen, path, NO_OFFSET, "mmap: %s", strerror(errno));
+			close(fd);
+			goto fail;
+		}
+		t->map = m;
+	}
+	close(fd);
+	if (check_header(t, err, errlen) < 0 || index_chunks(t, err, errlen) < 0)
+		goto fail;
+	trace_rewind(t);
+	return t;
+fail:
+	trace_close(t);
+	return NULL;
+}
+
+const struct prof_file_header *trace_header(const struct trace *t) { return t->hdr; }
+const char *trace_path(const struct trace *t) { return t->path; }
+const char *trace_exe(const struct trace *t) { return t->exe; }
+const char *trace_host(const struct trace *t) { return t->host; }
+uint32_t trace_argc(const struct trace *t) { return t->argc; }
+
+const char *trace_argv(const struct trace *t, uint32_t i)
+{
+	return i < t->argc ? t->argv[i] : NULL;
+}
+
+/* ---- records ---- */
+
+/* Checks the record at off (its prefix is nonzero and it lies in a chunk with `room` bytes
+ * from off to the chunk's end). Returns 0 or -1 with the message in t->errmsg. */
+static int check_record(struct trace *t, uint64_t off, uint64_t room)
+{
+	const struct prof_rec *r = (const void *)(t->map + off);
+	const char *what = NULL;
+	char buf[96];
+
+	if (room < sizeof(*r)) {
+		what = "record prefix crosses the chunk end";
+	} else if (r->size < sizeof(*r)) {
+		snprintf(buf, sizeof(buf), "record size %u is smaller than 16", r->size);
+		what = buf;
+	} else if (r->size % 8) {
+		snprintf(buf, sizeof(buf), "record size %u is not a multiple of 8", r->size);
+		what = buf;
+	} else if (r->size > room) {
+		snprintf(buf, sizeof(buf), "record size %u runs past the chunk end (%" PRIu64
+			 " bytes left)", r->size, room);
+		what = buf;
+	} else if (r->type >= 1 && r->type <= PROF_REC_MAX_KNOWN &&
+		   r->size < prof_rec_min_size(r->type)) {
+		snprintf(buf, sizeof(buf), "%s record size %u is smaller than %u",
+			 prof_rec_type_name(r->type), r->size, prof_rec_min_size(r->type));
+		what = buf;
+	} else if (r->type == PROF_REC_STACK) {
+		const struct prof_rec_stack *s = (const void *)r;
+		if (s->depth > PROF_MAX_STACK_DEPTH) {
+			snprintf(buf, sizeof(buf), "STACK depth %u is over %d", s->depth,
+				 PROF_MAX_STACK_DEPTH);
+			what = buf;
+		} else if (sizeof(*s) + 8ull * s->depth > r->size) {
+			snprintf(buf, sizeof(buf), "STACK depth %u does not fit in size %u",
+				 s->depth, r->size);
+			what = buf;
+		}
+	} else if (r->type == PROF_REC_MODULE) {
+		const struct prof_rec_module *m = (const void *)r;
+		if (m->build_id_len > 20) {
+			snprintf(buf, sizeof(buf), "MODULE build_id_len %u is over 20",
+				 m->build_id_len);
+			what = buf;
+		} else if (!memchr(m->path, 0, r->size - sizeof(*m))) {
+			what = "MODULE path is not NUL-terminated";
+		}
+	} else if (r->type == PROF_REC_EXEC) {
+		const struct prof_rec_exec *e = (const void *)r;
+		if (!memchr(e->path, 0, r->size - sizeof(*e)))
+			what = "EXEC path is not NUL-terminated";
+	}
+	if (!what)
+		return 0;
+	t->failed = 1;
+	seterr(t->errmsg, sizeof(t->errmsg), t->path, off, "%s", what);
+	return -1;
+}
+
+/* Finds the stream's head record at or after its cursor, moving on to its next chunk at a
+ * zero prefix (uncommitted: end of the chunk) or at the chunk's end. 1 = loaded, 0 = stream
+ * done, -1 = bad record. */
+static int stream_load(struct trace *t, struct stream *s)
+{
+	for (; s->cur < s->end; s->cur++, s->pos = sizeof(struct prof_chunk_header)) {
+		uint64_t base = t->chunks[s->cur].offset;
+		if (s->pos >= t->chunk_size)
+			continue;
+		const uint8_t *p = t->map + base + s->pos;
+		if (rd64(p) == 0)
+			continue;
+		if (check_record(t, base + s->pos, t->chunk_size - s->pos) < 0)
+			return -1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Heap entries carry their key, so sifting touches only the heap array. */
+static int key_less(const struct heap_ent *a, const struct heap_ent *b)
+{
+	return a->time < b->time || (a->time == b->time && a->id < b->id);
+}
+
+/* Restores the heap after heap[i] grew (or was replaced): Floyd's variant, which walks the
+ * hole down along the smaller children (one compare per level) and then moves the entry up
+ * from the bottom. In a merge the replaced top usually belongs near the bottom. */
+static void heap_down(struct trace *t, size_t i)
+{
+	struct heap_ent *h = t->heap, e = h[i];
+	size_t n = t->nheap, start = i, c;
+
+	while ((c = 2 * i + 1) < n) {
+		if (c + 1 < n && key_less(&h[c + 1], &h[c]))
+			c++;
+		h[i] = h[c];
+		i = c;
+	}
+	while (i > start) {
+		size_t p = (i - 1) / 2;
+		if (!key_less(&e, &h[p]))
+			break;
+		h[i] = h[p];
+		i = p;
+	}
+	h[i] = e;
+}
+
+void trace_rewind(struct trace *t)
+{
+	for (size_t i = 0; i < t->nstreams; i++) {
+		struct stream *s = &t->streams[i];
+		s->cur = s->first;
+		s->pos = sizeof(struct prof_chunk_header);
+	}
+	t->nheap = 0;
+	t->started = 0;
+	t->pending = -1;
+	t->failed = 0;
+	t->errmsg[0] = '\0';
+}
+
+static int fail(struct trace *t, char *err, size_t errlen)
+{
+	if (err && errlen)
+		snprintf(err, errlen, "%s", t->errmsg);
+	return -1;
+}
+
+int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen)
+{
+	if (t->failed)
+		return fail(t, err, errlen);
+	if (!t->started) {
+		t->started = 1;
+		for (size_t i = 0; i < t->nstreams; i++) {
+			int rc = stream_load(t, &t->streams[i]);
+			if (rc < 0)
+				return fail(t, err, errlen);
+			if (rc)
+				t->heap[t->nheap++] = (uint32_t)i;
+		}
+		for (size_t i = t->nheap / 2; i-- > 0;)
+			heap_down(t, i);
+	}
+	/* The record handed out last time stays at the top until now, so that an error in the
+	 * record after it is reported on the call that needs that record. */
+	if (t->pending >= 0) {
+		struct stream *s = &t->streams[t->pending];
+		const struct prof_rec *r = (const void *)(t->map + t->chunks[s->cur].offset + s->pos);
+		s->pos += r->size;
+		t->pending = -1;
+		int rc = stream_load(t, s);
+		if (rc < 0)
+			return fail(t, err, errlen);
+		if (!rc)
+			t->heap[0] = t->heap[--t->nheap];
+		heap_down(t, 0);
+	}
+	if (!t->nheap)
+		return 0;
+	uint32_t top = t->heap[0];
+	struct stream *s = &t->streams[top];
+	const struct chunk *c = &t->chunks[s->cur];
+	ev->offset = c->offset + s->pos;
+	ev->rec = (const void *)(t->map + ev->offset);
+	ev->stream = c->stream;
+	ev->tid = c->tid;
+	t->pending = top;
+	return 1;
+}

@@ -1,0 +1,282 @@
+/* Heap hooks: malloc and friends. Each successful call is an ALLOC or FREE record with the
+ * caller's interned stack; errno and results are exactly those of the real allocator. */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+
+static struct {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+} real;
+
+/* dlsym() may allocate (calloc) before we know where the real allocator is: serve those few
+ * requests from a static arena. Its blocks are never freed; free() recognises them. */
+static _Alignas(64) char arena[64 * 1024];
+static _Atomic size_t arena_used;
+static int resolving;
+
+static void *arena_alloc(size_t size)
+{
+	size = (size + 63) & ~(size_t)63;
+	size_t off = atomic_fetch_add(&arena_used, size);
+	if (off + size > sizeof(arena))
+		return NULL;
+	return arena + off;  /* static storage: already zero */
+}
+
+static int in_arena(const void *p)
+{
+	return (const char *)p >= arena && (const char *)p < arena + sizeof(arena);
+}
+
+static void resolve(void)
+{
+	if (real.malloc || resolving)
+		return;
+	resolving = 1;
+#define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+	RESOLVE(free);
+	RESOLVE(calloc);
+	RESOLVE(realloc);
+	RESOLVE(reallocarray);
+	RESOLVE(posix_memalign);
+	RESOLVE(aligned_alloc);
+	RESOLVE(memalign);
+	RESOLVE(valloc);
+	RESOLVE(pvalloc);
+	RESOLVE(malloc);  /* last: its being set means all are */
+#undef RESOLVE
+	resolving = 0;
+}
+
+/* ld.so sizes each new thread's DTV (calloc(n, sizeof(dtv_t)), 16 bytes) by the number of
+ * TLS modules, and preloading us adds some (libprof.so, libunwind). Report the size the
+ * program asks for without us, so heap totals match an unprofiled run (and valgrind's). */
+static uintptr_t ldso_lo, ldso_hi;
+static size_t dtv_extra_slots;
+
+void prof_heap_init(void)
+{
+	resolve();
+	void *dl_allocate_tls = dlsym(RTLD_DEFAULT, "_dl_allocate_tls");
+	if (dl_allocate_tls && prof_module_range((uintptr_t)dl_allocate_tls, &ldso_lo, &ldso_hi))
+		dtv_extra_slots = (size_t)prof_tls_modules_added();
+}
+
+static inline size_t calloc_size_unprofiled(size_t n, size_t size, uintptr_t caller)
+{
+	if (size == 16 && n > dtv_extra_slots && caller >= ldso_lo && caller < ldso_hi)
+		return (n - dtv_extra_slots) * size;
+	return n * size;
+}
+
+/* Should this call be recorded? Not while we are inside our own work (libunwind, dlsym, or a
+ * libc function we hooked calling malloc again), nor when alloc events are off. */
+static inline struct prof_thread *recording(void)
+{
+	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
+		prof_start();
+	if (!prof_enabled(PROF_EV_ALLOC))
+		return NULL;
+	struct prof_thread *th = &prof_self;
+	return th->in_hook ? NULL : th;
+}
+
+static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t)
+{
+	th = prof_thread_get();
+	uint32_t stack = prof_stack_here(th);
+	struct prof_rec_alloc *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->ptr = (uint64_t)(uintptr_t)ptr;
+	r->size = size;
+	r->stack = stack;
+	r->pad = 0;
+	prof_commit(r, PROF_REC_ALLOC, fn, sizeof(*r), t);
+}
+
+/* t is taken before the block is released, so a reuse of the address by another thread
+ * always sorts after this free. */
+static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint64_t t)
+{
+	th = prof_thread_get();
+	struct prof_rec_free *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->ptr = (uint64_t)(uintptr_t)ptr;
+	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), t);
+}
+
+/* Wraps the real call: guard, errno as the real function left it, record on success. */
+#define ALLOC_HOOK(fn_id, call, size_expr)                                 \
+	do {                                                               \
+		struct prof_thread *th = recording();                      \
+		if (!th)                                                   \
+			return call;                                       \
+		th->in_hook++;                                             \
+		void *p = call;                                            \
+		uint64_t t = prof_now();                                   \
+		int err = errno;                                           \
+		if (p)                                                     \
+			record_alloc(th, fn_id, p, size_expr, t);          \
+		errno = err;                                               \
+		th->in_hook--;                                             \
+		return p;                                                  \
+	} while (0)
+
+PROF_EXPORT void *malloc(size_t size)
+{
+	if (unlikely(!real.malloc)) {
+		resolve();
+		if (!real.malloc)
+			return arena_alloc(size);
+	}
+	ALLOC_HOOK(PROF_ALLOC_MALLOC, real.malloc(size), size);
+}
+
+PROF_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (unlikely(!real.malloc)) {
+		resolve();
+		if (!real.malloc) {
+			size_t total;
+			if (__builtin_mul_overflow(n, size, &total))
+				return NULL;
+			return arena_alloc(total);
+		}
+	}
+	ALLOC_HOOK(PROF_ALLOC_CALLOC, real.calloc(n, size),
+		   calloc_size_unprofiled(n, size, (uintptr_t)__builtin_return_address(0)));
+}
+
+PROF_EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+	resolve();
+	ALLOC_HOOK(PROF_ALLOC_ALIGNED_ALLOC, real.aligned_alloc(align, size), size);
+}
+
+PROF_EXPORT void *memalign(size_t align, size_t size)
+{
+	resolve();
+	ALLOC_HOOK(PROF_ALLOC_MEMALIGN, real.memalign(align, size), size);
+}
+
+PROF_EXPORT void *valloc(size_t size)
+{
+	resolve();
+	ALLOC_HOOK(PROF_ALLOC_VALLOC, real.valloc(size), size);
+}
+
+PROF_EXPORT void *pvalloc(size_t size)
+{
+	resolve();
+	ALLOC_HOOK(PROF_ALLOC_PVALLOC, real.pvalloc(size), size);
+}
+
+PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	resolve();
+	struct prof_thread *th = recording();
+	if (!th)
+		return real.posix_memalign(out, align, size);
+	th->in_hook++;
+	int rc = real.posix_memalign(out, align, size);
+	uint64_t t = prof_now();
+	int err = errno;
+	if (rc == 0)
+		record_alloc(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, t);
+	errno = err;
+	th->in_hook--;
+	return rc;
+}
+
+PROF_EXPORT void free(void *ptr)
+{
+	if (!ptr || unlikely(in_arena(ptr)))
+		return;
+	if (unlikely(!real.free))
+		resolve();
+	struct prof_thread *th = recording();
+	if (!th) {
+		real.free(ptr);
+		return;
+	}
+	th->in_hook++;
+	uint64_t t = prof_now();
+	real.free(ptr);
+	int err = errno;
+	record_free(th, ptr, 0, t);
+	errno = err;
+	th->in_hook--;
+}
+
+/* realloc and reallocarray: a moved or resized block is a FREE (timed before the call) and an
+ * ALLOC; realloc(p, 0) frees p; a failed call changes nothing and records nothing. */
+static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
+			    void *(*call)(void *, size_t, size_t))
+{
+	size_t total = n * size;
+	struct prof_thread *th = recording();
+	if (!th)
+		return call(old, n, size);
+	th->in_hook++;
+	uint64_t t0 = prof_now();
+	void *p = call(old, n, size);
+	uint64_t t1 = prof_now();
+	int err = errno;
+	if (old && (p || total == 0))
+		record_free(th, old, PROF_FREE_REALLOC, t0);
+	if (p)
+		record_alloc(th, fn, p, total, t1);
+	errno = err;
+	th->in_hook--;
+	return p;
+}
+
+static void *call_realloc(void *old, size_t n, size_t size)
+{
+	(void)n;
+	return real.realloc(old, size);
+}
+
+static void *call_reallocarray(void *old, size_t n, size_t size)
+{
+	return real.reallocarray(old, n, size);
+}
+
+PROF_EXPORT void *realloc(void *old, size_t size)
+{
+	if (unlikely(!real.malloc) || unlikely(in_arena(old))) {
+		resolve();
+		if (!real.malloc)
+			return arena_alloc(size);
+		if (in_arena(old)) {  /* moving an early block out of the arena */
+			void *p = malloc(size);
+			if (p)
+				memcpy(p, old, size < sizeof(arena) - (size_t)((char *)old - arena) ?
+						       size : sizeof(arena) - (size_t)((char *)old - arena));
+			return p;
+		}
+	}
+	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc);
+}
+
+PROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+	resolve();
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total))
+		return real.reallocarray(old, n, size);  /* it sets ENOMEM, records nothing */
+	return realloc_common(PROF_ALLOC_REALLOCARRAY, old, n, size, call_reallocarray);
+}

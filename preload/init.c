@@ -1,0 +1,453 @@
+/* libprof's lifecycle: configuration, start-up, threads, fork, exec, exit and fatal signals. */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .cpu_hz = 99,
+				.free_at_exit = 1, .max_size = 64ull << 30 };
+_Atomic int prof_active;
+__thread struct prof_thread prof_self;
+
+static _Atomic uint32_t next_serial = 1;
+static _Atomic int threads_alive;
+static pthread_key_t thread_key;
+static char self_path[1024];  /* our own .so, for LD_PRELOAD across exec */
+extern char **environ;
+static char **saved_argv;     /* for the trace header of fork children */
+static int saved_argc;
+
+void prof_log(const char *fmt, ...)
+{
+	char buf[512];
+	int n = snprintf(buf, sizeof(buf), "libprof[%d]: ", (int)getpid());
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof(buf) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+	if (len > sizeof(buf) - 2)
+		len = sizeof(buf) - 2;
+	buf[len++] = '\n';
+	int saved = errno;
+	ssize_t rc = write(2, buf, len);
+	(void)rc;
+	errno = saved;
+}
+
+static uint64_t parse_size(const char *s)
+{
+	char *end;
+	uint64_t v = strtoull(s, &end, 10);
+	switch (*end) {
+	case 'k': case 'K': return v << 10;
+	case 'm': case 'M': return v << 20;
+	case 'g': case 'G': return v << 30;
+	case 't': case 'T': return v << 40;
+	default: return v;
+	}
+}
+
+static void read_config(void)
+{
+	const char *v;
+	snprintf(prof_cfg.output, sizeof(prof_cfg.output), "prof.%%n.%%p.trace");
+	if ((v = getenv("PROF_OUTPUT")) && *v)
+		snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s", v);
+	if ((v = getenv("PROF_EVENTS")) && *v) {
+		int bad;
+		prof_cfg.events = prof_events_parse(v, &bad);
+		if (bad)
+			prof_log("PROF_EVENTS=%s: unknown event family ignored (known: alloc,lock,thread,io,cuda,cpu,all)", v);
+	}
+	if ((v = getenv("PROF_STACK_DEPTH")) && *v) {
+		long d = strtol(v, NULL, 10);
+		prof_cfg.stack_depth = d < 0 ? 0 : d > PROF_MAX_STACK_DEPTH ? PROF_MAX_STACK_DEPTH : (unsigned)d;
+	}
+	if ((v = getenv("PROF_CPU_HZ")) && *v)
+		prof_cfg.cpu_hz = (unsigned)strtoul(v, NULL, 10);
+	if ((v = getenv("PROF_FREERES")) && *v)
+		prof_cfg.free_at_exit = atoi(v) != 0;
+	if ((v = getenv("PROF_MAX_SIZE")) && *v)
+		prof_cfg.max_size = parse_size(v);
+	if ((v = getenv("PROF_DEBUG")) && *v)
+		prof_cfg.debug = atoi(v);
+}
+
+/* ---- threads ---------------------------------------------------------------------------- */
+
+static void write_thread_start(struct prof_thread *th)
+{
+	struct prof_rec_thread_start *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->serial = th->serial;
+	r->tid = th->tid;
+	r->parent_serial = ~0u;
+	r->stack = 0;
+	r->start_routine = 0;
+	prof_commit(r, PROF_REC_THREAD_START, 0, sizeof(*r), prof_now());
+}
+
+static void register_thread(struct prof_thread *th)
+{
+	th->serial = atomic_fetch_add(&next_serial, 1);
+	th->tid = (uint32_t)gettid();
+	atomic_fetch_add(&threads_alive, 1);
+	/* A non-NULL value makes the key's destructor run at thread exit. */
+	pthread_setspecific(thread_key, th);
+	write_thread_start(th);
+}
+
+struct prof_thread *prof_thread_get(void)
+{
+	struct prof_thread *th = &prof_self;
+	if (unlikely(th->serial == 0))
+		register_thread(th);
+	return th;
+}
+
+void prof_thread_end(struct prof_thread *th)
+{
+	if (th->serial == 0)
+		return;
+	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		struct timespec ts;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		r->serial = th->serial;
+		r->tid = th->tid;
+		r->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		memset(r->name, 0, sizeof(r->name));
+		prctl(PR_GET_NAME, r->name);
+		prof_commit(r, PROF_REC_THREAD_END, 0, sizeof(*r), prof_now());
+	}
+	atomic_fetch_sub(&threads_alive, 1);
+}
+
+int prof_threads_alive(void)
+{
+	return atomic_load(&threads_alive);
+}
+
+static void thread_key_destructor(void *arg)
+{
+	struct prof_thread *th = arg;
+	if (!atomic_load(&prof_active))
+		return;
+	int saved = errno;
+	th->in_hook++;
+	prof_thread_end(th);
+	th->in_hook--;
+	errno = saved;
+}
+
+/* ---- start and end ---------------------------------------------------------------------- */
+
+static void write_exit(unsigned how, int code)
+{
+	struct prof_thread *th = prof_thread_get();
+	struct prof_rec_exit *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->how = how;
+	r->code = code;
+	prof_commit(r, PROF_REC_EXIT, 0, sizeof(*r), prof_now());
+}
+
+/* Runs after every destructor (registered before libc registers _dl_fini), as the last
+ * atexit-style handler: like valgrind, let libc free its own blocks first, then close. */
+static void on_exit_handler(int status, void *arg)
+{
+	(void)arg;
+	if (!atomic_load(&prof_active))
+		return;
+	struct prof_thread *th = prof_thread_get();
+	int others = prof_threads_alive() > 1;
+	if (prof_cfg.free_at_exit && (prof_cfg.events & PROF_EV_ALLOC) && !others) {
+		/* The same two valgrind calls: libstdc++'s pool, then libc's own blocks. */
+		static const char *const freeres_fns[] = { "_ZN9__gnu_cxx9__freeresEv", "__libc_freeres" };
+		for (size_t i = 0; i < 2; i++) {
+			th->in_hook++;  /* a failed dlsym allocates its message: ours, not theirs */
+			void (*fn)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, freeres_fns[i]);
+			th->in_hook--;
+			if (fn)  /* what it frees is recorded */
+				fn();
+		}
+	}
+	th->in_hook++;
+	prof_modules_rescan();
+	prof_thread_end(th);
+	write_exit(0, status);
+	prof_writer_set_state(PROF_STATE_EXITED);
+	atomic_store(&prof_active, 0);
+	prof_writer_close(others);
+	th->in_hook--;
+}
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT,
+				     SIGHUP, SIGQUIT };
+
+/* A fatal signal with the default action: record which one, then die of it as before. */
+static void fatal_signal_handler(int sig)
+{
+	int saved = errno;
+	if (atomic_load(&prof_active)) {
+		struct prof_thread *th = &prof_self;
+		th->in_signal++;
+		th->in_hook++;
+		if (th->serial)
+			write_exit(1, sig);
+		th->in_hook--;
+		th->in_signal--;
+	}
+	signal(sig, SIG_DFL);
+	errno = saved;
+	raise(sig);
+}
+
+/* Only where the program left the default action: a program's own handler always wins. */
+static void install_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa;
+		if (sigaction(fatal_signals[i], NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = fatal_signal_handler;
+		sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
+
+static int start_recording(uint32_t ppid, int argc, char **argv)
+{
+	if (prof_writer_open(ppid, argc, argv) < 0)
+		return -1;
+	atomic_store(&prof_active, 1);
+	struct prof_thread *th = &prof_self;
+	th->in_hook++;
+	prof_stacks_reset();
+	register_thread(th);
+	prof_modules_init();
+	th->in_hook--;
+	return 0;
+}
+
+/* Fork child: everything of the parent's trace is dropped; the child starts its own. */
+static void atfork_child(void)
+{
+	int was_active = atomic_exchange(&prof_active, 0);
+	prof_writer_forget();
+	struct prof_thread *th = &prof_self;
+	int depth = th->in_hook;
+	memset(th, 0, sizeof(*th));
+	th->in_hook = depth;
+	atomic_store(&next_serial, 1);
+	atomic_store(&threads_alive, 0);
+	prof_stacks_reset();
+	prof_modules_reset();
+	if (was_active)
+		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
+}
+
+/* The command line, read from /proc (we may start before any constructor has argv). */
+static char cmdline_buf[64 * 1024];
+static char *cmdline_argv[4096];
+
+static int read_cmdline(void)
+{
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, cmdline_buf, sizeof(cmdline_buf) - 1);
+	close(fd);
+	int argc = 0;
+	for (ssize_t i = 0; i < n && argc < (int)(sizeof(cmdline_argv) / sizeof(char *)) - 1;) {
+		cmdline_argv[argc++] = cmdline_buf + i;
+		i += (ssize_t)strlen(cmdline_buf + i) + 1;
+	}
+	cmdline_argv[argc] = NULL;
+	return argc;
+}
+
+_Atomic int prof_start_state;  /* 0 not started, 1 starting, 2 done */
+
+/* Starts recording once: from our constructor, or earlier from the first allocation of a
+ * library constructor that runs before ours (libstdc++'s exception pool, say), so those
+ * blocks are seen as valgrind sees them. Not before libc has set up the environment. */
+void prof_start(void)
+{
+	int expected = 0;
+	if (!environ || !atomic_compare_exchange_strong(&prof_start_state, &expected, 1))
+		return;
+	if (getauxval(AT_SECURE)) {  /* set-uid/set-gid: record nothing */
+		atomic_store(&prof_start_state, 2);
+		return;
+	}
+	prof_self.in_hook++;
+	read_config();
+	Dl_info info;
+	if (dladdr((void *)prof_start, &info) && info.dli_fname)
+		snprintf(self_path, sizeof(self_path), "%s", info.dli_fname);
+	saved_argc = read_cmdline();
+	saved_argv = cmdline_argv;
+	prof_heap_init();
+	pthread_key_create(&thread_key, thread_key_destructor);
+	if (start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
+		pthread_atfork(NULL, NULL, atfork_child);
+		on_exit(on_exit_handler, NULL);
+		install_signal_handlers();
+	}
+	prof_self.in_hook--;
+	atomic_store(&prof_start_state, 2);
+}
+
+__attribute__((constructor)) static void prof_constructor(void)
+{
+	prof_start();
+}
+
+/* ---- exec ------------------------------------------------------------------------------- */
+
+/* Record the exec, and keep LD_PRELOAD in the new image's environment even when the program
+ * built one without it. env_out must hold n+2 entries; returns the environment to use. */
+static char *const *prepare_exec(const char *path, char *const envp[], char **env_out,
+				 size_t cap, char *preload_buf, size_t preload_cap)
+{
+	/* A vfork child shares our memory: it must not mark the parent's trace as exec'd. */
+	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
+		struct prof_thread *th = prof_thread_get();
+		size_t len = strlen(path) + 1;
+		uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_exec) + (len > 4000 ? 4000 : len)));
+		th->in_hook++;
+		struct prof_rec_exec *r = prof_reserve(th, size);
+		if (r) {
+			memset(r->path, 0, size - sizeof(*r));
+			memcpy(r->path, path, size - sizeof(*r) - 1 < len ? size - sizeof(*r) - 1 : len);
+			prof_commit(r, PROF_REC_EXEC, 0, size, prof_now());
+		}
+		prof_writer_set_state(PROF_STATE_EXECED);
+		th->in_hook--;
+	}
+	if (!self_path[0] || !envp)
+		return envp;
+	size_t n = 0;
+	for (; envp[n]; n++)
+		if (!strncmp(envp[n], "LD_PRELOAD=", 11) && strstr(envp[n], self_path))
+			return envp;
+	if (n + 2 > cap)
+		return envp;
+	size_t k = 0;
+	const char *old = NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			old = envp[i] + 11;
+		else
+			env_out[k++] = envp[i];
+	}
+	snprintf(preload_buf, preload_cap, "LD_PRELOAD=%s%s%s", self_path, old && *old ? ":" : "",
+		 old ? old : "");
+	env_out[k++] = preload_buf;
+	env_out[k] = NULL;
+	return env_out;
+}
+
+/* The exec failed: we are still this program. */
+static void exec_failed(void)
+{
+	if (atomic_load(&prof_active))
+		prof_writer_set_state(PROF_STATE_RUNNING);
+}
+
+#define EXEC_ENV_MAX 4096
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+
+static int do_execve(execve_fn real, const char *path, char *const argv[], char *const envp[])
+{
+	char *env[EXEC_ENV_MAX];
+	char preload[2048];
+	int saved = errno;
+	char *const *e = prepare_exec(path, envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
+	errno = saved;
+	int rc = real(path, argv, e);
+	saved = errno;
+	exec_failed();
+	errno = saved;
+	return rc;
+}
+
+PROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	static execve_fn real;
+	if (!real)
+		real = (execve_fn)dlsym(RTLD_NEXT, "execve");
+	return do_execve(real, path, argv, envp);
+}
+
+PROF_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	static execve_fn real;
+	if (!real)
+		real = (execve_fn)dlsym(RTLD_NEXT, "execvpe");
+	return do_execve(real, file, argv, envp);
+}
+
+PROF_EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+PROF_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+/* execl family: collect the variadic arguments, then the array forms above. */
+#define COLLECT_ARGS(arg0, ap, argv)                                            \
+	const char *argv[EXEC_ENV_MAX];                                         \
+	size_t argn = 0;                                                        \
+	argv[argn++] = arg0;                                                    \
+	while (argn < EXEC_ENV_MAX - 1 && (argv[argn] = va_arg(ap, const char *))) \
+		argn++;                                                         \
+	argv[argn] = NULL
+
+PROF_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execve(path, (char *const *)argv, environ);
+}
+
+PROF_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	va_end(ap);
+	return execvpe(file, (char *const *)argv, environ);
+}
+
+PROF_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	COLLECT_ARGS(arg, ap, argv);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, (char *const *)argv, envp);
+}

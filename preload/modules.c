@@ -1,0 +1,302 @@
+/* The loaded ELF objects, as MODULE records, so that stacks can be symbolized offline. The
+ * table is append-only; a rescan (at start, when a stack has an unknown frame, after dlclose,
+ * at exit) records what appeared and what went away. dlopen is not wrapped: glibc uses its
+ * caller's address to find the RUNPATH to search, and a wrapper would change that. */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <elf.h>
+#include <link.h>
+#include <limits.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_MODULES 4096
+
+struct module {
+	uintptr_t start, end, bias;
+	uint64_t name_hash;
+	int present;
+	int seen;  /* in the current rescan */
+};
+
+static struct module modules[MAX_MODULES];
+static _Atomic uint32_t module_count;
+static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t ours_start, ours_end;
+static char exe_path[PATH_MAX];
+
+int prof_addr_is_ours(uintptr_t ip)
+{
+	return ip >= ours_start && ip < ours_end;
+}
+
+int prof_addr_known(uintptr_t ip)
+{
+	uint32_t n = atomic_load_explicit(&module_count, memory_order_acquire);
+	for (uint32_t i = 0; i < n; i++)
+		if (modules[i].present && ip >= modules[i].start && ip < modules[i].end)
+			return 1;
+	return 0;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+/* The GNU build-id note of a loaded object, read from its mapped PT_NOTE segments. */
+static uint32_t find_build_id(const struct dl_phdr_info *info, uint8_t out[24])
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
+		const char *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			const char *name = p + sizeof(*nh);
+			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+			const char *next = desc + ((nh->n_descsz + 3) & ~3u);
+			if (next > end)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    !memcmp(name, "GNU", 4)) {
+				uint32_t len = nh->n_descsz > 20 ? 20 : nh->n_descsz;
+				memcpy(out, desc, len);
+				return len;
+			}
+			p = next;
+		}
+	}
+	return 0;
+}
+
+static void write_module(uint32_t id, const struct module *m, const char *path,
+			 const uint8_t *build_id, uint32_t build_id_len)
+{
+	struct prof_thread *th = prof_thread_get();
+	size_t len = strlen(path) + 1;
+	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_module) + len));
+	struct prof_rec_module *r = prof_reserve(th, size);
+	if (!r)
+		return;
+	r->start = m->start;
+	r->end = m->end;
+	r->bias = m->bias;
+	r->id = id;
+	r->build_id_len = build_id_len;
+	memset(r->build_id, 0, sizeof(r->build_id));
+	memcpy(r->build_id, build_id, build_id_len);
+	memset(r->path, 0, size - sizeof(*r));
+	memcpy(r->path, path, len);
+	prof_commit(r, PROF_REC_MODULE, 0, size, prof_now());
+}
+
+static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr, e = s + ph->p_memsz;
+		lo = s < lo ? s : lo;
+		hi = e > hi ? e : hi;
+	}
+	if (hi == 0)
+		return 0;
+	const char *path = info->dlpi_name;
+	if (!path || !*path)
+		path = exe_path;  /* the main program */
+	else if (!strncmp(path, "linux-vdso", 10) || !strncmp(path, "linux-gate", 10))
+		path = "[vdso]";
+	uint64_t nh = hash_str(path);
+	uint32_t n = atomic_load(&module_count);
+	for (uint32_t i = 0; i < n; i++) {
+		struct module *m = &modules[i];
+		if (m->present && m->start == lo && m->bias == info->dlpi_addr && m->name_hash == nh) {
+			m->seen = 1;
+			return 0;
+		}
+	}
+	if (n >= MAX_MODULES)
+		return 0;
+	struct module *m = &modules[n];
+	*m = (struct module){ .start = lo, .end = hi, .bias = info->dlpi_addr, .name_hash = nh,
+			      .present = 1, .seen = 1 };
+	uint8_t build_id[24] = { 0 };
+	uint32_t blen = find_build_id(info, build_id);
+	atomic_store_explicit(&module_count, n + 1, memory_order_release);
+	write_module(n, m, path, build_id, blen);
+	if ((uintptr_t)prof_addr_is_ours >= lo && (uintptr_t)prof_addr_is_ours < hi) {
+		ours_start = lo;
+		ours_end = hi;
+	}
+	return 0;
+}
+
+static void rescan_locked(void)
+{
+	uint32_t n = atomic_load(&module_count);
+	for (uint32_t i = 0; i < n; i++)
+		modules[i].seen = 0;
+	dl_iterate_phdr(scan_one, NULL);
+	n = atomic_load(&module_count);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!modules[i].present || modules[i].seen)
+			continue;
+		modules[i].present = 0;
+		struct prof_thread *th = prof_thread_get();
+		struct prof_rec_module_unload *r = prof_reserve(th, sizeof(*r));
+		if (r) {
+			r->id = i;
+			r->pad = 0;
+			prof_commit(r, PROF_REC_MODULE_UNLOAD, 0, sizeof(*r), prof_now());
+		}
+	}
+}
+
+/* Never waits: the caller may be inside dlopen, holding the loader lock that a rescan in
+ * another thread (holding ours) is waiting for. A skipped rescan is retried on a later stack. */
+void prof_modules_rescan(void)
+{
+	if (pthread_mutex_trylock(&rescan_lock) != 0)
+		return;
+	rescan_locked();
+	pthread_mutex_unlock(&rescan_lock);
+}
+
+void prof_modules_init(void)
+{
+	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+	exe_path[n > 0 ? n : 0] = '\0';
+	pthread_mutex_lock(&rescan_lock);
+	rescan_locked();
+	pthread_mutex_unlock(&rescan_lock);
+}
+
+/* Fork child: the parent's records went to the parent's trace; describe everything again. */
+void prof_modules_reset(void)
+{
+	pthread_mutex_init(&rescan_lock, NULL);
+	atomic_store(&module_count, 0);
+}
+
+/* ---- TLS modules that exist only because we are loaded --------------------------------- */
+
+struct tls_scan {
+	uintptr_t ours;     /* an address inside libprof.so */
+	const char *soname; /* of the dependency being asked about */
+	int needed;         /* some other object lists it in DT_NEEDED */
+};
+
+static const char *dyn_string(const ElfW(Dyn) *dyn, ElfW(Addr) off)
+{
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_STRTAB)
+			return (const char *)d->d_un.d_ptr + off;
+	return NULL;
+}
+
+static int scan_needed(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct tls_scan *ts = arg;
+	const ElfW(Dyn) *dyn = NULL;
+	int is_ours = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)s;
+		if (ph->p_type == PT_LOAD && ts->ours >= s && ts->ours < s + ph->p_memsz)
+			is_ours = 1;
+	}
+	if (!dyn || is_ours || !info->dlpi_name || !strncmp(info->dlpi_name, "linux-vdso", 10))
+		return 0;
+	const char *strtab = dyn_string(dyn, 0);
+	for (const ElfW(Dyn) *d = dyn; strtab && d->d_tag != DT_NULL; d++)
+		if (d->d_tag == DT_NEEDED && !strcmp(strtab + d->d_un.d_val, ts->soname))
+			ts->needed = 1;
+	return 0;
+}
+
+/* How many TLS modules the process has because libprof.so was preloaded: ours, and each of
+ * our dependencies with TLS that nothing else in the process needs (libunwind). */
+int prof_tls_modules_added(void)
+{
+	int added = 1;  /* libprof.so's own prof_self */
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return added;
+	size_t modid = 0;
+	if (dlinfo(h, RTLD_DI_TLS_MODID, &modid) == 0 && modid != 0) {
+		struct tls_scan ts = { (uintptr_t)prof_tls_modules_added, "libunwind.so.8", 0 };
+		dl_iterate_phdr(scan_needed, &ts);
+		added += !ts.needed;
+	}
+	dlclose(h);
+	return added;
+}
+
+struct range_scan {
+	uintptr_t addr, lo, hi;
+};
+
+static int scan_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct range_scan *rs = arg;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		lo = s < lo ? s : lo;
+		hi = s + ph->p_memsz > hi ? s + ph->p_memsz : hi;
+	}
+	if (rs->addr >= lo && rs->addr < hi) {
+		rs->lo = lo;
+		rs->hi = hi;
+		return 1;
+	}
+	return 0;
+}
+
+/* The address range of the object that contains addr; 0 if none does. */
+int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	struct range_scan rs = { addr, 0, 0 };
+	if (!dl_iterate_phdr(scan_range, &rs))
+		return 0;
+	*lo = rs.lo;
+	*hi = rs.hi;
+	return 1;
+}
+
+PROF_EXPORT int dlclose(void *handle)
+{
+	static int (*real)(void *);
+	if (!real)
+		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	int rc = real(handle);
+	if (atomic_load(&prof_active)) {
+		int saved = errno;
+		struct prof_thread *th = prof_thread_get();
+		th->in_hook++;
+		prof_modules_rescan();
+		th->in_hook--;
+		errno = saved;
+	}
+	return rc;
+}

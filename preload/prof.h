@@ -1,0 +1,102 @@
+/* Internal interface of libprof.so: the writer, per-thread state, stacks, modules, logging. */
+#ifndef PROF_PRELOAD_H
+#define PROF_PRELOAD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "prof_format.h"
+
+#define PROF_EXPORT __attribute__((visibility("default")))
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* Recording configuration, read once from the environment at start-up. */
+struct prof_config {
+	unsigned events;        /* PROF_EV_* */
+	unsigned stack_depth;   /* frames per stack, 0 = none */
+	unsigned cpu_hz;
+	int free_at_exit;       /* call __libc_freeres at exit, as valgrind does */
+	int debug;              /* PROF_DEBUG level */
+	uint64_t max_size;      /* largest trace file, bytes */
+	char output[1024];      /* PROF_OUTPUT template */
+};
+extern struct prof_config prof_cfg;
+
+/* Recording is on only while prof_active is set (after a successful start, until exit or a
+ * fatal writer error). Hooks test it first and pass straight through when it is off. */
+extern _Atomic int prof_active;
+
+static inline int prof_enabled(unsigned family)
+{
+	return likely(atomic_load_explicit(&prof_active, memory_order_relaxed)) &&
+	       (prof_cfg.events & family);
+}
+
+/* A stream is where one thread appends records: its current chunk and position. */
+struct prof_stream {
+	char *chunk;      /* NULL until the first chunk is claimed */
+	uint32_t used;    /* bytes used in chunk, including its header */
+	uint32_t seq;     /* sequence number of the current chunk */
+	uint64_t lost;    /* records dropped since the last one written */
+};
+
+/* Per-thread state; initial-exec TLS, so touching it never allocates. */
+struct prof_thread {
+	uint32_t serial;      /* 0 = not registered yet; thread serials start at 1 */
+	uint32_t tid;
+	int in_hook;          /* recursion guard: our own work and libc's inner calls pass through */
+	int in_signal;        /* > 0 while a signal handler of ours records: use streams[1] */
+	struct prof_stream streams[2];
+};
+extern __thread struct prof_thread prof_self;
+
+static inline uint64_t prof_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* writer.c: the trace file. */
+int prof_writer_open(uint32_t ppid, int argc, char **argv);
+void *prof_reserve(struct prof_thread *th, uint32_t size);
+void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time);
+void prof_writer_set_state(enum prof_state state);
+void prof_writer_close(int other_threads_alive);
+void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
+const char *prof_writer_path(void);
+uint32_t prof_writer_pid(void);
+
+/* Registers the calling thread (THREAD_START) if it is not yet; returns its state. */
+struct prof_thread *prof_thread_get(void);
+void prof_thread_end(struct prof_thread *th);
+int prof_threads_alive(void);
+
+/* stacks.c: the caller's stack, interned; 0 when stacks are off or it could not be had. */
+uint32_t prof_stack_here(struct prof_thread *th);
+void prof_stacks_reset(void);
+
+/* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */
+void prof_modules_init(void);
+void prof_modules_rescan(void);
+void prof_modules_reset(void);
+int prof_addr_is_ours(uintptr_t ip);
+int prof_addr_known(uintptr_t ip);
+int prof_tls_modules_added(void);
+int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
+/* init.c */
+void prof_start(void);
+extern _Atomic int prof_start_state;  /* 0 until prof_start() has begun */
+
+/* heap.c */
+void prof_heap_init(void);
+
+/* log.c: one line on stderr with write(2); never allocates. */
+void prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define prof_dbg(level, ...) do { if (prof_cfg.debug >= (level)) prof_log(__VA_ARGS__); } while (0)
+
+#endif

@@ -1,0 +1,107 @@
+/* Call stacks: unwound with libunwind and interned in a lock-free table, so each distinct
+ * stack is written once (a STACK record) and events carry only its id. */
+#include "prof.h"
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define TABLE_SLOTS (1u << 20)  /* 16 MiB of address space, touched as it fills */
+#define MAX_PROBES 64
+
+struct slot {
+	_Atomic uint64_t hash;  /* 0 = empty; set first, by CAS, to claim the slot */
+	_Atomic uint32_t id;    /* 0 while the claimer is still writing the STACK record */
+	uint32_t pad;
+};
+
+static struct slot *table;
+static _Atomic uint32_t next_id = 1;
+
+void prof_stacks_reset(void)
+{
+	if (table)
+		munmap(table, TABLE_SLOTS * sizeof(struct slot));
+	table = mmap(NULL, TABLE_SLOTS * sizeof(struct slot), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (table == MAP_FAILED)
+		table = NULL;  /* stacks are then written without interning */
+	atomic_store(&next_id, 1);
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+}
+
+static uint64_t hash_frames(void *const *frames, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		h ^= (uint64_t)(uintptr_t)frames[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h | 1;  /* never 0, the empty-slot mark */
+}
+
+static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
+{
+	/* A frame in an object we have not described (dlopen'ed since) needs its MODULE record
+	 * before anyone can symbolize it. Not from a signal handler: the rescan takes a lock. */
+	if (th->in_signal == 0)
+		for (int i = 0; i < n; i++)
+			if (!prof_addr_known((uintptr_t)frames[i])) {
+				prof_modules_rescan();
+				break;
+			}
+	uint32_t id = atomic_fetch_add(&next_id, 1);
+	uint32_t size = (uint32_t)(sizeof(struct prof_rec_stack) + 8u * (uint32_t)n);
+	struct prof_rec_stack *r = prof_reserve(th, size);
+	if (!r)
+		return 0;
+	r->id = id;
+	r->depth = (uint32_t)n;
+	for (int i = 0; i < n; i++)
+		r->frames[i] = (uint64_t)(uintptr_t)frames[i];
+	prof_commit(r, PROF_REC_STACK, 0, size, prof_now());
+	return id;
+}
+
+uint32_t prof_stack_here(struct prof_thread *th)
+{
+	if (prof_cfg.stack_depth == 0)
+		return 0;
+	void *buf[PROF_MAX_STACK_DEPTH + 16];
+	int n = unw_backtrace(buf, (int)prof_cfg.stack_depth + 16);
+	int skip = 0;
+	while (skip < n && prof_addr_is_ours((uintptr_t)buf[skip]))
+		skip++;
+	void **frames = buf + skip;
+	n -= skip;
+	if (n > (int)prof_cfg.stack_depth)
+		n = (int)prof_cfg.stack_depth;
+	if (n <= 0)
+		return 0;
+	uint64_t h = hash_frames(frames, n);
+	if (!table)
+		return write_stack(th, frames, n);
+	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
+	     i++, pos = (pos + 1) & (TABLE_SLOTS - 1)) {
+		struct slot *s = &table[pos];
+		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
+		if (cur == 0) {
+			if (!atomic_compare_exchange_strong(&s->hash, &cur, h)) {
+				if (cur != h)
+					continue;
+			} else {
+				uint32_t id = write_stack(th, frames, n);
+				atomic_store_explicit(&s->id, id, memory_order_release);
+				return id;
+			}
+		}
+		if (cur == h) {
+			uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+			/* Still being written by another thread: write our own copy rather than wait. */
+			return id ? id : write_stack(th, frames, n);
+		}
+	}
+	return write_stack(th, frames, n);  /* table crowded here: correct, just not shared */
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# tests/check-exports.sh LIB: fails unless every dynamic symbol LIB defines is a hook.
+# A preloaded library shares the program's global namespace: any other exported name (our
+# internals, a statically linked libunwind or jansson) could interpose on, or be interposed by,
+# a symbol of the profiled program. The allowed names are listed below; a new hook family is
+# added here together with the issue that brings it.
+set -euo pipefail
+
+if (($# != 1)); then
+	echo "usage: tests/check-exports.sh LIB.so" >&2
+	exit 2
+fi
+lib=$1
+if [[ ! -f $lib ]]; then
+	echo "check-exports: $lib: no such file" >&2
+	exit 2
+fi
+command -v nm >/dev/null || { echo "check-exports: nm not found (binutils)" >&2; exit 2; }
+
+# Hooks, by exact name.
+allowed_names=(
+	# heap
+	malloc free calloc realloc reallocarray posix_memalign aligned_alloc memalign valloc pvalloc
+	# processes and programs
+	fork vfork execve execv execvp execvpe execl execlp execle posix_spawn posix_spawnp
+	_exit _Exit
+	# modules
+	dlopen dlclose
+	# threads
+	pthread_create pthread_exit
+)
+# Hooks, by family (name prefix).
+allowed_prefixes=(
+	pthread_ sem_                          # threads, locks
+	cuda cu __cuda nvtx InitializeInjection # CUDA runtime/driver, NVTX, CUPTI injection
+)
+# What the toolchain defines in every shared object.
+allowed_toolchain=(_init _fini __bss_start _edata _end)
+# Internals beginning with '_' that we knowingly export (glibc-internal allocator entry points
+# some programs call directly). Keep this list short and explicit.
+allowed_internal=(__libc_malloc __libc_free __libc_calloc __libc_realloc __libc_memalign)
+
+declare -A allowed=()
+for n in "${allowed_names[@]}" "${allowed_toolchain[@]}" "${allowed_internal[@]}"; do
+	allowed[$n]=1
+done
+
+# Prints the defined dynamic symbols as "TYPE NAME" (version suffix removed).
+if ! syms=$(nm -D --defined-only -- "$lib" 2>&1); then
+	echo "check-exports: nm failed on $lib: $syms" >&2
+	exit 2
+fi
+
+offenders=()
+count=0
+while read -r line; do
+	[[ -n $line ]] || continue
+	# "ADDRESS TYPE NAME" (or "TYPE NAME" for some symbols without a value)
+	read -r -a f <<<"$line"
+	if ((${#f[@]} >= 3)); then type=${f[1]} name=${f[2]}; else type=${f[0]} name=${f[1]:-}; fi
+	name=${name%%@*}
+	# Version definitions (absolute symbols named after a version node) are not code or data.
+	if [[ $type == A && $name =~ ^[A-Za-z][A-Za-z0-9_.]*$ && $name != *[a-z]* ]]; then
+		continue
+	fi
+	count=$((count + 1))
+	[[ -n ${allowed[$name]:-} ]] && continue
+	ok=0
+	for p in "${allowed_prefixes[@]}"; do
+		if [[ $name == "$p"* ]]; then ok=1; break; fi
+	done
+	((ok)) || offenders+=("$type $name")
+done <<<"$syms"
+
+if ((${#offenders[@]} > 0)); then
+	echo "check-exports: $lib exports ${#offenders[@]} symbol(s) that are not hooks:" >&2
+	printf '  %s\n' "${offenders[@]}" >&2
+	echo "check-exports: mark internals static or leave them hidden (PROF_EXPORT is for hooks only);" \
+		"a new hook family goes into tests/check-exports.sh" >&2
+	exit 1
+fi
+echo "check-exports: $lib: $count exported symbols, all hooks"
