@@ -16,7 +16,7 @@ ANALYZER_LIB_SRC := $(filter-out analyzer/main.c,$(ANALYZER_SRC))
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 E2E_SRC      := $(wildcard tests/e2e/*.c)
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
-PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC))))
+PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so
 
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
@@ -53,6 +53,9 @@ $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
+$(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
 $(BUILD)/progs/%: tests/progs/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -g -O0 -Wall -Wextra -Werror $< -o $@
@@ -63,8 +66,8 @@ $(BUILD)/progs/%: examples/%.c
 $(BUILD)/test-unit: $(UNIT_SRC) $(ANALYZER_OBJ)
 	$(CC) $(ANALYZER_CFLAGS) -Itests -o $@ $^ -lcriterion $(ANALYZER_LIBS)
 
-$(BUILD)/test-e2e: $(E2E_SRC)
-	$(CC) $(CFLAGS) -Itests -o $@ $^ -lcriterion -ljansson
+$(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h
+	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson
 
 demo: all $(BUILD)/progs/demo
 	scripts/prof-run -o $(BUILD)/demo-run -- $(BUILD)/progs/demo

@@ -438,7 +438,7 @@ static int check_record(struct trace *t, uint64_t off, uint64_t room)
 /* Finds the stream's head record at or after its cursor, moving on to its next chunk at a
  * zero prefix (uncommitted: end of the chunk) or at the chunk's end. 1 = loaded, 0 = stream
  * done, -1 = bad record. */
-static int stream_load(struct trace *t, struct stream *s)
+static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 {
 	for (; s->cur < s->end; s->cur++, s->pos = sizeof(struct prof_chunk_header)) {
 		uint64_t base = t->chunks[s->cur].offset;
@@ -449,6 +449,11 @@ static int stream_load(struct trace *t, struct stream *s)
 			continue;
 		if (check_record(t, base + s->pos, t->chunk_size - s->pos) < 0)
 			return -1;
+		const struct prof_rec *r = (const void *)p;
+		/* Streams interleave: fetch this stream's next record while others are merged. */
+		if (s->pos + r->size < t->chunk_size)
+			__builtin_prefetch(p + r->size);
+		*time = r->time;
 		return 1;
 	}
 	return 0;
@@ -460,14 +465,23 @@ static int key_less(const struct heap_ent *a, const struct heap_ent *b)
 	return a->time < b->time || (a->time == b->time && a->id < b->id);
 }
 
-/* Restores the heap after heap[i] grew (or was replaced): Floyd's variant, which walks the
- * hole down along the smaller children (one compare per level) and then moves the entry up
- * from the bottom. In a merge the replaced top usually belongs near the bottom. */
+/* Restores the heap after heap[i] grew (or was replaced). A thread often writes runs of
+ * records, so first check whether the entry stays where it is; otherwise Floyd's variant: walk
+ * the hole down along the smaller children (one compare per level), then move the entry up
+ * from the bottom, since a replaced top usually belongs near the bottom. */
 static void heap_down(struct trace *t, size_t i)
 {
 	struct heap_ent *h = t->heap, e = h[i];
-	size_t n = t->nheap, start = i, c;
+	size_t n = t->nheap, start = i, c = 2 * i + 1;
 
+	if (c >= n)
+		return;
+	if (c + 1 < n && key_less(&h[c + 1], &h[c]))
+		c++;
+	if (!key_less(&h[c], &e))
+		return;
+	h[i] = h[c];
+	i = c;
 	while ((c = 2 * i + 1) < n) {
 		if (c + 1 < n && key_less(&h[c + 1], &h[c]))
 			c++;
@@ -493,7 +507,7 @@ void trace_rewind(struct trace *t)
 	}
 	t->nheap = 0;
 	t->started = 0;
-	t->pending = -1;
+	t->pending = 0;
 	t->failed = 0;
 	t->errmsg[0] = '\0';
 }
@@ -507,43 +521,49 @@ static int fail(struct trace *t, char *err, size_t errlen)
 
 int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen)
 {
+	uint64_t time;
+	int rc;
+
 	if (t->failed)
 		return fail(t, err, errlen);
 	if (!t->started) {
 		t->started = 1;
 		for (size_t i = 0; i < t->nstreams; i++) {
-			int rc = stream_load(t, &t->streams[i]);
+			rc = stream_load(t, &t->streams[i], &time);
 			if (rc < 0)
 				return fail(t, err, errlen);
 			if (rc)
-				t->heap[t->nheap++] = (uint32_t)i;
+				t->heap[t->nheap++] = (struct heap_ent){
+					.time = time, .id = t->streams[i].id, .index = (uint32_t)i,
+				};
 		}
 		for (size_t i = t->nheap / 2; i-- > 0;)
 			heap_down(t, i);
 	}
 	/* The record handed out last time stays at the top until now, so that an error in the
 	 * record after it is reported on the call that needs that record. */
-	if (t->pending >= 0) {
-		struct stream *s = &t->streams[t->pending];
+	if (t->pending) {
+		struct stream *s = &t->streams[t->heap[0].index];
 		const struct prof_rec *r = (const void *)(t->map + t->chunks[s->cur].offset + s->pos);
 		s->pos += r->size;
-		t->pending = -1;
-		int rc = stream_load(t, s);
+		t->pending = 0;
+		rc = stream_load(t, s, &time);
 		if (rc < 0)
 			return fail(t, err, errlen);
-		if (!rc)
+		if (rc)
+			t->heap[0].time = time;
+		else
 			t->heap[0] = t->heap[--t->nheap];
 		heap_down(t, 0);
 	}
 	if (!t->nheap)
 		return 0;
-	uint32_t top = t->heap[0];
-	struct stream *s = &t->streams[top];
+	const struct stream *s = &t->streams[t->heap[0].index];
 	const struct chunk *c = &t->chunks[s->cur];
 	ev->offset = c->offset + s->pos;
 	ev->rec = (const void *)(t->map + ev->offset);
 	ev->stream = c->stream;
 	ev->tid = c->tid;
-	t->pending = top;
+	t->pending = 1;
 	return 1;
 }

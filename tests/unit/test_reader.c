@@ -379,3 +379,29 @@ Test(reader, rewind_repeats_the_pass)
 	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "end stays the end");
 	trace_close(t);
 }
+
+Test(reader, merge_many_streams_random_times)
+{
+	struct tg *tg = tg_create();
+	uint64_t last[40] = {0}, x = 12345;
+	/* Records are added in a shuffled stream order; each stream's times never decrease and
+	 * often tie with other streams'. */
+	for (int i = 0; i < 2400; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t k = (uint32_t)(x >> 33) % 40;
+		last[k] += (x >> 20) % 4;
+		tg_alloc(tg, k * 2 + (k % 3 == 0), last[k], (uint64_t)i, 1, 0);
+	}
+	struct trace *t;
+	size_t n = write_and_read(tg, &t);
+	cr_assert_eq(n, 2400);
+	for (size_t i = 1; i < n; i++) {
+		uint64_t t0 = evs[i - 1].rec->time, t1 = evs[i].rec->time;
+		uint32_t s0 = evs[i - 1].stream, s1 = evs[i].stream;
+		uint64_t p0 = ((const struct prof_rec_alloc *)evs[i - 1].rec)->ptr;
+		uint64_t p1 = ((const struct prof_rec_alloc *)evs[i].rec)->ptr;
+		cr_assert(t0 < t1 || (t0 == t1 && (s0 < s1 || (s0 == s1 && p0 < p1))),
+			  "at %zu: (%lu, %u, %lu) then (%lu, %u, %lu)", i, t0, s0, p0, t1, s1, p1);
+	}
+	trace_close(t);
+}

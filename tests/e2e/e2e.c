@@ -1,0 +1,246 @@
+/* Helpers for the end-to-end tests (see e2e.h). */
+#include "e2e.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+const char *e2e_build(void)
+{
+	const char *b = getenv("PROF_BUILD");
+	return b && *b ? b : "build";
+}
+
+const char *e2e_prog(const char *name)
+{
+	static char ring[8][PATH_MAX];
+	static int next;
+	char *buf = ring[next++ % 8];
+	snprintf(buf, PATH_MAX, "%s/progs/%s", e2e_build(), name);
+	return buf;
+}
+
+const char *e2e_prof(void)
+{
+	static char buf[PATH_MAX];
+	const char *a = getenv("PROF_ANALYZER");
+	snprintf(buf, sizeof(buf), "%s", a && *a ? a : "");
+	if (!buf[0])
+		snprintf(buf, sizeof(buf), "%s/prof", e2e_build());
+	return buf;
+}
+
+const char *e2e_lib(void)
+{
+	static char buf[PATH_MAX];
+	char rel[PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/libprof.so", e2e_build());
+	if (!realpath(rel, buf))
+		snprintf(buf, sizeof(buf), "%s", rel);
+	return buf;
+}
+
+static char tmpdirs[32][64];
+static int ntmpdirs;
+
+const char *e2e_tmpdir(void)
+{
+	if (ntmpdirs == 32)
+		return NULL;
+	char *d = tmpdirs[ntmpdirs];
+	snprintf(d, 64, "/tmp/prof-e2e.XXXXXX");
+	if (!mkdtemp(d))
+		return NULL;
+	ntmpdirs++;
+	return d;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void e2e_cleanup(void)
+{
+	for (int i = 0; i < ntmpdirs; i++)
+		nftw(tmpdirs[i], rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	ntmpdirs = 0;
+}
+
+static int redirect(int fd, const char *file)
+{
+	int f = open(file ? file : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (f < 0)
+		return -1;
+	dup2(f, fd);
+	close(f);
+	return 0;
+}
+
+int e2e_run(const char *const argv[], const char *const env[], const char *out_file,
+	    const char *err_file)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		redirect(1, out_file);
+		redirect(2, err_file);
+		for (size_t i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return status;
+}
+
+int e2e_profile(const char *dir, const char *const argv[], const char *const env[],
+		const char *out_file, const char *err_file)
+{
+	static char preload[PATH_MAX + 16], output[PATH_MAX + 32];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", e2e_lib());
+	snprintf(output, sizeof(output), "PROF_OUTPUT=%s/prof.%%n.%%p.trace", dir);
+	/* putenv in order: a test's own PROF_OUTPUT (in env) replaces ours. */
+	const char *ordered[32];
+	size_t k = 0;
+	ordered[k++] = output;
+	for (size_t i = 0; env && env[i] && k < 30; i++)
+		ordered[k++] = env[i];
+	ordered[k++] = preload;
+	ordered[k] = NULL;
+	return e2e_run(argv, ordered, out_file, err_file);
+}
+
+int e2e_valgrind(const char *const argv[], struct vg_summary *s)
+{
+	const char *d = e2e_tmpdir();
+	if (!d)
+		return -1;
+	char log[PATH_MAX], logopt[PATH_MAX + 16];
+	snprintf(log, sizeof(log), "%s/vg.log", d);
+	snprintf(logopt, sizeof(logopt), "--log-file=%s", log);
+	const char *vg[40] = { "valgrind", "--tool=memcheck", logopt };
+	size_t n = 3;
+	for (size_t i = 0; argv[i] && n < 39; i++)
+		vg[n++] = argv[i];
+	vg[n] = NULL;
+	e2e_run(vg, NULL, NULL, NULL);
+	char *text = e2e_read_file(log);
+	if (!text)
+		return -1;
+	memset(s, 0, sizeof(*s));
+	/* "in use at exit: 1,234 bytes in 5 blocks", "total heap usage: 1 allocs, 1 frees, 9 bytes allocated" */
+	for (char *p = text; *p; p++)
+		if (*p == ',' && p[1] >= '0' && p[1] <= '9' && p > text && p[-1] >= '0' && p[-1] <= '9')
+			memmove(p, p + 1, strlen(p));
+	char *u = strstr(text, "in use at exit:");
+	char *t = strstr(text, "total heap usage:");
+	int ok = u && t &&
+		 sscanf(u, "in use at exit: %ld bytes in %ld blocks", &s->in_use_bytes, &s->in_use_blocks) == 2 &&
+		 sscanf(t, "total heap usage: %ld allocs, %ld frees, %ld bytes", &s->allocs, &s->frees, &s->bytes) == 3;
+	free(text);
+	return ok ? 0 : -1;
+}
+
+json_t *e2e_prof_json(const char *command, const char *path)
+{
+	const char *d = e2e_tmpdir();
+	if (!d)
+		return NULL;
+	char out[PATH_MAX], err[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.json", d);
+	snprintf(err, sizeof(err), "%s/err.txt", d);
+	const char *argv[] = { e2e_prof(), command, "--json", path, NULL };
+	int st = e2e_run(argv, NULL, out, err);
+	if (st != 0) {
+		char *e = e2e_read_file(err);
+		fprintf(stderr, "prof %s failed (%d): %s\n", command, st, e ? e : "");
+		free(e);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *doc = json_load_file(out, 0, &je);
+	if (!doc)
+		fprintf(stderr, "bad JSON from prof %s: %s (line %d)\n", command, je.text, je.line);
+	return doc;
+}
+
+json_t *e2e_process(json_t *doc, size_t i)
+{
+	return json_array_get(json_object_get(doc, "processes"), i);
+}
+
+long e2e_int(json_t *obj, const char *path)
+{
+	char key[128];
+	while (obj && *path) {
+		size_t n = strcspn(path, ".");
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		obj = json_object_get(obj, key);
+		path += n + (path[n] == '.');
+	}
+	return json_is_integer(obj) ? (long)json_integer_value(obj) : -1;
+}
+
+char *e2e_read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	size_t n;
+	while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len < 2) {
+			char *nb = realloc(buf, cap *= 2);
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+			}
+			buf = nb;
+		}
+	}
+	fclose(f);
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+int e2e_marker_line(const char *file, const char *marker)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "tests/progs/%s", file);
+	char *text = e2e_read_file(path);
+	if (!text)
+		return 0;
+	int line = 1, found = 0;
+	char *hit = strstr(text, marker);
+	for (char *p = text; hit && p < hit; p++)
+		line += *p == '\n';
+	found = hit ? line : 0;
+	free(text);
+	return found;
+}
+
+int e2e_count_lines(const char *text)
+{
+	int n = 0;
+	for (const char *p = text; p && *p; p++)
+		n += *p == '\n';
+	return n;
+}

@@ -1,0 +1,44 @@
+/* Helpers for end-to-end tests: run real programs under libprof, valgrind and prof. */
+#ifndef PROF_E2E_H
+#define PROF_E2E_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct vg_summary {
+	long allocs, frees, bytes, in_use_bytes, in_use_blocks;
+};
+
+const char *e2e_build(void);              /* PROF_BUILD, or "build" */
+const char *e2e_prog(const char *name);   /* build/progs/NAME (static buffer ring) */
+const char *e2e_prof(void);               /* PROF_ANALYZER, or build/prof */
+const char *e2e_lib(void);                /* build/libprof.so, absolute */
+
+/* A fresh directory under /tmp, removed by e2e_cleanup(). */
+const char *e2e_tmpdir(void);
+void e2e_cleanup(void);
+
+/* Runs argv with env additions (NULL-terminated "K=V" list, may be NULL). stdout and stderr
+ * go to the given files (NULL: /dev/null). Returns the wait status, or -1. */
+int e2e_run(const char *const argv[], const char *const env[], const char *out_file,
+	    const char *err_file);
+
+/* Runs argv under libprof with PROF_OUTPUT=<dir>/prof.%n.%p.trace, plus env. */
+int e2e_profile(const char *dir, const char *const argv[], const char *const env[],
+		const char *out_file, const char *err_file);
+
+/* valgrind's HEAP SUMMARY of argv; 0 on success. */
+int e2e_valgrind(const char *const argv[], struct vg_summary *s);
+
+/* `prof report --json` (or any prof command with --json) on path: the parsed document. */
+json_t *e2e_prof_json(const char *command, const char *path);
+/* processes[i] of a report; NULL if absent. */
+json_t *e2e_process(json_t *doc, size_t i);
+long e2e_int(json_t *obj, const char *path);  /* "heap.alloc_calls" -> integer, -1 if absent */
+
+/* Line of the first occurrence of marker in tests/progs/<file>; 0 if not found. */
+int e2e_marker_line(const char *file, const char *marker);
+char *e2e_read_file(const char *path);  /* malloc'd, NUL-terminated; NULL on error */
+int e2e_count_lines(const char *text);
+
+#endif

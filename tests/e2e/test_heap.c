@@ -1,0 +1,266 @@
+/* End-to-end heap tests: real programs under libprof, compared with valgrind memcheck. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+static void teardown(void)
+{
+	e2e_cleanup();
+}
+
+TestSuite(heap, .fini = teardown, .timeout = 120);
+
+/* Profiles argv in a fresh directory and returns `prof report --json` of it. */
+static json_t *profile_report(const char *const argv[], const char *const env[], int *status)
+{
+	const char *dir = e2e_tmpdir();
+	cr_assert_not_null(dir);
+	int st = e2e_profile(dir, argv, env, NULL, NULL);
+	if (status)
+		*status = st;
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc, "prof report --json failed on %s", dir);
+	return doc;
+}
+
+static void assert_matches_valgrind(const char *const argv[])
+{
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0, "valgrind did not run or print a HEAP SUMMARY");
+	json_t *doc = profile_report(argv, NULL, NULL);
+	json_t *p = e2e_process(doc, 0);
+	cr_assert_not_null(p);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), vg.allocs, "allocs: prof %ld, valgrind %ld",
+		     e2e_int(p, "heap.alloc_calls"), vg.allocs);
+	cr_expect_eq(e2e_int(p, "heap.free_calls"), vg.frees, "frees: prof %ld, valgrind %ld",
+		     e2e_int(p, "heap.free_calls"), vg.frees);
+	cr_expect_eq(e2e_int(p, "heap.bytes_allocated"), vg.bytes, "bytes: prof %ld, valgrind %ld",
+		     e2e_int(p, "heap.bytes_allocated"), vg.bytes);
+	cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), vg.in_use_bytes, "leaked: prof %ld, valgrind %ld",
+		     e2e_int(p, "heap.leaked_bytes"), vg.in_use_bytes);
+	cr_expect_eq(e2e_int(p, "heap.leaked_blocks"), vg.in_use_blocks,
+		     "leaked blocks: prof %ld, valgrind %ld", e2e_int(p, "heap.leaked_blocks"),
+		     vg.in_use_blocks);
+	json_decref(doc);
+}
+
+Test(heap, every_allocation_function_matches_valgrind)
+{
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	assert_matches_valgrind(argv);
+}
+
+Test(heap, cxx_new_delete_and_libstdcxx_pool_match_valgrind)
+{
+	const char *argv[] = { e2e_prog("heap_cxx"), NULL };
+	assert_matches_valgrind(argv);
+}
+
+Test(heap, threads_and_their_tls_match_valgrind)
+{
+	const char *argv[] = { e2e_prog("heap_threads"), "4", "200", NULL };
+	assert_matches_valgrind(argv);
+}
+
+Test(heap, demo_example_matches_valgrind)
+{
+	const char *argv[] = { e2e_prog("demo"), NULL };
+	assert_matches_valgrind(argv);
+}
+
+/* 16 threads allocating at once: the program's own calls, counted exactly. */
+Test(heap, sixteen_threads_give_exact_counts)
+{
+	const int threads = 16, iters = 5000;
+	char t[16], i[16];
+	snprintf(t, sizeof(t), "%d", threads);
+	snprintf(i, sizeof(i), "%d", iters);
+	const char *argv[] = { e2e_prog("heap_threads"), t, i, NULL };
+	json_t *doc = profile_report(argv, NULL, NULL);
+	json_t *p = e2e_process(doc, 0);
+	long calls = 0, bytes = 0, frees = 0, leaked = 0, leaked_blocks = 0;
+	size_t k;
+	json_t *site;
+	json_array_foreach(json_object_get(json_object_get(p, "heap"), "sites"), k, site) {
+		json_t *f0 = json_array_get(json_object_get(site, "stack"), 0);
+		const char *fn = json_string_value(json_object_get(f0, "function"));
+		if (!fn || strcmp(fn, "worker"))
+			continue;
+		calls += e2e_int(site, "calls");
+		bytes += e2e_int(site, "bytes");
+		frees += e2e_int(site, "frees");
+		leaked += e2e_int(site, "leaked_bytes");
+		leaked_blocks += e2e_int(site, "leaked_blocks");
+	}
+	long per_thread_bytes = 16;
+	for (int n = 0; n < iters; n++)
+		per_thread_bytes += n % 64 + 1;
+	cr_expect_eq(calls, (long)threads * (iters + 1), "calls %ld", calls);
+	cr_expect_eq(frees, (long)threads * iters, "frees %ld", frees);
+	cr_expect_eq(bytes, threads * per_thread_bytes, "bytes %ld", bytes);
+	cr_expect_eq(leaked, threads * 16L);
+	cr_expect_eq(leaked_blocks, threads);
+	cr_expect_eq(json_array_size(json_object_get(p, "threads")), (size_t)threads + 1);
+	cr_expect_eq(e2e_int(p, "lost_records"), 0);
+	json_decref(doc);
+}
+
+/* The first frame of a leak is the function and line that allocated it. */
+static json_t *leak_with_function(json_t *leaks_doc, const char *function, json_t **frame)
+{
+	size_t i;
+	json_t *leak;
+	json_array_foreach(json_object_get(e2e_process(leaks_doc, 0), "leaks"), i, leak) {
+		json_t *stack = json_object_get(leak, "stack");
+		size_t j;
+		json_t *f;
+		json_array_foreach(stack, j, f) {
+			const char *fn = json_string_value(json_object_get(f, "function"));
+			if (fn && strstr(fn, function)) {
+				*frame = f;
+				return leak;
+			}
+		}
+	}
+	return NULL;
+}
+
+Test(heap, leaks_point_to_function_and_line)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+	json_t *doc = e2e_prof_json("leaks", dir);
+	cr_assert_not_null(doc);
+	json_t *frame, *leak;
+
+	leak = leak_with_function(doc, "leak_small", &frame);
+	cr_assert_not_null(leak, "no leak from leak_small");
+	cr_expect_eq(e2e_int(leak, "bytes"), 48);
+	cr_expect_eq(e2e_int(leak, "blocks"), 1);
+	cr_expect_eq(e2e_int(frame, "line"), e2e_marker_line("heap_mix.c", "LEAK-A"));
+	cr_expect_not_null(strstr(json_string_value(json_object_get(frame, "file")), "heap_mix.c"));
+
+	leak = leak_with_function(doc, "leak_array", &frame);
+	cr_assert_not_null(leak, "no leak from leak_array");
+	cr_expect_eq(e2e_int(leak, "bytes"), 300);
+	cr_expect_eq(e2e_int(leak, "blocks"), 3);
+	cr_expect_eq(e2e_int(frame, "line"), e2e_marker_line("heap_mix.c", "LEAK-B"));
+
+	/* Largest first. */
+	json_t *leaks = json_object_get(e2e_process(doc, 0), "leaks");
+	for (size_t i = 1; i < json_array_size(leaks); i++)
+		cr_expect_geq(e2e_int(json_array_get(leaks, i - 1), "bytes"),
+			      e2e_int(json_array_get(leaks, i), "bytes"));
+	json_decref(doc);
+}
+
+Test(heap, cxx_names_are_demangled)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("heap_cxx"), NULL };
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+	json_t *doc = e2e_prof_json("leaks", dir);
+	cr_assert_not_null(doc);
+	json_t *frame;
+	json_t *leak = leak_with_function(doc, "shapes::Canvas::paint", &frame);
+	cr_assert_not_null(leak, "no leak attributed to shapes::Canvas::paint");
+	cr_expect_eq(e2e_int(leak, "bytes"), 48);
+	cr_expect_eq(e2e_int(frame, "line"), e2e_marker_line("heap_cxx.cpp", "LEAK-CXX"));
+	json_decref(doc);
+}
+
+Test(heap, text_leak_report_reads_like_valgrind)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/leaks.txt", dir);
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+	const char *cmd[] = { e2e_prof(), "leaks", dir, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "300 bytes in 3 blocks"), "%s", text);
+	cr_expect_not_null(strstr(text, "48 bytes in 1 blocks"), "%s", text);
+	cr_expect_not_null(strstr(text, "leak_array (tests/progs/heap_mix.c:"), "%s", text);
+	cr_expect_lt(strstr(text, "300 bytes"), strstr(text, "48 bytes"), "largest first");
+	free(text);
+}
+
+Test(heap, flame_graphs_of_allocations_and_leaks)
+{
+	const char *dir = e2e_tmpdir();
+	char folded[PATH_MAX], svg[PATH_MAX];
+	snprintf(folded, sizeof(folded), "%s/leak.folded", dir);
+	snprintf(svg, sizeof(svg), "%s/alloc.svg", dir);
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+
+	const char *f[] = { e2e_prof(), "flame", "--kind", "leak", "--folded", "-o", folded, dir, NULL };
+	cr_assert_eq(e2e_run(f, NULL, NULL, NULL), 0);
+	char *text = e2e_read_file(folded);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, ";main;leak_small 48\n"), "%s", text);
+	cr_expect_not_null(strstr(text, ";main;leak_array 300\n"), "%s", text);
+	free(text);
+
+	const char *s[] = { e2e_prof(), "flame", "--kind", "alloc", "-o", svg, dir, NULL };
+	cr_assert_eq(e2e_run(s, NULL, NULL, NULL), 0);
+	text = e2e_read_file(svg);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "<svg"));
+	cr_expect_not_null(strstr(text, "leak_array"));
+	cr_expect_not_null(strstr(text, "<script"), "interactive: search and zoom script");
+	free(text);
+}
+
+Test(heap, stack_depth_zero_keeps_exact_counts)
+{
+	const char *env[] = { "PROF_STACK_DEPTH=0", NULL };
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+	json_t *doc = profile_report(argv, env, NULL);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), vg.allocs);
+	cr_expect_eq(e2e_int(p, "heap.bytes_allocated"), vg.bytes);
+	json_t *sites = json_object_get(json_object_get(p, "heap"), "sites");
+	cr_expect_eq(json_array_size(sites), 1, "one site: no stack");
+	cr_expect_eq(json_array_size(json_object_get(json_array_get(sites, 0), "stack")), 0);
+	json_decref(doc);
+}
+
+Test(heap, events_without_alloc_record_no_heap)
+{
+	const char *env[] = { "PROF_EVENTS=lock,io", NULL };
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	json_t *doc = profile_report(argv, env, NULL);
+	cr_expect_eq(e2e_int(e2e_process(doc, 0), "heap.alloc_calls"), 0);
+	json_decref(doc);
+}
+
+Test(heap, dlopened_module_frames_are_symbolized)
+{
+	char rel[PATH_MAX], lib[PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/progs/libplugin.so", e2e_build());
+	cr_assert_not_null(realpath(rel, lib));
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("dlopen_user"), lib, NULL };
+	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dlopen_user failed: %d", st);
+	json_t *doc = e2e_prof_json("leaks", dir);
+	cr_assert_not_null(doc);
+	json_t *frame;
+	json_t *leak = leak_with_function(doc, "plugin_make", &frame);
+	cr_assert_not_null(leak, "leak inside the dlopen'ed plugin not symbolized");
+	cr_expect_eq(e2e_int(leak, "bytes"), 77);
+	cr_expect_not_null(strstr(json_string_value(json_object_get(frame, "module")), "libplugin.so"));
+	cr_expect_eq(e2e_int(frame, "line"), e2e_marker_line("plugin/plugin.c", "LEAK-PLUGIN"));
+	json_decref(doc);
+}

@@ -1,0 +1,332 @@
+/* End-to-end lifecycle and fault tests: exits, crashes, SIGKILL, fork and exec, an unwritable
+ * output directory, planted symbolic links, and untrusted trace files. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+static void teardown(void)
+{
+	e2e_cleanup();
+}
+
+TestSuite(lifecycle, .fini = teardown, .timeout = 120);
+
+/* Runs crash.c with `how` under libprof; returns its report and wait status. */
+static json_t *crash_report(const char *how, int n, int *status)
+{
+	const char *dir = e2e_tmpdir();
+	char count[16];
+	snprintf(count, sizeof(count), "%d", n);
+	const char *argv[] = { e2e_prog("crash"), how, count, NULL };
+	*status = e2e_profile(dir, argv, NULL, NULL, NULL);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc, "no readable trace after '%s'", how);
+	return doc;
+}
+
+Test(lifecycle, normal_exit_is_complete_with_status)
+{
+	int st;
+	json_t *doc = crash_report("exit", 100, &st);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 3, "exit status changed: %d", st);
+	cr_expect(json_is_true(json_object_get(p, "complete")));
+	cr_expect_eq(e2e_int(p, "exit.code"), 3);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 100);
+	cr_expect_eq(e2e_int(p, "heap.leaked_blocks"), 100);
+	json_decref(doc);
+}
+
+Test(lifecycle, underscore_exit_is_incomplete_with_all_data)
+{
+	int st;
+	json_t *doc = crash_report("_exit", 500, &st);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 4);
+	cr_expect(json_is_false(json_object_get(p, "complete")));
+	cr_expect(json_is_null(json_object_get(p, "exit")));
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 500);
+	json_decref(doc);
+}
+
+Test(lifecycle, abort_is_reported_as_signal)
+{
+	int st;
+	json_t *doc = crash_report("abort", 300, &st);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "the program must still die of SIGABRT");
+	cr_expect(json_is_false(json_object_get(p, "complete")));
+	cr_expect_eq(e2e_int(p, "exit.signal"), SIGABRT);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 300);
+	json_decref(doc);
+}
+
+Test(lifecycle, segfault_is_reported_as_signal)
+{
+	int st;
+	json_t *doc = crash_report("segv", 300, &st);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV);
+	cr_expect_eq(e2e_int(p, "exit.signal"), SIGSEGV);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 300);
+	json_decref(doc);
+}
+
+Test(lifecycle, self_sigkill_keeps_everything_written)
+{
+	int st;
+	json_t *doc = crash_report("kill", 20000, &st);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	cr_expect(json_is_false(json_object_get(p, "complete")));
+	cr_expect(json_is_null(json_object_get(p, "exit")));
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 20000);
+	json_decref(doc);
+}
+
+/* Killed from outside while it waits: everything before "ready" is in the trace. */
+Test(lifecycle, sigkill_from_outside_mid_run)
+{
+	const char *dir = e2e_tmpdir();
+	char preload[PATH_MAX + 16], output[PATH_MAX + 32];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", e2e_lib());
+	snprintf(output, sizeof(output), "PROF_OUTPUT=%s/prof.%%p.trace", dir);
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		putenv(output);
+		putenv(preload);
+		execl(e2e_prog("crash"), "crash", "hang", "30000", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	char buf[16] = { 0 };
+	cr_assert_gt(read(fds[0], buf, sizeof(buf) - 1), 0);
+	cr_assert_str_eq(buf, "ready\n");
+	kill(pid, SIGKILL);
+	int st;
+	waitpid(pid, &st, 0);
+	close(fds[0]);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(json_is_false(json_object_get(p, "complete")));
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 30000);
+	cr_expect_eq(e2e_int(p, "heap.leaked_blocks"), 30000);
+	json_decref(doc);
+}
+
+static int count_traces(const char *dir)
+{
+	DIR *d = opendir(dir);
+	int n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += strstr(de->d_name, ".trace") != NULL;
+	if (d)
+		closedir(d);
+	return n;
+}
+
+Test(lifecycle, fork_and_exec_each_write_a_trace)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("forker"), NULL };
+	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 7, "exit status: %d", st);
+	cr_assert_eq(count_traces(dir), 3);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	long parent = -1, child = -1, execd = -1, child_pid = -1, parent_pid = -1, child_ppid = -1;
+	for (size_t i = 0; i < 3; i++) {
+		json_t *p = e2e_process(doc, i);
+		long allocs = e2e_int(p, "heap.alloc_calls");
+		if (json_object_get(p, "exec")) {
+			child = allocs;
+			child_pid = e2e_int(p, "pid");
+			child_ppid = e2e_int(p, "ppid");
+			cr_expect(json_is_true(json_object_get(p, "complete")), "exec ends an image normally");
+		} else if (e2e_int(p, "exit.code") == 7 && allocs == 7) {
+			execd = allocs;
+			cr_expect_eq(json_array_size(json_object_get(p, "argv")), 2);
+		} else {
+			parent = allocs;
+			parent_pid = e2e_int(p, "pid");
+		}
+	}
+	cr_expect_eq(parent, 13);
+	cr_expect_eq(child, 5);
+	cr_expect_eq(execd, 7);
+	cr_expect_eq(child_ppid, parent_pid);
+	cr_expect_neq(child_pid, parent_pid);
+	json_decref(doc);
+}
+
+/* The program runs unchanged, with one line on stderr, when its trace cannot be created. */
+Test(lifecycle, unwritable_output_leaves_program_unchanged)
+{
+	const char *dir = e2e_tmpdir();
+	char blocker[PATH_MAX], env_out[PATH_MAX + 32], out1[PATH_MAX], out2[PATH_MAX], err[PATH_MAX];
+	snprintf(blocker, sizeof(blocker), "%s/not-a-dir", dir);
+	FILE *f = fopen(blocker, "w");  /* a file where a directory should be: fails even for root */
+	cr_assert_not_null(f);
+	fclose(f);
+	snprintf(env_out, sizeof(env_out), "PROF_OUTPUT=%s/sub/x.trace", blocker);
+	snprintf(out1, sizeof(out1), "%s/plain.out", dir);
+	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
+	snprintf(err, sizeof(err), "%s/prof.err", dir);
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	int st1 = e2e_run(argv, NULL, out1, NULL);
+	const char *env[] = { env_out, NULL };
+	int st2 = e2e_profile(dir, argv, env, out2, err);
+	cr_expect_eq(st1, st2);
+	char *a = e2e_read_file(out1), *b = e2e_read_file(out2), *e = e2e_read_file(err);
+	cr_assert(a && b && e);
+	/* Same output but for the pointer value heap_mix prints. */
+	cr_expect_eq(strlen(a), strlen(b));
+	cr_expect_eq(e2e_count_lines(e), 1, "exactly one warning, got: %s", e);
+	cr_expect_not_null(strstr(e, "libprof"));
+	cr_expect_not_null(strstr(e, "disabled"));
+	free(a);
+	free(b);
+	free(e);
+}
+
+Test(lifecycle, planted_symlink_is_not_followed_and_mode_is_0600)
+{
+	const char *dir = e2e_tmpdir();
+	char target[PATH_MAX], link[PATH_MAX], env_out[PATH_MAX + 32], moved[PATH_MAX];
+	snprintf(target, sizeof(target), "%s/victim", dir);
+	snprintf(link, sizeof(link), "%s/app.trace", dir);
+	snprintf(moved, sizeof(moved), "%s/app.1.trace", dir);
+	FILE *f = fopen(target, "w");
+	cr_assert_not_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	cr_assert_eq(symlink(target, link), 0);
+	snprintf(env_out, sizeof(env_out), "PROF_OUTPUT=%s", link);
+	const char *env[] = { env_out, NULL };
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	e2e_profile(dir, argv, env, NULL, NULL);
+	char *victim = e2e_read_file(target);
+	cr_assert_not_null(victim);
+	cr_expect_str_eq(victim, "precious\n", "the link's target was written through");
+	free(victim);
+	struct stat st;
+	cr_assert_eq(stat(moved, &st), 0, "trace not written beside the planted link");
+	cr_expect_eq(st.st_mode & 0777, 0600);
+}
+
+Test(lifecycle, errno_and_failures_are_untouched)
+{
+	const char *dir = e2e_tmpdir();
+	char out1[PATH_MAX], out2[PATH_MAX];
+	snprintf(out1, sizeof(out1), "%s/plain.out", dir);
+	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
+	const char *argv[] = { e2e_prog("errno_check"), NULL };
+	int st1 = e2e_run(argv, NULL, out1, NULL);
+	int st2 = e2e_profile(dir, argv, NULL, out2, NULL);
+	cr_expect_eq(st1, 0);
+	cr_expect_eq(st2, 0);
+	char *a = e2e_read_file(out1), *b = e2e_read_file(out2);
+	cr_assert(a && b);
+	cr_expect_str_eq(a, b);
+	free(a);
+	free(b);
+}
+
+/* ---- untrusted traces ---- */
+
+static void expect_one_line_error(const char *path, const char *must_contain)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prof(), "report", path, NULL };
+	int st = e2e_run(argv, NULL, NULL, err);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) != 0, "prof must fail on %s (status %d)", path, st);
+	char *e = e2e_read_file(err);
+	cr_assert_not_null(e);
+	cr_expect_eq(e2e_count_lines(e), 1, "one line: %s", e);
+	cr_expect_not_null(strstr(e, path), "names the file: %s", e);
+	if (must_contain)
+		cr_expect_not_null(strstr(e, must_contain), "'%s' in: %s", must_contain, e);
+	free(e);
+}
+
+static void write_bytes(const char *path, const void *data, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	cr_assert_not_null(f);
+	if (n)
+		fwrite(data, 1, n, f);
+	fclose(f);
+}
+
+/* A real trace to damage: a finished heap_mix run. */
+static char *real_trace(const char *dir)
+{
+	static char path[PATH_MAX];
+	char env_out[PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/real.trace", dir);
+	snprintf(env_out, sizeof(env_out), "PROF_OUTPUT=%s", path);
+	const char *env[] = { env_out, NULL };
+	const char *argv[] = { e2e_prog("heap_mix"), NULL };
+	e2e_profile(dir, argv, env, NULL, NULL);
+	return path;
+}
+
+Test(lifecycle, bad_traces_give_one_line_errors)
+{
+	const char *dir = e2e_tmpdir();
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/empty.trace", dir);
+	write_bytes(p, "", 0);
+	expect_one_line_error(p, "empty");
+
+	snprintf(p, sizeof(p), "%s/foreign.trace", dir);
+	write_bytes(p, "#!/bin/sh\necho this is not a trace\n", 35);
+	expect_one_line_error(p, "not a libprof trace");
+
+	char *real = real_trace(dir);
+	char *data = e2e_read_file(real);
+	struct stat st;
+	cr_assert_eq(stat(real, &st), 0);
+	cr_assert_gt(st.st_size, 65536);
+
+	snprintf(p, sizeof(p), "%s/truncated.trace", dir);
+	write_bytes(p, data, (size_t)st.st_size - 1000);
+	expect_one_line_error(p, "truncated");
+
+	snprintf(p, sizeof(p), "%s/newer.trace", dir);
+	uint16_t v = 99;
+	memcpy(data + 8, &v, 2);   /* version */
+	memcpy(data + 10, &v, 2);  /* min_version: only a reader of format 99 may read this */
+	write_bytes(p, data, (size_t)st.st_size);
+	expect_one_line_error(p, "newer");
+	v = 1;
+	memcpy(data + 8, &v, 2);
+	memcpy(data + 10, &v, 2);
+
+	snprintf(p, sizeof(p), "%s/corrupt.trace", dir);
+	uint32_t bad = 12;  /* the first record's size: not a multiple of 8 */
+	memcpy(data + 65536 + 16 + 4, &bad, 4);
+	write_bytes(p, data, (size_t)st.st_size);
+	expect_one_line_error(p, "offset");
+	free(data);
+}
