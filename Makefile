@@ -7,7 +7,7 @@ VERSION := 0.1.0
 
 WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
-CFLAGS  += $(WARN) -std=gnu11 -D_GNU_SOURCE -Ishared -DPROF_VERSION='"$(VERSION)"'
+override CFLAGS += $(WARN) -std=gnu11 -D_GNU_SOURCE -Ishared -DPROF_VERSION='"$(VERSION)"'
 
 SHARED_SRC   := $(wildcard shared/*.c)
 PRELOAD_SRC  := $(wildcard preload/*.c)

@@ -8,18 +8,63 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct sample_set;
+typedef void (*emit_fn)(void *ctx, uint32_t stack, uint64_t weight);
+typedef int (*collect_fn)(struct process *p, const char *by, emit_fn emit, void *ctx);
+
+/* Heap sites, by bytes allocated (or --by calls) or by bytes leaked. */
+static int heap_flame(struct process *p, const char *by, emit_fn emit, void *ctx,
+		      uint64_t (*key)(const struct heap_site *))
+{
+	size_t n;
+	struct site_ref *v = heap_sites_sorted(p, key, &n);
+	if (!v)
+		return -1;
+	for (size_t j = 0; j < n; j++)
+		emit(ctx, v[j].stack, key(v[j].s));
+	free(v);
+	(void)by;
+	return 0;
+}
+
+static int alloc_flame(struct process *p, const char *by, emit_fn emit, void *ctx)
+{
+	if (by && strcmp(by, "bytes") && strcmp(by, "calls")) {
+		prof_error("--by %s: alloc graphs weigh by bytes or calls", by);
+		return -1;
+	}
+	return heap_flame(p, by, emit, ctx, by && !strcmp(by, "calls") ? site_key_calls : site_key_bytes);
+}
+
+static int leak_flame(struct process *p, const char *by, emit_fn emit, void *ctx)
+{
+	if (by && strcmp(by, "bytes")) {
+		prof_error("--by %s: leak graphs weigh by bytes", by);
+		return -1;
+	}
+	return heap_flame(p, by, emit, ctx, site_key_leaked);
+}
+
 struct flame_kind {
 	const char *name, *title, *unit;
-	uint64_t (*weight)(const struct heap_site *);  /* NULL: not recorded by this version */
+	collect_fn collect;  /* NULL: not recorded by this version */
 };
 
 static const struct flame_kind kinds[] = {
-	{ "alloc", "Heap: bytes allocated by stack", "bytes", site_key_bytes },
-	{ "leak", "Heap: bytes leaked by stack", "bytes", site_key_leaked },
+	{ "alloc", "Heap: bytes allocated by stack", "bytes", alloc_flame },
+	{ "leak", "Heap: bytes leaked by stack", "bytes", leak_flame },
 	{ "cpu", "CPU samples", "samples", NULL },
-	{ "lock", "Lock wait time", "ns", NULL },
-	{ "io", "I/O time", "ns", NULL },
+	{ "lock", "Lock wait time by stack", "ns", locks_flame },
+	{ "io", "I/O time by stack", "ns", io_flame },
 	{ "cuda", "GPU time by launching stack", "ns", NULL },
+};
+
+/* Collects one process's weights into the sample set. */
+struct collect_ctx {
+	struct sample_set *ss;
+	struct process *p;
+	const char *root;
+	int rc;
 };
 
 /* Samples and the strings they point to, freed together. */
@@ -80,6 +125,13 @@ static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, 
 	return 0;
 }
 
+static void emit_sample(void *arg, uint32_t stack, uint64_t weight)
+{
+	struct collect_ctx *c = arg;
+	if (c->rc == 0 && weight > 0)
+		c->rc = add_sample(c->ss, c->p, stack, weight, c->root);
+}
+
 static void free_samples(struct sample_set *ss)
 {
 	for (size_t i = 0; i < ss->n; i++)
@@ -98,7 +150,7 @@ static void usage(FILE *out)
 		"  --kind alloc   bytes allocated (--by calls: allocation calls)\n"
 		"  --kind leak    bytes still allocated at exit\n"
 		"  --kind cpu|lock|io|cuda   other event families (when recorded)\n"
-		"  --by bytes|calls   weight for alloc (default bytes)\n"
+		"  --by WHAT      alloc: bytes (default) or calls; io: time (default) or bytes\n"
 		"  -o FILE        write the SVG (or folded text) to FILE (default stdout)\n"
 		"  --folded       Brendan Gregg's folded stacks instead of SVG\n"
 		"  --title TEXT   heading of the SVG\n"
@@ -112,7 +164,7 @@ int cmd_flame(int argc, char **argv)
 		{ "by", required_argument, NULL, 'b' }, { "title", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
-	const char *kind_name = "alloc", *outfile = NULL, *by = "bytes", *title = NULL;
+	const char *kind_name = "alloc", *outfile = NULL, *by = NULL, *title = NULL;
 	int folded = 0, c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "ho:k:", opts, NULL)) != -1) {
@@ -134,14 +186,12 @@ int cmd_flame(int argc, char **argv)
 		prof_error("unknown flame kind '%s' (alloc, leak, cpu, lock, io, cuda)", kind_name);
 		return 2;
 	}
-	struct flame_kind chosen = *kind;
-	if (!strcmp(kind->name, "alloc") && !strcmp(by, "calls")) {
-		chosen.weight = site_key_calls;
-		chosen.unit = "allocations";
-		chosen.title = "Heap: allocation calls by stack";
-	} else if (strcmp(by, "bytes")) {
-		prof_error("--by %s: alloc graphs weigh by bytes or calls", by);
-		return 2;
+	const char *ktitle = kind->title, *unit = kind->unit;
+	if (!strcmp(kind->name, "alloc") && by && !strcmp(by, "calls")) {
+		ktitle = "Heap: allocation calls by stack";
+		unit = "allocations";
+	} else if (by && !strcmp(by, "bytes") && strcmp(kind->unit, "bytes")) {
+		unit = "bytes";
 	}
 	char **paths;
 	size_t n;
@@ -154,30 +204,29 @@ int cmd_flame(int argc, char **argv)
 		return 1;
 	struct sample_set ss = { 0 };
 	int rc = 0;
-	for (size_t i = 0; chosen.weight && i < n && rc == 0; i++) {
+	for (size_t i = 0; kind->collect && i < n && rc == 0; i++) {
 		char root[300];
 		snprintf(root, sizeof(root), "%s (%u)",
 			 strrchr(ps[i].exe, '/') ? strrchr(ps[i].exe, '/') + 1 : ps[i].exe, ps[i].hdr.pid);
-		const char *r = n > 1 ? keep(&ss, root) : NULL;
-		size_t ns;
-		struct site_ref *v = heap_sites_sorted(&ps[i], chosen.weight, &ns);
-		for (size_t j = 0; v && j < ns && rc == 0; j++)
-			if (chosen.weight(v[j].s))
-				rc = add_sample(&ss, &ps[i], v[j].stack, chosen.weight(v[j].s), r);
-		free(v);
+		struct collect_ctx ctx = { &ss, &ps[i], n > 1 ? keep(&ss, root) : NULL, 0 };
+		if (kind->collect(&ps[i], by, emit_sample, &ctx) < 0) {
+			rc = -2;  /* the provider said why */
+			break;
+		}
+		rc = ctx.rc;
 	}
-	if (rc < 0)
+	if (rc == -1)
 		prof_error("out of memory");
 	if (rc == 0 && ss.n == 0)
-		prof_error("note: no %s data in these traces%s", chosen.name,
-			   chosen.weight ? "" : " (this event family is not recorded by this version)");
+		prof_error("note: no %s data in these traces%s", kind->name,
+			   kind->collect ? "" : " (this event family is not recorded by this version)");
 	FILE *out = outfile ? fopen(outfile, "w") : stdout;
 	if (!out) {
 		prof_error("%s: cannot write: %m", outfile);
 		rc = -1;
 	} else if (rc == 0) {
 		int w = folded ? flame_write_folded(out, ss.v, ss.n)
-			       : flame_write_svg(out, ss.v, ss.n, title ? title : chosen.title, chosen.unit);
+			       : flame_write_svg(out, ss.v, ss.n, title ? title : ktitle, unit);
 		if (w < 0 || fflush(out) != 0) {
 			prof_error("%s: write error", outfile ? outfile : "stdout");
 			rc = -1;

@@ -173,6 +173,11 @@ static int on_record(struct process *p, const struct trace_event *ev)
 		p->children[p->nchildren++] = ((const struct prof_rec_fork *)h)->child_pid;
 		return 0;
 	default:
+		/* Each event family owns a range of record types (prof_format.h). */
+		if (h->type >= 20 && h->type < 40 && prof_rec_known(h->type))
+			return locks_on_record(p, ev);
+		if (h->type >= 40 && h->type < 60 && prof_rec_known(h->type))
+			return io_on_record(p, ev);
 		p->unknown_records++;
 		return 0;
 	}
@@ -198,6 +203,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	memset(p, 0, sizeof(*p));
 	u64map_init(&p->stacks, sizeof(struct stack_info));
 	heap_init(&p->heap);
+	locks_init(&p->lock);
+	io_init(&p->io);
 	if (!(p->path = strdup(path))) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
@@ -214,6 +221,10 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		rc = -2;
 	if (rc == 0)
 		rc = heap_finish(&p->heap);
+	if (rc == 0)
+		rc = locks_finish(p);
+	if (rc == 0)
+		rc = io_finish(p);
 	/* The exec'd image carries on in another trace; what ran here ended normally. */
 	if (p->exit_kind == EXIT_EXEC && p->hdr.state == PROF_STATE_EXECED)
 		p->complete = 1;
@@ -249,6 +260,8 @@ void process_free(struct process *p)
 	u64map_free(&p->stacks);
 	free(p->children);
 	heap_free(&p->heap);
+	locks_free(&p->lock);
+	io_free(&p->io);
 	if (p->sym)
 		sym_free(p->sym);
 	memset(p, 0, sizeof(*p));

@@ -9,6 +9,8 @@
 #include "prof_format.h"
 #include "symbolize.h"
 #include "u64map.h"
+#include "locks.h"
+#include "io.h"
 
 struct thread_info {
 	uint32_t serial, tid, parent_serial;
@@ -74,6 +76,8 @@ struct process {
 	size_t nchildren, children_cap;
 
 	struct heap_stats heap;
+	struct lock_stats lock;     /* threads and locks: locks.c */
+	struct io_stats io;         /* file and network I/O: io.c */
 	struct symbolizer *sym;     /* made on first use */
 };
 

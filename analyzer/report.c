@@ -153,8 +153,8 @@ json_t *process_json(struct process *p, size_t top)
 	/* Sections of the families this trace has no data for: empty, so keys are always there. */
 	json_object_set_new(o, "cpu", json_pack("{s:i,s:i,s:[]}", "samples", 0, "hz",
 						(int)p->hdr.cpu_hz, "top"));
-	json_object_set_new(o, "locks", json_array());
-	json_object_set_new(o, "io", json_pack("{s:[]}", "files"));
+	json_object_set_new(o, "locks", locks_json(p, top));
+	json_object_set_new(o, "io", io_json(p, top));
 	json_object_set_new(o, "cuda", json_pack("{s:[],s:[],s:[],s:{s:i,s:i,s:i,s:i}}", "api",
 		"kernels", "memcpy", "device_memory", "alloc_calls", 0, "peak_bytes", 0,
 		"leaked_bytes", 0, "leaked_blocks", 0));
@@ -351,8 +351,13 @@ int cmd_report(int argc, char **argv)
 				fputc('\n', out);
 			print_identity(out, &ps[i]);
 			print_threads(out, &ps[i]);
+			size_t ntop = top < 0 ? 10 : (size_t)top;
 			if (ps[i].hdr.events & PROF_EV_ALLOC)
-				print_heap(out, &ps[i], top < 0 ? 10 : (size_t)top, frames);
+				print_heap(out, &ps[i], ntop, frames);
+			if (locks_has_data(&ps[i]))
+				locks_print(out, &ps[i], ntop, frames);
+			if (io_has_data(&ps[i]))
+				io_print(out, &ps[i], ntop, frames);
 		}
 	}
 	int rc = 0;

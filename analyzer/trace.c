@@ -398,7 +398,7 @@ static int check_record(struct trace *t, uint64_t off, uint64_t room)
 		snprintf(buf, sizeof(buf), "record size %u runs past the chunk end (%" PRIu64
 			 " bytes left)", r->size, room);
 		what = buf;
-	} else if (r->type >= 1 && r->type <= PROF_REC_MAX_KNOWN &&
+	} else if (prof_rec_known(r->type) &&
 		   r->size < prof_rec_min_size(r->type)) {
 		snprintf(buf, sizeof(buf), "%s record size %u is smaller than %u",
 			 prof_rec_type_name(r->type), r->size, prof_rec_min_size(r->type));
@@ -414,19 +414,17 @@ static int check_record(struct trace *t, uint64_t off, uint64_t room)
 				 s->depth, r->size);
 			what = buf;
 		}
-	} else if (r->type == PROF_REC_MODULE) {
-		const struct prof_rec_module *m = (const void *)r;
-		if (m->build_id_len > 20) {
-			snprintf(buf, sizeof(buf), "MODULE build_id_len %u is over 20",
-				 m->build_id_len);
-			what = buf;
-		} else if (!memchr(m->path, 0, r->size - sizeof(*m))) {
-			what = "MODULE path is not NUL-terminated";
-		}
-	} else if (r->type == PROF_REC_EXEC) {
-		const struct prof_rec_exec *e = (const void *)r;
-		if (!memchr(e->path, 0, r->size - sizeof(*e)))
-			what = "EXEC path is not NUL-terminated";
+	} else if (r->type == PROF_REC_MODULE &&
+		   ((const struct prof_rec_module *)r)->build_id_len > 20) {
+		snprintf(buf, sizeof(buf), "MODULE build_id_len %u is over 20",
+			 ((const struct prof_rec_module *)r)->build_id_len);
+		what = buf;
+	} else if (prof_rec_string_offset(r->type) &&
+		   !memchr((const char *)r + prof_rec_string_offset(r->type), 0,
+			   r->size - prof_rec_string_offset(r->type))) {
+		snprintf(buf, sizeof(buf), "%s %s is not NUL-terminated",
+			 prof_rec_type_name(r->type), prof_rec_string_field(r->type));
+		what = buf;
 	}
 	if (!what)
 		return 0;

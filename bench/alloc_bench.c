@@ -6,11 +6,12 @@
  * one of NPATHS call paths; a path is a fixed chain of 5..40 calls through eight different
  * non-inlined functions, so the program has a few thousand distinct allocation stacks, far
  * fewer than allocations. At the end of its path an operation allocates 8..4096 bytes (malloc,
- * calloc or realloc), fills and checksums the block (some real work, as a real program would do),
- * and then frees it at once or keeps it in a ring of RING live blocks, freeing the block it
- * replaces. At the end every thread frees its ring except LEAKS_PER_THREAD blocks, which leak on
- * purpose (at most RING / LEAK_STRIDE). Output (stdout): one line with the checksum and the leaks, the same for every run with the same
- * arguments, whatever the thread scheduling.
+ * calloc or realloc; like a real call site, each path has its own typical size, varied a little),
+ * fills and checksums the block (some real work, as a real program would do), and then frees
+ * it at once or keeps it in a ring of RING live blocks, freeing the block it replaces. At the end
+ * every thread frees its ring except the blocks in a few fixed slots (at most RING / LEAK_STRIDE
+ * per thread), which leak on purpose. Output (stdout): one line with the leaks and a checksum,
+ * the same for every run with the same arguments, whatever the thread scheduling.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,11 +59,12 @@ static inline uint32_t mix32(uint32_t a, uint32_t b)
 	return h;
 }
 
-static size_t pick_size(struct worker *w)
+static size_t pick_size(struct worker *w, uint32_t path)
 {
 	uint64_t r = xorshift64(&w->rng);
-	size_t base = (size_t)8 << (r % 10);    /* 8 .. 4096, mostly small */
-	size_t size = base / 2 + (size_t)((r >> 8) % (base / 2 + 1));
+	uint32_t h = mix32(path, 0xabcdu);
+	size_t base = (size_t)8 << (h % 10);    /* 8 .. 4096, mostly small */
+	size_t size = base / 2 + (size_t)((h >> 8) % (base / 2 + 1)) + (size_t)(r % 4) * 8;
 	return size < 8 ? 8 : size > 4096 ? 4096 : size;
 }
 
@@ -91,9 +93,9 @@ static uint64_t use_block(unsigned char *p, size_t size, uint64_t seed)
 
 /* The leaf of every path: one heap operation. kind 0: short-lived block (freed here);
  * 1: block that replaces a ring slot; 2: realloc of a ring slot. */
-static __attribute__((noinline)) uint64_t heap_op(struct worker *w, unsigned kind)
+static __attribute__((noinline)) uint64_t heap_op(struct worker *w, uint32_t path, unsigned kind)
 {
-	size_t size = pick_size(w);
+	size_t size = pick_size(w, path);
 	uint64_t r = xorshift64(&w->rng);
 	unsigned slot = (unsigned)(r >> 32) % RING;
 	unsigned char *p;
@@ -131,7 +133,7 @@ static const step_fn steps[8];
 static inline uint64_t next(struct worker *w, uint32_t path, unsigned kind, int level, int depth)
 {
 	if (level >= depth)
-		return heap_op(w, kind);
+		return heap_op(w, path, kind);
 	return steps[mix32(path, (uint32_t)level) & 7](w, path, kind, level + 1, depth);
 }
 

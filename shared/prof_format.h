@@ -105,8 +105,10 @@ struct prof_rec {
 };
 _Static_assert(sizeof(struct prof_rec) == 16, "record prefix layout is part of the format");
 
-/* Record types: X(NAME, value, payload struct). Values never change once released. */
-#define PROF_RECORD_TYPES(X)                            \
+/* Record types: X(NAME, value, payload struct). Values never change once released. Each
+ * event family has its own list and range: core 1-19, threads and locks 20-39, I/O 40-59,
+ * CUDA 60-89, CPU sampling 90-99. A family's list lives in its own header (prof_fmt_*.h). */
+#define PROF_CORE_RECORD_TYPES(X)                       \
 	X(PAD, 1, prof_rec_pad)                         \
 	X(LOST, 2, prof_rec_lost)                       \
 	X(MODULE, 3, prof_rec_module)                   \
@@ -119,11 +121,16 @@ _Static_assert(sizeof(struct prof_rec) == 16, "record prefix layout is part of t
 	X(EXIT, 10, prof_rec_exit)                      \
 	X(EXEC, 11, prof_rec_exec)                      \
 	X(FORK, 12, prof_rec_fork)
+
+#include "prof_fmt_lock.h"
+#include "prof_fmt_io.h"
+
+#define PROF_RECORD_TYPES(X) PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X)
+
 enum prof_rec_type {
 #define PROF_X(name, value, st) PROF_REC_##name = (value),
 	PROF_RECORD_TYPES(PROF_X)
 #undef PROF_X
-	PROF_REC_MAX_KNOWN = 12
 };
 
 /* PAD: filler, no payload. */
@@ -200,6 +207,10 @@ struct prof_rec_exec { struct prof_rec h; char path[]; };
 /* FORK: this process forked `child`. */
 struct prof_rec_fork { struct prof_rec h; uint32_t child_pid; uint32_t pad; };
 
+/* The payload structs of the family headers included above. */
+#include "prof_fmt_lock_structs.h"
+#include "prof_fmt_io_structs.h"
+
 /* Fixed payload size of each known type (records may be larger: newer writers append fields). */
 static inline uint32_t prof_rec_min_size(unsigned type)
 {
@@ -214,6 +225,48 @@ static inline uint32_t prof_rec_min_size(unsigned type)
 const char *prof_rec_type_name(unsigned type);          /* "ALLOC", ... or NULL if unknown */
 const char *prof_alloc_fn_name(unsigned fn);            /* "malloc", ... or "?" */
 unsigned prof_events_parse(const char *list, int *bad); /* "alloc,io" or "all" -> PROF_EV_* */
+
+/* Records that end in a NUL-terminated string: Y(NAME, payload struct, field). Readers check
+ * the NUL lies inside the record, so consumers may use the string as it is. */
+#define PROF_STRING_RECORDS(Y) \
+	Y(MODULE, prof_rec_module, path) Y(EXEC, prof_rec_exec, path) \
+	PROF_LOCK_STRING_RECORDS(Y) PROF_IO_STRING_RECORDS(Y)
+
+/* Offset of the trailing string of a record type, 0 if it has none. */
+static inline uint32_t prof_rec_string_offset(unsigned type)
+{
+	switch (type) {
+#define PROF_Y(name, st, field) case PROF_REC_##name: return (uint32_t)offsetof(struct st, field);
+		PROF_STRING_RECORDS(PROF_Y)
+#undef PROF_Y
+	default:
+		return 0;
+	}
+}
+
+/* Name of that string's field ("path"), for messages. */
+static inline const char *prof_rec_string_field(unsigned type)
+{
+	switch (type) {
+#define PROF_Y(name, st, field) case PROF_REC_##name: return #field;
+		PROF_STRING_RECORDS(PROF_Y)
+#undef PROF_Y
+	default:
+		return "";
+	}
+}
+
+static inline int prof_rec_known(unsigned type)
+{
+	switch (type) {
+#define PROF_X(name, value, st) case value:
+		PROF_RECORD_TYPES(PROF_X)
+#undef PROF_X
+		return 1;
+	default:
+		return 0;
+	}
+}
 
 static inline uint32_t prof_align8(uint32_t n) { return (n + 7u) & ~7u; }
 

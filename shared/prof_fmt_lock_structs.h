@@ -1,0 +1,5 @@
+/* Payloads of the lock event family's records (included by prof_format.h after struct prof_rec). */
+#ifndef PROF_FMT_LOCK_STRUCTS_H
+#define PROF_FMT_LOCK_STRUCTS_H
+
+#endif
