@@ -87,9 +87,14 @@ struct symbolizer {
 
 	struct object *objects;
 
+	struct cu_index **cus;		/* DWARF indexes by (object, CU), open addressing */
+	size_t ncus, cus_cap;
+
 	struct cache_entry *cache;	/* open addressing */
 	size_t ncache, cache_cap;
 };
+
+static void cu_index_free(struct cu_index *c);
 
 /* ---- small helpers ---- */
 
@@ -460,6 +465,9 @@ void sym_free(struct symbolizer *s)
 		free(m->build_id);
 		free(m);
 	}
+	for (size_t i = 0; i < s->cus_cap; i++)
+		cu_index_free(s->cus[i]);
+	free(s->cus);
 	free(s->modules);
 	free(s->cache);
 	free(s->strings);
@@ -657,7 +665,364 @@ static void module_resolve(struct symbolizer *s, struct module *m)
 	}
 }
 
-/* ---- DWARF ---- */
+/* ---- DWARF: a per-CU index of functions and inlined instances ---- */
+
+/*
+ * dwarf_getscopes() walks the whole CU for each address (and again for an inlined instance's
+ * abstract origin), milliseconds per lookup in a large C++ CU. Instead, the first lookup in a
+ * CU walks it once and keeps every concrete function and inlined instance (preorder, with
+ * parent links and pc ranges) and the namespaces/classes that declare functions; a lookup
+ * then is a binary search over the CU's top-level functions plus a walk down one function's
+ * tree of inlined instances.
+ */
+
+struct fn_node {
+	Dwarf_Die die;
+	int parent;		/* enclosing function node, -1 for a top-level function */
+	int end;		/* one past the last node of its subtree */
+	int tag;
+	uint32_t range0, nranges;	/* into cu_index.ranges */
+	const char *call_file;	/* inlined instances: where the caller calls */
+	int call_line;
+	const char *name;
+	bool name_done;
+};
+
+struct pc_range {
+	Dwarf_Addr lo, hi;
+	int node;
+};
+
+struct decl_prefix {
+	Dwarf_Off off;		/* a function DIE declared in a namespace or class (0: empty) */
+	const char *prefix;	/* "ns::Klass::" */
+};
+
+struct cu_index {
+	struct object *obj;
+	Dwarf_Off cu_off;
+	bool cplus;
+	struct fn_node *nodes;
+	int nnodes, nodes_cap;
+	struct pc_range *ranges;	/* per node, in node order */
+	size_t nranges, ranges_cap;
+	struct pc_range *tops;		/* top-level functions' ranges, sorted by lo */
+	size_t ntops;
+	struct decl_prefix *decls;	/* open addressing */
+	size_t ndecls, decls_cap;
+	bool oom;
+};
+
+#define WALK_MAX_DEPTH 256
+
+static void *grow_array(void *p, size_t *cap, size_t need, size_t elem, bool *oom)
+{
+	size_t n = *cap ? *cap : 16;
+
+	if (need <= *cap)
+		return p;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(p, n * elem);
+	if (!q) {
+		*oom = true;
+		return NULL;
+	}
+	*cap = n;
+	return q;
+}
+
+static void decl_put(struct cu_index *c, Dwarf_Off off, const char *prefix)
+{
+	if ((c->ndecls + 1) * 2 > c->decls_cap) {
+		size_t cap = c->decls_cap ? c->decls_cap * 2 : 256;
+		struct decl_prefix *tab = calloc(cap, sizeof(*tab));
+
+		if (!tab) {
+			c->oom = true;
+			return;
+		}
+		for (size_t i = 0; i < c->decls_cap; i++) {
+			if (!c->decls[i].off)
+				continue;
+			size_t j = hash_u64(c->decls[i].off) & (cap - 1);
+			while (tab[j].off)
+				j = (j + 1) & (cap - 1);
+			tab[j] = c->decls[i];
+		}
+		free(c->decls);
+		c->decls = tab;
+		c->decls_cap = cap;
+	}
+	size_t j = hash_u64(off) & (c->decls_cap - 1);
+	while (c->decls[j].off && c->decls[j].off != off)
+		j = (j + 1) & (c->decls_cap - 1);
+	if (!c->decls[j].off)
+		c->ndecls++;
+	c->decls[j].off = off;
+	c->decls[j].prefix = prefix;
+}
+
+static const char *decl_get(const struct cu_index *c, Dwarf_Off off)
+{
+	if (!c->decls_cap || !off)
+		return NULL;
+	size_t j = hash_u64(off) & (c->decls_cap - 1);
+	while (c->decls[j].off && c->decls[j].off != off)
+		j = (j + 1) & (c->decls_cap - 1);
+	return c->decls[j].prefix;
+}
+
+static int add_fn_node(struct symbolizer *s, struct cu_index *c, Dwarf_Die *die, int tag,
+		       int parent, Dwarf_Files *files, size_t nfiles)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	size_t first = c->nranges;
+	size_t cap = c->nodes_cap;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		struct pc_range *r = grow_array(c->ranges, &c->ranges_cap, c->nranges + 1,
+						sizeof(*r), &c->oom);
+		if (!r)
+			return -1;
+		c->ranges = r;
+		r[c->nranges++] = (struct pc_range){ lo, hi, c->nnodes };
+	}
+	if (c->nranges == first)
+		return -1;	/* no code: a declaration or an abstract instance */
+
+	struct fn_node *nodes = grow_array(c->nodes, &cap, (size_t)c->nnodes + 1, sizeof(*nodes),
+					   &c->oom);
+	if (!nodes) {
+		c->nranges = first;
+		return -1;
+	}
+	c->nodes = nodes;
+	c->nodes_cap = (int)cap;
+
+	struct fn_node *n = &nodes[c->nnodes];
+	memset(n, 0, sizeof(*n));
+	n->die = *die;
+	n->parent = parent;
+	n->tag = tag;
+	n->range0 = (uint32_t)first;
+	n->nranges = (uint32_t)(c->nranges - first);
+	if (tag == DW_TAG_inlined_subroutine) {
+		Dwarf_Attribute attr;
+		Dwarf_Word fidx, line;
+
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &fidx) == 0 &&
+		    files && fidx < nfiles)
+			n->call_file = intern(s, dwarf_filesrc(files, fidx, NULL, NULL));
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &attr), &line) == 0 &&
+		    line <= 0x7fffffff)
+			n->call_line = (int)line;
+	}
+	return c->nnodes++;
+}
+
+static void walk_scopes(struct symbolizer *s, struct cu_index *c, Dwarf_Die *scope, int parent,
+			const char *prefix, int depth, Dwarf_Files *files, size_t nfiles)
+{
+	Dwarf_Die child;
+
+	if (depth > WALK_MAX_DEPTH || c->oom || dwarf_child(scope, &child) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&child);
+		const char *name;
+
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_entry_point:
+			if (prefix && tag == DW_TAG_subprogram)
+				decl_put(c, dwarf_dieoffset(&child), prefix);
+			int node = add_fn_node(s, c, &child, tag, parent, files, nfiles);
+			if (node < 0)
+				break;	/* no code, so no concrete instances inside */
+			walk_scopes(s, c, &child, node, prefix, depth + 1, files, nfiles);
+			c->nodes[node].end = c->nnodes;
+			break;
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+			walk_scopes(s, c, &child, parent, prefix, depth + 1, files, nfiles);
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			/* Namespaces hold C++ function definitions; classes only declarations,
+			 * which give the qualified names. C has neither. */
+			if (!c->cplus)
+				break;
+			name = dwarf_diename(&child);
+			if (!name && tag == DW_TAG_namespace)
+				name = "(anonymous namespace)";
+			if (name) {
+				char buf[1024];
+
+				snprintf(buf, sizeof(buf), "%s%s::", prefix ? prefix : "", name);
+				name = intern(s, buf);
+			}
+			walk_scopes(s, c, &child, parent, name ? name : prefix, depth + 1, files,
+				    nfiles);
+			break;
+		default:
+			break;
+		}
+	} while (!c->oom && dwarf_siblingof(&child, &child) == 0);
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct pc_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void cu_index_free(struct cu_index *c)
+{
+	if (!c)
+		return;
+	free(c->nodes);
+	free(c->ranges);
+	free(c->tops);
+	free(c->decls);
+	free(c);
+}
+
+static struct cu_index *cu_index_build(struct symbolizer *s, struct object *obj, Dwarf_Die *cudie)
+{
+	struct cu_index *c = calloc(1, sizeof(*c));
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	int lang = dwarf_srclang(cudie);
+
+	if (!c)
+		return NULL;
+	c->obj = obj;
+	c->cu_off = dwarf_dieoffset(cudie);
+	c->cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
+		   lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
+	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
+		files = NULL;
+	walk_scopes(s, c, cudie, -1, NULL, 0, files, nfiles);
+	for (int i = 0; i < c->nnodes; i++)
+		if (c->nodes[i].parent < 0)
+			for (uint32_t k = 0; k < c->nodes[i].nranges; k++)
+				c->ntops++;
+	if (!c->oom && c->ntops) {
+		c->tops = malloc(sizeof(*c->tops) * c->ntops);
+		if (c->tops) {
+			size_t t = 0;
+
+			for (int i = 0; i < c->nnodes; i++) {
+				const struct fn_node *n = &c->nodes[i];
+
+				if (n->parent < 0)
+					for (uint32_t k = 0; k < n->nranges; k++)
+						c->tops[t++] = c->ranges[n->range0 + k];
+			}
+			qsort(c->tops, c->ntops, sizeof(*c->tops), cmp_range);
+		} else {
+			c->oom = true;
+		}
+	}
+	if (c->oom) {
+		cu_index_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* The index of the CU that cudie heads, built on first use. */
+static struct cu_index *cu_index_get(struct symbolizer *s, struct object *obj, Dwarf_Die *cudie)
+{
+	Dwarf_Off off = dwarf_dieoffset(cudie);
+	uint64_t h;
+	size_t i, mask;
+
+	if ((s->ncus + 1) * 2 > s->cus_cap) {
+		size_t cap = s->cus_cap ? s->cus_cap * 2 : 64;
+		struct cu_index **tab = calloc(cap, sizeof(*tab));
+
+		if (!tab)
+			return NULL;
+		for (size_t k = 0; k < s->cus_cap; k++) {
+			struct cu_index *c = s->cus[k];
+
+			if (!c)
+				continue;
+			h = hash_u64((uintptr_t)c->obj ^ hash_u64(c->cu_off));
+			for (i = h & (cap - 1); tab[i]; i = (i + 1) & (cap - 1))
+				;
+			tab[i] = c;
+		}
+		free(s->cus);
+		s->cus = tab;
+		s->cus_cap = cap;
+	}
+	mask = s->cus_cap - 1;
+	h = hash_u64((uintptr_t)obj ^ hash_u64(off));
+	for (i = h & mask; s->cus[i]; i = (i + 1) & mask)
+		if (s->cus[i]->obj == obj && s->cus[i]->cu_off == off)
+			return s->cus[i];
+	s->cus[i] = cu_index_build(s, obj, cudie);
+	if (s->cus[i])
+		s->ncus++;
+	return s->cus[i];
+}
+
+static bool node_has_pc(const struct cu_index *c, const struct fn_node *n, Dwarf_Addr pc)
+{
+	for (uint32_t k = 0; k < n->nranges; k++) {
+		const struct pc_range *r = &c->ranges[n->range0 + k];
+
+		if (pc >= r->lo && pc < r->hi)
+			return true;
+	}
+	return false;
+}
+
+/* The innermost function node containing pc, or -1. */
+static int cu_index_find(const struct cu_index *c, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = c->ntops;
+	int cur = -1;
+
+	while (lo < hi) {	/* first top range with lo > pc */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->tops[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Top-level ranges should not overlap; look a little further back in case they do. */
+	for (size_t k = lo, tries = 0; k > 0 && tries < 16; k--, tries++) {
+		if (pc < c->tops[k - 1].hi) {
+			cur = c->tops[k - 1].node;
+			break;
+		}
+	}
+	if (cur < 0)
+		return -1;
+	/* Descend: a child containing pc follows its parent in preorder; skip the others'
+	 * subtrees whole. */
+	for (int i = cur + 1; i < c->nodes[cur].end;) {
+		if (node_has_pc(c, &c->nodes[i], pc)) {
+			cur = i++;
+		} else {
+			i = c->nodes[i].end > i ? c->nodes[i].end : i + 1;
+		}
+	}
+	return cur;
+}
 
 static const char *die_string(Dwarf_Die *die, unsigned int name)
 {
@@ -666,160 +1031,96 @@ static const char *die_string(Dwarf_Die *die, unsigned int name)
 	return dwarf_formstring(dwarf_attr_integrate(die, name, &attr));
 }
 
-/* "ns::Klass::name" from the DIE's declaration context, for functions without a linkage
- * name (C, or C++ entities GCC gives none). */
-static const char *qualified_name(struct symbolizer *s, Dwarf_Die *die)
+/*
+ * A frame's function name: DW_AT_linkage_name demangled ("ns::Klass::method(int)"), else
+ * DW_AT_name, in C++ qualified with the namespaces and classes of its declaration (found
+ * through the abstract origin and specification; only within this CU).
+ */
+static const char *node_name(struct symbolizer *s, struct cu_index *c, struct fn_node *n)
 {
-	const char *name = die_string(die, DW_AT_name);
-	Dwarf_Die decl = *die, *scopes = NULL;
+	const char *linkage, *name, *prefix = NULL;
+	Dwarf_Die decl = n->die;
 	Dwarf_Attribute attr;
 	char buf[1024];
-	size_t len = 0;
-	int n;
 
-	if (!name)
-		return NULL;
-	/* The declaration (where the namespaces and classes are) is reached through the
-	 * abstract origin and specification; bounded against malformed cycles. */
-	for (int depth = 0; depth < 16; depth++) {
+	if (n->name_done)
+		return n->name;
+	n->name_done = true;
+	linkage = die_string(&n->die, DW_AT_linkage_name);
+	if (!linkage)
+		linkage = die_string(&n->die, DW_AT_MIPS_linkage_name);
+	if (linkage) {
+		char *d = sym_demangle(linkage);
+
+		if (d) {
+			n->name = intern(s, d);
+			free(d);
+			return n->name;
+		}
+	}
+	name = die_string(&n->die, DW_AT_name);
+	if (!name || !c->cplus) {
+		n->name = intern(s, name);
+		return n->name;
+	}
+	for (int depth = 0; depth < 16 && !prefix; depth++) {
 		Dwarf_Die next;
 
+		prefix = decl_get(c, dwarf_dieoffset(&decl));
 		if (!(dwarf_attr(&decl, DW_AT_abstract_origin, &attr) ||
 		      dwarf_attr(&decl, DW_AT_specification, &attr)) ||
 		    !dwarf_formref_die(&attr, &next))
 			break;
 		decl = next;
 	}
-	n = dwarf_getscopes_die(&decl, &scopes);
-	for (int i = n - 1; i >= 1; i--) {
-		int tag = dwarf_tag(&scopes[i]);
-		const char *part;
-
-		if (tag != DW_TAG_namespace && tag != DW_TAG_class_type &&
-		    tag != DW_TAG_structure_type && tag != DW_TAG_union_type)
-			continue;
-		part = dwarf_diename(&scopes[i]);
-		if (!part)
-			part = "(anonymous namespace)";
-		int w = snprintf(buf + len, sizeof(buf) - len, "%s::", part);
-		if (w < 0 || (size_t)w >= sizeof(buf) - len)
-			break;
-		len += w;
-	}
-	free(scopes);
-	if (len == 0)
-		return intern(s, name);
-	snprintf(buf + len, sizeof(buf) - len, "%s", name);
-	return intern(s, buf);
-}
-
-/* Names from DW_AT_linkage_name demangled ("ns::Klass::method(int)"), else DW_AT_name,
- * qualified with its namespaces and classes in C++ (plain in C: no CU walk needed). */
-static const char *function_name(struct symbolizer *s, Dwarf_Die *die, bool cplus)
-{
-	const char *linkage = die_string(die, DW_AT_linkage_name);
-
-	if (!linkage)
-		linkage = die_string(die, DW_AT_MIPS_linkage_name);
-	if (linkage) {
-		char *d = sym_demangle(linkage);
-
-		if (d) {
-			const char *r = intern(s, d);
-
-			free(d);
-			return r;
-		}
-	}
-	return cplus ? qualified_name(s, die) : intern(s, die_string(die, DW_AT_name));
-}
-
-static bool is_function_scope(int tag)
-{
-	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
-	       tag == DW_TAG_entry_point;
+	if (!prefix)
+		prefix = decl_get(c, dwarf_dieoffset(&decl));
+	snprintf(buf, sizeof(buf), "%s%s", prefix ? prefix : "", name);
+	n->name = intern(s, buf);
+	return n->name;
 }
 
 /*
- * Fills frames[] for file address `addr` of mod from DWARF: the innermost function at the
- * line table's location, then for each inlined_subroutine its caller at DW_AT_call_file:line.
+ * Fills frames[] for file address `addr` of obj from DWARF: the innermost function at the
+ * line table's location, then for each inlined instance its caller at the call site.
  * Returns the number of frames (0 when no DWARF covers addr).
  */
-static int dwarf_frames(struct symbolizer *s, Dwfl_Module *mod, Dwarf_Addr addr,
+static int dwarf_frames(struct symbolizer *s, struct object *obj, Dwarf_Addr addr,
 			struct sym_frame *frames, int max)
 {
 	Dwarf_Addr bias = 0;
-	Dwarf_Die *cudie = dwfl_module_addrdie(mod, addr, &bias);
-	Dwarf_Die *scopes = NULL, innermost;
+	Dwarf_Die *cudie = dwfl_module_addrdie(obj->mod, addr, &bias);
 	Dwfl_Line *line;
 	const char *file = NULL;
-	int lineno = 0, n = 0, nscopes;
-	Dwarf_Files *files = NULL;
-	size_t nfiles = 0;
-	bool cplus;
-	int lang;
+	int lineno = 0, n = 0, cur;
+	struct cu_index *c;
 
 	if (!cudie)
 		return 0;
-	lang = dwarf_srclang(cudie);
-	cplus = lang == DW_LANG_C_plus_plus || lang == DW_LANG_C_plus_plus_03 ||
-		lang == DW_LANG_C_plus_plus_11 || lang == DW_LANG_C_plus_plus_14;
-	line = dwfl_module_getsrc(mod, addr);
+	line = dwfl_module_getsrc(obj->mod, addr);
 	if (line) {
 		file = intern(s, dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL));
 		if (lineno < 0)
 			lineno = 0;
 	}
-	/* dwarf_getscopes() jumps to the abstract definition after an inlined instance; its
-	 * innermost DIE's lexical parents give the whole concrete chain instead. */
-	nscopes = dwarf_getscopes(cudie, addr - bias, &scopes);
-	if (nscopes <= 0) {
-		free(scopes);
-		if (!file)
-			return 0;
-		frames[0].file = file;
-		frames[0].line = lineno;
-		return 1;
-	}
-	innermost = scopes[0];
-	free(scopes);
-	scopes = NULL;
-	nscopes = dwarf_getscopes_die(&innermost, &scopes);
-	if (nscopes <= 0) {
-		free(scopes);
-		return 0;
-	}
-	if (dwarf_getsrcfiles(cudie, &files, &nfiles) != 0)
-		files = NULL;
-	for (int i = 0; i < nscopes && n < max; i++) {
-		int tag = dwarf_tag(&scopes[i]);
+	c = cu_index_get(s, obj, cudie);
+	cur = c ? cu_index_find(c, addr - bias) : -1;
+	while (cur >= 0 && n < max) {
+		struct fn_node *fn = &c->nodes[cur];
 
-		if (!is_function_scope(tag))
-			continue;
-		frames[n].function = function_name(s, &scopes[i], cplus);
+		frames[n].function = node_name(s, c, fn);
 		frames[n].file = file;
 		frames[n].line = lineno;
-		frames[n].inlined = tag == DW_TAG_inlined_subroutine;
+		frames[n].inlined = fn->tag == DW_TAG_inlined_subroutine;
 		n++;
-		if (tag != DW_TAG_inlined_subroutine)
-			break;	/* the out-of-line function: the chain ends here */
-
-		/* The caller continues at the call site. */
-		Dwarf_Attribute attr;
-		Dwarf_Word fidx = 0, cline = 0;
-
-		file = NULL;
-		lineno = 0;
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &attr), &fidx) == 0 &&
-		    files && fidx < nfiles)
-			file = intern(s, dwarf_filesrc(files, fidx, NULL, NULL));
-		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &attr), &cline) == 0 &&
-		    cline <= 0x7fffffff)
-			lineno = (int)cline;
+		if (fn->tag != DW_TAG_inlined_subroutine)
+			break;	/* the out-of-line function ends the chain */
+		file = fn->call_file;
+		lineno = fn->call_line;
+		cur = fn->parent;
 	}
-	free(scopes);
 	if (n > 0)
-		frames[n - 1].inlined = 0;	/* the outermost frame is not inlined into anything */
+		frames[n - 1].inlined = 0;	/* the outermost is not inlined into anything */
 	if (n == 0 && file) {
 		frames[0].file = file;
 		frames[0].line = lineno;
@@ -842,7 +1143,7 @@ static int symbolize(struct symbolizer *s, struct module *m, uint64_t address, i
 	if (m->state == MOD_OK) {
 		Dwfl_Module *mod = m->obj->mod;
 
-		n = dwarf_frames(s, mod, addr, frames, SYM_MAX_FRAMES);
+		n = dwarf_frames(s, m->obj, addr, frames, SYM_MAX_FRAMES);
 		/* No DWARF function (stripped, assembly): the symbol table names the outermost. */
 		if (n == 0 || !frames[n - 1].function) {
 			GElf_Off off;

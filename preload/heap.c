@@ -80,18 +80,6 @@ static inline size_t calloc_size_unprofiled(size_t n, size_t size, uintptr_t cal
 	return n * size;
 }
 
-/* Should this call be recorded? Not while we are inside our own work (libunwind, dlsym, or a
- * libc function we hooked calling malloc again), nor when alloc events are off. */
-static inline struct prof_thread *recording(void)
-{
-	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
-		prof_start();
-	if (!prof_enabled(PROF_EV_ALLOC))
-		return NULL;
-	struct prof_thread *th = &prof_self;
-	return th->in_hook ? NULL : th;
-}
-
 static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t)
 {
 	th = prof_thread_get();
@@ -121,7 +109,7 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 /* Wraps the real call: guard, errno as the real function left it, record on success. */
 #define ALLOC_HOOK(fn_id, call, size_expr)                                 \
 	do {                                                               \
-		struct prof_thread *th = recording();                      \
+		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);                      \
 		if (!th)                                                   \
 			return call;                                       \
 		th->in_hook++;                                             \
@@ -187,7 +175,7 @@ PROF_EXPORT void *pvalloc(size_t size)
 PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	resolve();
-	struct prof_thread *th = recording();
+	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
 	if (!th)
 		return real.posix_memalign(out, align, size);
 	th->in_hook++;
@@ -207,7 +195,7 @@ PROF_EXPORT void free(void *ptr)
 		return;
 	if (unlikely(!real.free))
 		resolve();
-	struct prof_thread *th = recording();
+	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
 	if (!th) {
 		real.free(ptr);
 		return;
@@ -227,7 +215,7 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 			    void *(*call)(void *, size_t, size_t))
 {
 	size_t total = n * size;
-	struct prof_thread *th = recording();
+	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
 	if (!th)
 		return call(old, n, size);
 	th->in_hook++;

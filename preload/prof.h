@@ -60,6 +60,24 @@ static inline uint64_t prof_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+extern _Atomic int prof_start_state;  /* 0 until prof_start() has begun */
+void prof_start(void);
+
+/* The entry check of every hook: the calling thread's state if this call of `family` is to be
+ * recorded, else NULL (recording off, family off, or we are inside our own work: libunwind,
+ * dlsym, or a libc function we hooked calling another hooked one). Starts recording on the
+ * first call if no constructor has yet. A hook that gets a thread: in_hook++, save errno,
+ * call the real function, record, restore errno, in_hook--. */
+static inline struct prof_thread *prof_recording(unsigned family)
+{
+	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
+		prof_start();
+	if (!prof_enabled(family))
+		return NULL;
+	struct prof_thread *th = &prof_self;
+	return th->in_hook ? NULL : th;
+}
+
 /* writer.c: the trace file. */
 int prof_writer_open(uint32_t ppid, int argc, char **argv);
 void *prof_reserve(struct prof_thread *th, uint32_t size);
@@ -87,10 +105,6 @@ int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);
 int prof_tls_modules_added(void);
 int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
-
-/* init.c */
-void prof_start(void);
-extern _Atomic int prof_start_state;  /* 0 until prof_start() has begun */
 
 /* heap.c */
 void prof_heap_init(void);
