@@ -47,7 +47,7 @@ $(BUILD)/libprof.so: $(PRELOAD_OBJ)
 	$(CC) -shared -o $@ $^ $(PRELOAD_LIBS)
 
 $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
-	$(CC) -o $@ $^ $(ANALYZER_LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)
 
 # Test programs: no optimisation so leak sites keep their lines; threads for the MT ones.
 $(BUILD)/progs/%: tests/progs/%.c
@@ -64,7 +64,7 @@ $(BUILD)/progs/%: examples/%.c
 	$(CC) -g -O1 -Wall -Wextra -Werror -pthread $< -o $@
 
 $(BUILD)/test-unit: $(UNIT_SRC) $(ANALYZER_OBJ)
-	$(CC) $(ANALYZER_CFLAGS) -Itests -o $@ $^ -lcriterion $(ANALYZER_LIBS)
+	$(CC) $(ANALYZER_CFLAGS) $(LDFLAGS) -Itests -o $@ $^ -lcriterion $(ANALYZER_LIBS)
 
 $(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h
 	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson
@@ -90,6 +90,7 @@ e2e: all $(BUILD)/test-e2e $(PROGS)
 asan: deps
 	$(MAKE) BUILD=build-asan \
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		LDFLAGS="-fsanitize=address,undefined" \
 		build-asan/prof build-asan/test-unit
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 2
 	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
