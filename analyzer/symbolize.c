@@ -841,7 +841,12 @@ static void walk_scopes(struct symbolizer *s, struct cu_index *c, Dwarf_Die *sco
 		case DW_TAG_entry_point:
 			if (prefix && tag == DW_TAG_subprogram)
 				decl_put(c, dwarf_dieoffset(&child), prefix);
-			int node = add_fn_node(s, c, &child, tag, parent, files, nfiles);
+			/* Only inlined instances are part of their parent's code; an out-of-line
+			 * function nested in another one (a lambda's operator() inside its local
+			 * closure type) has code of its own, and is looked up on its own. */
+			int node = add_fn_node(s, c, &child, tag,
+					       tag == DW_TAG_inlined_subroutine ? parent : -1,
+					       files, nfiles);
 			if (node < 0)
 				break;	/* no code, so no concrete instances inside */
 			walk_scopes(s, c, &child, node, prefix, depth + 1, files, nfiles);
@@ -1015,7 +1020,7 @@ static int cu_index_find(const struct cu_index *c, Dwarf_Addr pc)
 	/* Descend: a child containing pc follows its parent in preorder; skip the others'
 	 * subtrees whole. */
 	for (int i = cur + 1; i < c->nodes[cur].end;) {
-		if (node_has_pc(c, &c->nodes[i], pc)) {
+		if (c->nodes[i].parent == cur && node_has_pc(c, &c->nodes[i], pc)) {
 			cur = i++;
 		} else {
 			i = c->nodes[i].end > i ? c->nodes[i].end : i + 1;
