@@ -847,10 +847,11 @@ static void walk_scopes(struct symbolizer *s, struct cu_index *c, Dwarf_Die *sco
 			int node = add_fn_node(s, c, &child, tag,
 					       tag == DW_TAG_inlined_subroutine ? parent : -1,
 					       files, nfiles);
-			if (node < 0)
-				break;	/* no code, so no concrete instances inside */
+			/* Without code (an abstract instance) it may still hold an out-of-line
+			 * lambda's operator(). */
 			walk_scopes(s, c, &child, node, prefix, depth + 1, files, nfiles);
-			c->nodes[node].end = c->nnodes;
+			if (node >= 0)
+				c->nodes[node].end = c->nnodes;
 			break;
 		case DW_TAG_lexical_block:
 		case DW_TAG_try_block:

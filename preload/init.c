@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,9 +59,19 @@ static uint64_t parse_size(const char *s)
 	}
 }
 
+/* The PROF_* settings this process started with, carried into programs it starts. */
+static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
+					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
+					     "PROF_DEBUG" };
+#define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
+static char carried[NCARRIED][1100];
+
 static void read_config(void)
 {
 	const char *v;
+	for (size_t i = 0; i < NCARRIED; i++)
+		if ((v = getenv(carried_names[i])))
+			snprintf(carried[i], sizeof(carried[i]), "%s=%s", carried_names[i], v);
 	snprintf(prof_cfg.output, sizeof(prof_cfg.output), "prof.%%n.%%p.trace");
 	if ((v = getenv("PROF_OUTPUT")) && *v)
 		snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s", v);
@@ -322,47 +333,75 @@ __attribute__((constructor)) static void prof_constructor(void)
 
 /* ---- exec ------------------------------------------------------------------------------- */
 
-/* Record the exec, and keep LD_PRELOAD in the new image's environment even when the program
- * built one without it. env_out must hold n+2 entries; returns the environment to use. */
-static char *const *prepare_exec(const char *path, char *const envp[], char **env_out,
-				 size_t cap, char *preload_buf, size_t preload_cap)
+#define EXEC_ENV_MAX 1024  /* larger environments are passed on as they are */
+
+/* The environment for a program we start: LD_PRELOAD keeps naming us, and our PROF_*
+ * settings stay, even when the caller built an environment without them. env_out must hold
+ * EXEC_ENV_MAX entries; returns envp itself when nothing needs to change. */
+static char *const *env_with_preload(char *const envp[], char **env_out, size_t cap,
+				     char *preload_buf, size_t preload_cap)
 {
-	/* A vfork child shares our memory: it must not mark the parent's trace as exec'd. */
-	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
-		struct prof_thread *th = prof_thread_get();
-		size_t len = strlen(path) + 1;
-		uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_exec) + (len > 4000 ? 4000 : len)));
-		th->in_hook++;
-		struct prof_rec_exec *r = prof_reserve(th, size);
-		if (r) {
-			memset(r->path, 0, size - sizeof(*r));
-			memcpy(r->path, path, size - sizeof(*r) - 1 < len ? size - sizeof(*r) - 1 : len);
-			prof_commit(r, PROF_REC_EXEC, 0, size, prof_now());
-		}
-		prof_writer_set_state(PROF_STATE_EXECED);
-		th->in_hook--;
-	}
 	if (!self_path[0] || !envp)
 		return envp;
-	size_t n = 0;
-	for (; envp[n]; n++)
+	size_t n = 0, missing = NCARRIED;
+	int preloaded = 0;
+	int present[NCARRIED] = { 0 };
+	for (; envp[n]; n++) {
 		if (!strncmp(envp[n], "LD_PRELOAD=", 11) && strstr(envp[n], self_path))
-			return envp;
-	if (n + 2 > cap)
+			preloaded = 1;
+		for (size_t i = 0; i < NCARRIED; i++) {
+			size_t l = strlen(carried_names[i]);
+			if (!present[i] && !strncmp(envp[n], carried_names[i], l) && envp[n][l] == '=') {
+				present[i] = 1;
+				missing--;
+			}
+		}
+	}
+	for (size_t i = 0; i < NCARRIED; i++)
+		if (!present[i] && !carried[i][0])
+			missing--;  /* not set at start either: nothing to carry */
+	if ((preloaded && missing == 0) || n + NCARRIED + 2 > cap)
 		return envp;
 	size_t k = 0;
 	const char *old = NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !preloaded)
 			old = envp[i] + 11;
 		else
 			env_out[k++] = envp[i];
 	}
-	snprintf(preload_buf, preload_cap, "LD_PRELOAD=%s%s%s", self_path, old && *old ? ":" : "",
-		 old ? old : "");
-	env_out[k++] = preload_buf;
+	if (!preloaded) {
+		snprintf(preload_buf, preload_cap, "LD_PRELOAD=%s%s%s", self_path,
+			 old && *old ? ":" : "", old ? old : "");
+		env_out[k++] = preload_buf;
+	}
+	for (size_t i = 0; i < NCARRIED; i++)
+		if (!present[i] && carried[i][0])
+			env_out[k++] = carried[i];
 	env_out[k] = NULL;
 	return env_out;
+}
+
+/* Records the exec about to happen (its path) and marks the trace as handed over. */
+static void record_exec(const char *path)
+{
+	/* A vfork child shares our memory: it must not mark the parent's trace as exec'd. */
+	if (!atomic_load(&prof_active) || (uint32_t)getpid() != prof_writer_pid())
+		return;
+	struct prof_thread *th = prof_thread_get();
+	size_t len = strlen(path) + 1;
+	if (len > 4000)
+		len = 4000;
+	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_exec) + len));
+	th->in_hook++;
+	struct prof_rec_exec *r = prof_reserve(th, size);
+	if (r) {
+		memset(r->path, 0, size - sizeof(*r));
+		memcpy(r->path, path, len - 1);
+		prof_commit(r, PROF_REC_EXEC, 0, size, prof_now());
+	}
+	prof_writer_set_state(PROF_STATE_EXECED);
+	th->in_hook--;
 }
 
 /* The exec failed: we are still this program. */
@@ -372,7 +411,6 @@ static void exec_failed(void)
 		prof_writer_set_state(PROF_STATE_RUNNING);
 }
 
-#define EXEC_ENV_MAX 4096
 typedef int (*execve_fn)(const char *, char *const[], char *const[]);
 
 static int do_execve(execve_fn real, const char *path, char *const argv[], char *const envp[])
@@ -380,7 +418,8 @@ static int do_execve(execve_fn real, const char *path, char *const argv[], char 
 	char *env[EXEC_ENV_MAX];
 	char preload[2048];
 	int saved = errno;
-	char *const *e = prepare_exec(path, envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
+	record_exec(path);
+	char *const *e = env_with_preload(envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
 	errno = saved;
 	int rc = real(path, argv, e);
 	saved = errno;
@@ -450,4 +489,39 @@ PROF_EXPORT int execle(const char *path, const char *arg, ...)
 	char *const *envp = va_arg(ap, char *const *);
 	va_end(ap);
 	return execve(path, (char *const *)argv, envp);
+}
+
+/* posix_spawn and posix_spawnp: no exec of ours to record (the child is a new process with a
+ * trace of its own), but the child's environment must keep LD_PRELOAD. */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+			const posix_spawnattr_t *, char *const[], char *const[]);
+
+static int do_spawn(spawn_fn real, pid_t *pid, const char *path,
+		    const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+		    char *const argv[], char *const envp[])
+{
+	char *env[EXEC_ENV_MAX];
+	char preload[2048];
+	int saved = errno;
+	char *const *e = env_with_preload(envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
+	errno = saved;
+	return real(pid, path, fa, attr, argv, e);
+}
+
+PROF_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			    const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+	if (!real)
+		real = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawn");
+	return do_spawn(real, pid, path, fa, attr, argv, envp);
+}
+
+PROF_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+	static spawn_fn real;
+	if (!real)
+		real = (spawn_fn)dlsym(RTLD_NEXT, "posix_spawnp");
+	return do_spawn(real, pid, file, fa, attr, argv, envp);
 }

@@ -330,3 +330,35 @@ Test(lifecycle, bad_traces_give_one_line_errors)
 	expect_one_line_error(p, "offset");
 	free(data);
 }
+
+/* A program that starts another with a clean environment: the new one is still profiled, and
+ * its trace goes where the first one's did. */
+static void expect_child_traced(const char *how)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("spawner"), how, NULL };
+	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", how, st);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	int found = 0;
+	for (size_t i = 0; e2e_process(doc, i); i++) {
+		json_t *p = e2e_process(doc, i);
+		json_t *argvj = json_object_get(p, "argv");
+		const char *a1 = json_string_value(json_array_get(argvj, 1));
+		if (a1 && !strcmp(a1, "child") && e2e_int(p, "heap.alloc_calls") == 9)
+			found = 1;
+	}
+	cr_expect(found, "%s: the child's trace is missing from the run directory", how);
+	json_decref(doc);
+}
+
+Test(lifecycle, exec_with_clean_environment_stays_profiled)
+{
+	expect_child_traced("exec");
+}
+
+Test(lifecycle, posix_spawn_with_clean_environment_stays_profiled)
+{
+	expect_child_traced("spawn");
+}

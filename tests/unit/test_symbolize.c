@@ -3,7 +3,9 @@
  * load biases, and those addresses are looked up. Plus the broken cases: stripped, missing,
  * non-ELF and mismatched files. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <elfutils/libdwelf.h>
+#include <link.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -303,11 +305,20 @@ static void check_c_program(const char *exe, int expect_no_bias)
 
 	/* Cached: the same interned strings again. */
 	struct sym_frame again;
-	const char *fn_before = fr[0].function, *file_before = fr[0].file;
 
 	cr_assert_eq(sym_lookup(s, 2, r.lib, 1, &again, 1), 1);
-	cr_expect_eq(again.function, fn_before);
-	cr_expect_eq(again.file, file_before);
+	cr_expect_eq(again.function, fr[0].function);
+	cr_expect_eq(again.file, fr[0].file);
+
+	/* The same file mapped elsewhere (another process): the same answer. */
+	const uint64_t moved = r.main_bias + 0x10000000;
+
+	cr_assert_eq(sym_add_module(s, 3, tmp_path(path, sizeof(path), exe), moved,
+				    moved + 0x100000, moved, NULL, 0), 0);
+	n = sym_lookup(s, 3, r.a - r.main_bias + moved, 1, fr, 8);
+	cr_assert_eq(n, 1);
+	expect_frame(&fr[0], "func_a", "sym_fix.c", r.line_a, 0);
+	cr_expect_eq(fr[0].offset, r.a - r.main_bias);
 	sym_free(s);
 }
 
@@ -565,6 +576,28 @@ Test(symbolize, redeclared_module_id)
 				    r.main_bias, NULL, 0), 0);
 	cr_assert_eq(sym_lookup(s, 1, r.a, 1, fr, 2), 1);
 	cr_expect_str_eq(fr[0].function, "func_a");
+	sym_free(s);
+}
+
+/* A system library (libc, usually without debug info here): symbol table names. */
+Test(symbolize, system_library)
+{
+	struct sym_frame fr[4];
+	struct link_map *map = NULL;
+	Dl_info info;
+	void *fn = dlsym(RTLD_DEFAULT, "getpid");
+
+	cr_assert_not_null(fn);
+	cr_assert(dladdr1(fn, &info, (void **)&map, RTLD_DL_LINKMAP) && map);
+	struct symbolizer *s = sym_new();
+	cr_assert_eq(sym_add_module(s, 7, info.dli_fname, (uintptr_t)info.dli_fbase,
+				    (uintptr_t)info.dli_fbase + 0x100000, map->l_addr, NULL, 0), 0);
+	int n = sym_lookup(s, 7, (uintptr_t)fn, 0, fr, 4);
+	cr_assert_geq(n, 1);
+	cr_expect_not_null(fr[n - 1].function);
+	cr_expect(fr[n - 1].function && strstr(fr[n - 1].function, "getpid"), "got %s",
+		  fr[n - 1].function);
+	cr_expect_str_eq(fr[0].module, info.dli_fname);
 	sym_free(s);
 }
 
