@@ -6,7 +6,6 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -1166,9 +1165,7 @@ static int symbolize(struct symbolizer *s, struct module *m, uint64_t address, i
 	if (n == 0)
 		n = 1;
 	for (int i = 0; i < n; i++) {
-		frames[i].module = m->path[0] ? m->path : intern(s, "?");
-		if (!frames[i].module)
-			frames[i].module = "?";
+		frames[i].module = m->path[0] ? m->path : "?";
 		frames[i].address = address;
 		frames[i].offset = offset;
 	}

@@ -236,12 +236,23 @@ static int cmp_chunk(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* Reading a chunk's header maps its whole 64 KiB (the kernel maps pages around a fault):
+ * while indexing, give every 256 chunks back, so opening a trace does not map all of it. */
+static void release_file_chunks(struct trace *t, uint64_t i, uint64_t n)
+{
+	if ((i + 1) % 256 == 0 || i + 1 == n) {
+		uint64_t first = i + 1 >= 256 ? (i / 256) * 256 : 0;
+		madvise((void *)(t->map + t->hdr->data_offset + first * t->chunk_size),
+			(i + 1 - first) * t->chunk_size, MADV_DONTNEED);
+	}
+}
+
 static int index_chunks(struct trace *t, char *err, size_t errlen)
 {
 	uint64_t n = t->hdr->chunks_claimed;  /* fits in the file: checked by check_header() */
 	size_t used = 0;
 
-	for (uint64_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < n; release_file_chunks(t, i, n), i++) {
 		const struct prof_chunk_header *c = (const void *)(t->map + t->hdr->data_offset +
 								 i * t->chunk_size);
 		if (c->magic == 0)
@@ -258,7 +269,7 @@ static int index_chunks(struct trace *t, char *err, size_t errlen)
 		seterr(err, errlen, t->path, NO_OFFSET, "out of memory (%zu chunks)", used);
 		return -1;
 	}
-	for (uint64_t i = 0; i < n; i++) {
+	for (uint64_t i = 0; i < n; release_file_chunks(t, i, n), i++) {
 		uint64_t off = t->hdr->data_offset + i * t->chunk_size;
 		const struct prof_chunk_header *c = (const void *)(t->map + off);
 		if (c->magic == 0)
@@ -433,12 +444,21 @@ static int check_record(struct trace *t, uint64_t off, uint64_t room)
 	return -1;
 }
 
+/* A stream that moves past a chunk never needs it again in this pass: drop its pages from our
+ * mapping, so the reader's memory follows the streams, not the length of the trace (the
+ * pages stay in the page cache; trace_rewind() faults them back in). */
+static void release_chunk(struct trace *t, size_t i)
+{
+	madvise((void *)(t->map + t->chunks[i].offset), t->chunk_size, MADV_DONTNEED);
+}
+
 /* Finds the stream's head record at or after its cursor, moving on to its next chunk at a
  * zero prefix (uncommitted: end of the chunk) or at the chunk's end. 1 = loaded, 0 = stream
  * done, -1 = bad record. */
 static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 {
-	for (; s->cur < s->end; s->cur++, s->pos = sizeof(struct prof_chunk_header)) {
+	for (; s->cur < s->end; release_chunk(t, s->cur), s->cur++,
+				s->pos = sizeof(struct prof_chunk_header)) {
 		uint64_t base = t->chunks[s->cur].offset;
 		if (s->pos >= t->chunk_size)
 			continue;
