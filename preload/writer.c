@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -107,6 +108,26 @@ static void expand_template(char *out, size_t cap, const char *tmpl, const char 
 	}
 }
 
+/* Moves a descriptor of ours out of the low numbers the program expects to get from open()
+ * (and that some programs assume are theirs): to the first free one at or above 1000, or
+ * just under the descriptor limit when that is lower. Returns the descriptor to use. */
+int prof_fd_hide(int fd)
+{
+	struct rlimit rl;
+	int floor = 1000;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)floor + 16)
+		floor = rl.rlim_cur > 64 ? (int)rl.rlim_cur - 16 : 0;
+	if (fd < 0 || fd >= floor || floor == 0)
+		return fd;
+	int flags = fcntl(fd, F_GETFD);
+	int high = fcntl(fd, flags >= 0 && (flags & FD_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, floor);
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
+
 /* Creates the file 0600, never through a symbolic link. A taken name (an exec'd image keeps
  * its pid) gets a number before the .trace suffix, so run directories still list it. */
 static int create_file(const char *want, char *got, size_t cap)
@@ -120,7 +141,7 @@ static int create_file(const char *want, char *got, size_t cap)
 			snprintf(got, cap, "%.*s.%d%s", stem, want, i, want + stem);
 		int fd = open(got, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
-			return fd;
+			return prof_fd_hide(fd);
 	}
 	errno = EEXIST;
 	return -1;
@@ -133,7 +154,7 @@ static int writer_fd(void)
 	struct stat st;
 	if (w.fd >= 0 && fstat(w.fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino)
 		return w.fd;
-	int fd = open(w.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	int fd = prof_fd_hide(open(w.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0)
 		return -1;
 	if (fstat(fd, &st) < 0 || st.st_dev != w.dev || st.st_ino != w.ino) {
