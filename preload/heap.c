@@ -80,10 +80,11 @@ static inline size_t calloc_size_unprofiled(size_t n, size_t size, uintptr_t cal
 	return n * size;
 }
 
-static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t)
+static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t,
+			 uintptr_t call_site)
 {
 	th = prof_thread_get();
-	uint32_t stack = prof_stack_here(th);
+	uint32_t stack = prof_stack_at(th, call_site);
 	struct prof_rec_alloc *r = prof_reserve(th, sizeof(*r));
 	if (!r)
 		return;
@@ -106,6 +107,9 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), t);
 }
 
+/* Where the hook was called from: a hint for stack interning (prof_stack_here). */
+#define CALL_SITE ((uintptr_t)__builtin_return_address(0))
+
 /* Wraps the real call: guard, errno as the real function left it, record on success. */
 #define ALLOC_HOOK(fn_id, call, size_expr)                                 \
 	do {                                                               \
@@ -117,7 +121,7 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 		uint64_t t = prof_now();                                   \
 		int err = errno;                                           \
 		if (p)                                                     \
-			record_alloc(th, fn_id, p, size_expr, t);          \
+			record_alloc(th, fn_id, p, size_expr, t, CALL_SITE); \
 		errno = err;                                               \
 		th->in_hook--;                                             \
 		return p;                                                  \
@@ -183,7 +187,7 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	uint64_t t = prof_now();
 	int err = errno;
 	if (rc == 0)
-		record_alloc(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, t);
+		record_alloc(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, t, CALL_SITE);
 	errno = err;
 	th->in_hook--;
 	return rc;
@@ -212,7 +216,7 @@ PROF_EXPORT void free(void *ptr)
 /* realloc and reallocarray: a moved or resized block is a FREE (timed before the call) and an
  * ALLOC; realloc(p, 0) frees p; a failed call changes nothing and records nothing. */
 static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
-			    void *(*call)(void *, size_t, size_t))
+			    void *(*call)(void *, size_t, size_t), uintptr_t call_site)
 {
 	size_t total = n * size;
 	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
@@ -226,7 +230,7 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 	if (old && (p || total == 0))
 		record_free(th, old, PROF_FREE_REALLOC, t0);
 	if (p)
-		record_alloc(th, fn, p, total, t1);
+		record_alloc(th, fn, p, total, t1, call_site);
 	errno = err;
 	th->in_hook--;
 	return p;
@@ -257,7 +261,7 @@ PROF_EXPORT void *realloc(void *old, size_t size)
 			return p;
 		}
 	}
-	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc);
+	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc, CALL_SITE);
 }
 
 PROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -266,5 +270,5 @@ PROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	size_t total;
 	if (__builtin_mul_overflow(n, size, &total))
 		return real.reallocarray(old, n, size);  /* it sets ENOMEM, records nothing */
-	return realloc_common(PROF_ALLOC_REALLOCARRAY, old, n, size, call_reallocarray);
+	return realloc_common(PROF_ALLOC_REALLOCARRAY, old, n, size, call_reallocarray, CALL_SITE);
 }

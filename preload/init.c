@@ -1,5 +1,6 @@
 /* libprof's lifecycle: configuration, start-up, threads, fork, exec, exit and fatal signals. */
 #include "prof.h"
+#include "locks.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -97,27 +98,46 @@ static void read_config(void)
 
 /* ---- threads ---------------------------------------------------------------------------- */
 
-static void write_thread_start(struct prof_thread *th)
+/* Where the thread came from: known for threads created through our pthread_create hook
+ * (threads.c), ~0u/0/0 for the main thread and threads registered on first use. */
+static void write_thread_start(struct prof_thread *th, uint32_t parent_serial, uint32_t stack,
+			       uint64_t start_routine)
 {
 	struct prof_rec_thread_start *r = prof_reserve(th, sizeof(*r));
 	if (!r)
 		return;
 	r->serial = th->serial;
 	r->tid = th->tid;
-	r->parent_serial = ~0u;
-	r->stack = 0;
-	r->start_routine = 0;
+	r->parent_serial = parent_serial;
+	r->stack = stack;
+	r->start_routine = start_routine;
 	prof_commit(r, PROF_REC_THREAD_START, 0, sizeof(*r), prof_now());
 }
 
-static void register_thread(struct prof_thread *th)
+static void register_thread_from(struct prof_thread *th, uint32_t parent_serial, uint32_t stack,
+				 uint64_t start_routine)
 {
 	th->serial = atomic_fetch_add(&next_serial, 1);
 	th->tid = (uint32_t)gettid();
 	atomic_fetch_add(&threads_alive, 1);
 	/* A non-NULL value makes the key's destructor run at thread exit. */
 	pthread_setspecific(thread_key, th);
-	write_thread_start(th);
+	write_thread_start(th, parent_serial, stack, start_routine);
+}
+
+static void register_thread(struct prof_thread *th)
+{
+	register_thread_from(th, ~0u, 0, 0);
+}
+
+/* Called by the start trampoline of a created thread (threads.c), under in_hook. */
+struct prof_thread *prof_thread_start_child(uint32_t parent_serial, uint32_t stack,
+					    uint64_t start_routine)
+{
+	struct prof_thread *th = &prof_self;
+	if (th->serial == 0)
+		register_thread_from(th, parent_serial, stack, start_routine);
+	return th;
 }
 
 struct prof_thread *prof_thread_get(void)
@@ -198,6 +218,7 @@ static void on_exit_handler(int status, void *arg)
 	}
 	th->in_hook++;
 	prof_modules_rescan();
+	prof_locks_flush();
 	prof_thread_end(th);
 	write_exit(0, status);
 	prof_writer_set_state(PROF_STATE_EXITED);
@@ -206,8 +227,9 @@ static void on_exit_handler(int status, void *arg)
 	th->in_hook--;
 }
 
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTERM, SIGINT,
-				     SIGHUP, SIGQUIT };
+/* Crashes only. Not SIGINT, SIGTERM and the like: programs look at those dispositions (Python
+ * installs its KeyboardInterrupt handler only where SIGINT is still SIG_DFL). */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
 
 /* A fatal signal with the default action: record which one, then die of it as before. */
 static void fatal_signal_handler(int sig)
@@ -270,6 +292,8 @@ static void atfork_child(void)
 	atomic_store(&threads_alive, 0);
 	prof_stacks_reset();
 	prof_modules_reset();
+	prof_locks_fork_child();
+	prof_threads_fork_child();
 	if (was_active)
 		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
 }
@@ -316,6 +340,8 @@ void prof_start(void)
 	saved_argc = read_cmdline();
 	saved_argv = cmdline_argv;
 	prof_heap_init();
+	prof_locks_init();
+	prof_threads_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
 	if (start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
 		pthread_atfork(NULL, NULL, atfork_child);

@@ -50,6 +50,7 @@ struct prof_thread {
 	int in_hook;          /* recursion guard: our own work and libc's inner calls pass through */
 	int in_signal;        /* > 0 while a signal handler of ours records: use streams[1] */
 	struct prof_stream streams[2];
+	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -94,8 +95,11 @@ struct prof_thread *prof_thread_get(void);
 void prof_thread_end(struct prof_thread *th);
 int prof_threads_alive(void);
 
-/* stacks.c: the caller's stack, interned; 0 when stacks are off or it could not be had. */
+/* stacks.c: the caller's stack, interned; 0 when stacks are off or it could not be had.
+ * prof_stack_at() takes a hint that makes it faster: the hooked function's return address
+ * (__builtin_return_address(0) in the hook). */
 uint32_t prof_stack_here(struct prof_thread *th);
+uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site);
 void prof_stacks_reset(void);
 
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */

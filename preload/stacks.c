@@ -76,10 +76,21 @@ static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
 	return id;
 }
 
-uint32_t prof_stack_here(struct prof_thread *th)
+/* The table is far bigger than the caches and a program's own data evicts it, so a lookup
+ * is a cache miss. The stack last seen from the same call site is usually the one coming:
+ * fetch its slot now, and the miss overlaps the unwinding instead of following it. */
+static inline uint64_t *prediction(struct prof_thread *th, uintptr_t call_site)
+{
+	return &th->predicted[(call_site >> 2) & 63];
+}
+
+uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 {
 	if (prof_cfg.stack_depth == 0)
 		return 0;
+	uint64_t *guess = prediction(th, call_site);
+	if (table && *guess && call_site)
+		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
 	void *buf[PROF_MAX_STACK_DEPTH + 16];
 	int n = unw_backtrace(buf, (int)prof_cfg.stack_depth + 16);
 	int skip = 0;
@@ -92,6 +103,7 @@ uint32_t prof_stack_here(struct prof_thread *th)
 	if (n <= 0)
 		return 0;
 	uint64_t h = hash_frames(frames, n);
+	*guess = h;
 	if (!table)
 		return write_stack(th, frames, n);
 	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
@@ -115,4 +127,9 @@ uint32_t prof_stack_here(struct prof_thread *th)
 		}
 	}
 	return write_stack(th, frames, n);  /* table crowded here: correct, just not shared */
+}
+
+uint32_t prof_stack_here(struct prof_thread *th)
+{
+	return prof_stack_at(th, 0);
 }

@@ -231,13 +231,14 @@ Test(lifecycle, planted_symlink_is_not_followed_and_mode_is_0600)
 	cr_expect_eq(st.st_mode & 0777, 0600);
 }
 
-Test(lifecycle, errno_and_failures_are_untouched)
+/* The program's output is byte for byte the same with and without the profiler. */
+static void expect_same_output(const char *prog)
 {
 	const char *dir = e2e_tmpdir();
 	char out1[PATH_MAX], out2[PATH_MAX];
 	snprintf(out1, sizeof(out1), "%s/plain.out", dir);
 	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
-	const char *argv[] = { e2e_prog("errno_check"), NULL };
+	const char *argv[] = { e2e_prog(prog), NULL };
 	int st1 = e2e_run(argv, NULL, out1, NULL);
 	int st2 = e2e_profile(dir, argv, NULL, out2, NULL);
 	cr_expect_eq(st1, 0);
@@ -247,6 +248,16 @@ Test(lifecycle, errno_and_failures_are_untouched)
 	cr_expect_str_eq(a, b);
 	free(a);
 	free(b);
+}
+
+Test(lifecycle, errno_and_failures_are_untouched)
+{
+	expect_same_output("errno_check");
+}
+
+Test(lifecycle, signal_dispositions_programs_inspect_are_untouched)
+{
+	expect_same_output("dispositions");
 }
 
 /* ---- untrusted traces ---- */
