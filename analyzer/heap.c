@@ -2,6 +2,7 @@
  * a block we saw allocated), peak heap and when it happened, temporaries, per-stack sites,
  * and what is still allocated at the end (leaks). */
 #include "process.h"
+#include "trace.h"
 
 void heap_init(struct heap_stats *h)
 {
@@ -38,9 +39,11 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 	h->alloc_calls++;
 	h->bytes_allocated += size;
 	h->current += size;
+	h->events++;
 	if (h->current > h->peak) {
 		h->peak = h->current;
 		h->peak_ns = t;
+		h->peak_event = h->events;
 	}
 	return 0;
 }
@@ -50,6 +53,7 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half)
 {
 	struct live_block b;
+	h->events++;
 	if (!u64map_del(&h->live, ptr, &b)) {
 		h->unmatched_frees++;
 		return 0;
@@ -87,4 +91,42 @@ int heap_finish(struct heap_stats *h)
 		h->leaked_blocks++;
 	}
 	return 0;
+}
+
+/* What was live at the peak is known only once the peak is known: replay the heap records up
+ * to the one that set it (the same records, in the same order), then charge each block still
+ * live to its site. */
+int heap_peak_pass(struct process *p, struct trace *t, char *err, size_t errlen)
+{
+	if (p->heap.peak_event == 0)
+		return 0;
+	struct heap_stats replay;
+	heap_init(&replay);
+	trace_rewind(t);
+	struct trace_event ev;
+	int got, rc = 0;
+	while (rc == 0 && replay.events < p->heap.peak_event &&
+	       (got = trace_next(t, &ev, err, errlen)) > 0) {
+		const struct prof_rec *h = ev.rec;
+		if (h->type == PROF_REC_ALLOC) {
+			const struct prof_rec_alloc *r = (const void *)h;
+			rc = heap_alloc(&replay, ev.stream, 0, r->ptr, r->size, r->stack);
+		} else if (h->type == PROF_REC_FREE) {
+			rc = heap_release(&replay, ev.stream, ((const struct prof_rec_free *)h)->ptr,
+					  (h->flags & PROF_FREE_REALLOC) != 0);
+		}
+	}
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (rc == 0 && u64map_next(&replay.live, &pos, &key, &val)) {
+		const struct live_block *b = val;
+		struct heap_site *s = u64map_get(&p->heap.sites, b->stack);
+		if (s)
+			s->peak_bytes += b->size;
+	}
+	heap_free(&replay);
+	if (rc < 0)
+		snprintf(err, errlen, "%s: out of memory", p->path);
+	return rc;
 }

@@ -36,6 +36,7 @@ struct stack_info {
 
 struct heap_site {
 	uint64_t calls, bytes, frees, temporary, leaked_bytes, leaked_blocks;
+	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
 };
 
 struct live_block {
@@ -46,6 +47,8 @@ struct live_block {
 struct heap_stats {
 	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
 	uint64_t leaked_bytes, leaked_blocks, temporary, unmatched_frees;
+	uint64_t events;      /* heap records seen (ALLOC and FREE) */
+	uint64_t peak_event;  /* events when the peak was reached */
 	struct u64map live;   /* address -> struct live_block */
 	struct u64map sites;  /* stack id -> struct heap_site */
 	struct u64map last;   /* stream -> address of its latest allocation (temporaries) */
@@ -99,6 +102,9 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 	       uint32_t stack);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
 int heap_finish(struct heap_stats *h);
+struct trace;
+/* Second pass, up to the record that set the peak: each site's share of the peak. */
+int heap_peak_pass(struct process *p, struct trace *t, char *err, size_t errlen);
 
 /* stackfmt.c: symbolized stacks. Frames are expanded (inlined calls), innermost first. */
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);

@@ -16,6 +16,7 @@ uint64_t site_key_bytes(const struct heap_site *s) { return s->bytes; }
 uint64_t site_key_calls(const struct heap_site *s) { return s->calls; }
 uint64_t site_key_leaked(const struct heap_site *s) { return s->leaked_bytes; }
 uint64_t site_key_temporary(const struct heap_site *s) { return s->temporary; }
+uint64_t site_key_peak(const struct heap_site *s) { return s->peak_bytes; }
 
 static uint64_t (*sort_key)(const struct heap_site *);
 
@@ -109,9 +110,10 @@ static json_t *heap_json(struct process *p, size_t top)
 	struct site_ref *v = heap_sites_sorted(p, site_key_bytes, &n);
 	for (size_t i = 0; v && i < n && i < top; i++) {
 		const struct heap_site *s = v[i].s;
-		json_array_append_new(sites, json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I}",
+		json_array_append_new(sites, json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
 			"stack", stack_json(p, v[i].stack), "calls", (json_int_t)s->calls,
 			"bytes", (json_int_t)s->bytes, "frees", (json_int_t)s->frees,
+			"peak_bytes", (json_int_t)s->peak_bytes,
 			"temporary", (json_int_t)s->temporary,
 			"leaked_bytes", (json_int_t)s->leaked_bytes,
 			"leaked_blocks", (json_int_t)s->leaked_blocks));
@@ -222,9 +224,10 @@ static void print_sites(FILE *out, struct process *p, const char *title,
 			break;
 		if (shown++ == 0)
 			fprintf(out, "\n   %s:\n", title);
-		char a[32], b[32], c[32], d[32], e[32];
-		fprintf(out, "   #%zu %s in %s calls; %s temporary; leaked %s in %s blocks\n", shown,
-			fmt_bytes(s->bytes, a, sizeof(a)), fmt_count(s->calls, b, sizeof(b)),
+		char a[32], b[32], c[32], d[32], e[32], f[32];
+		fprintf(out, "   #%zu %s in %s calls; %s at peak; %s temporary; leaked %s in %s blocks\n",
+			shown, fmt_bytes(s->bytes, a, sizeof(a)), fmt_count(s->calls, b, sizeof(b)),
+			fmt_bytes(s->peak_bytes, f, sizeof(f)),
 			fmt_count(s->temporary, d, sizeof(d)), fmt_bytes(s->leaked_bytes, c, sizeof(c)),
 			fmt_count(s->leaked_blocks, e, sizeof(e)));
 		stack_print(out, p, v[i].stack, frames, "       ");
@@ -251,6 +254,7 @@ static void print_heap(FILE *out, struct process *p, size_t top, int frames)
 	if (h->unmatched_frees)
 		fprintf(out, "   (%s frees of blocks allocated before recording began)\n",
 			fmt_count(h->unmatched_frees, a, sizeof(a)));
+	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames);
 	print_sites(out, p, "Top sites by bytes allocated", site_key_bytes, top, frames);
 	print_sites(out, p, "Top sites by allocation calls", site_key_calls, top, frames);
 	print_sites(out, p, "Top sites by leaked bytes", site_key_leaked, top, frames);

@@ -14,6 +14,7 @@ uint64_t site_key_bytes(const struct heap_site *s);
 uint64_t site_key_calls(const struct heap_site *s);
 uint64_t site_key_leaked(const struct heap_site *s);
 uint64_t site_key_temporary(const struct heap_site *s);
+uint64_t site_key_peak(const struct heap_site *s);
 
 /* All heap sites of p, largest key first (ties: bytes, then stack id). Caller frees. */
 struct site_ref *heap_sites_sorted(const struct process *p,

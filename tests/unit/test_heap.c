@@ -1,0 +1,132 @@
+/* Heap analysis on synthetic traces: the counting rules, temporaries, peak and its sites,
+ * leaks, address reuse across threads, and frees of blocks never seen allocated. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "process.h"
+#include "tracegen.h"
+
+static char dir[PATH_MAX];
+
+static void setup(void)
+{
+	tg_tmpdir(dir, sizeof(dir));
+}
+
+static void teardown(void)
+{
+	tg_tmpdir_remove(dir);
+}
+
+TestSuite(heap_analysis, .init = setup, .fini = teardown);
+
+#define T0 TG_START_NS
+
+/* Writes tg to a file and loads it. */
+static void load(struct tg *tg, struct process *p)
+{
+	char path[PATH_MAX + 16], err[512];
+	snprintf(path, sizeof(path), "%s/t.trace", dir);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	cr_assert_eq(process_load(path, p, err, sizeof(err)), 0, "%s", err);
+}
+
+static const struct heap_site *site(const struct process *p, uint32_t stack)
+{
+	return u64map_get(&p->heap.sites, stack);
+}
+
+Test(heap_analysis, counts_follow_valgrinds_rules)
+{
+	struct tg *tg = tg_create();
+	tg_alloc(tg, 2, T0 + 1, 0x1000, 100, 1);          /* malloc */
+	tg_realloc(tg, 2, T0 + 2, 0x1000, 0x2000, 300, 2); /* realloc: one alloc, one free */
+	tg_free(tg, 2, T0 + 3, 0x2000);
+	tg_free(tg, 2, T0 + 4, 0x9999);                    /* never allocated: not a free */
+	tg_alloc(tg, 2, T0 + 5, 0x3000, 0, 3);             /* malloc(0) is an allocation */
+	tg_exit(tg, 2, T0 + 6, 0, 0);
+	struct process p;
+	load(tg, &p);
+	cr_expect_eq(p.heap.alloc_calls, 3);
+	cr_expect_eq(p.heap.free_calls, 2);
+	cr_expect_eq(p.heap.bytes_allocated, 400);
+	cr_expect_eq(p.heap.unmatched_frees, 1);
+	cr_expect_eq(p.heap.leaked_blocks, 1);
+	cr_expect_eq(p.heap.leaked_bytes, 0);
+	cr_expect(p.complete);
+	process_free(&p);
+}
+
+Test(heap_analysis, temporaries_are_freed_before_the_next_allocation_of_their_thread)
+{
+	struct tg *tg = tg_create();
+	tg_alloc(tg, 2, T0 + 1, 0x1000, 10, 1);
+	tg_free(tg, 2, T0 + 2, 0x1000);                     /* temporary */
+	tg_alloc(tg, 2, T0 + 3, 0x1000, 10, 1);
+	tg_alloc(tg, 2, T0 + 4, 0x2000, 10, 2);
+	tg_free(tg, 2, T0 + 5, 0x1000);                     /* not: another came between */
+	tg_alloc(tg, 4, T0 + 6, 0x3000, 10, 3);
+	tg_free(tg, 2, T0 + 7, 0x3000);                     /* not: freed by another thread */
+	tg_realloc(tg, 2, T0 + 8, 0x2000, 0x4000, 20, 2);   /* a resize is not a temporary */
+	struct process p;
+	load(tg, &p);
+	cr_expect_eq(p.heap.temporary, 1);
+	cr_expect_eq(site(&p, 1)->temporary, 1);
+	cr_expect_eq(site(&p, 2)->temporary, 0);
+	process_free(&p);
+}
+
+Test(heap_analysis, peak_and_the_sites_that_held_it)
+{
+	struct tg *tg = tg_create();
+	tg_alloc(tg, 2, T0 + 10, 0x1000, 1000, 1);
+	tg_alloc(tg, 2, T0 + 20, 0x2000, 500, 2);
+	tg_alloc(tg, 4, T0 + 30, 0x3000, 300, 2);   /* peak: 1800 at +30 */
+	tg_free(tg, 2, T0 + 40, 0x1000);
+	tg_alloc(tg, 2, T0 + 50, 0x4000, 1200, 3);  /* 2000? no: 500+300+1200 = 2000: new peak */
+	tg_free(tg, 4, T0 + 60, 0x4000);
+	tg_alloc(tg, 2, T0 + 70, 0x5000, 100, 1);
+	struct process p;
+	load(tg, &p);
+	cr_expect_eq(p.heap.peak, 2000);
+	cr_expect_eq(p.heap.peak_ns, 50);
+	cr_expect_eq(site(&p, 1)->peak_bytes, 0);
+	cr_expect_eq(site(&p, 2)->peak_bytes, 800);
+	cr_expect_eq(site(&p, 3)->peak_bytes, 1200);
+	cr_expect_eq(p.heap.leaked_bytes, 900);
+	cr_expect_eq(site(&p, 2)->leaked_blocks, 2);
+	process_free(&p);
+}
+
+/* Another thread reuses an address right after its free: the merge puts the free first. */
+Test(heap_analysis, address_reuse_across_threads)
+{
+	struct tg *tg = tg_create();
+	for (uint64_t i = 0; i < 1000; i++) {
+		tg_alloc(tg, 2 + 2 * (i % 2), T0 + 10 * i + 1, 0x1000, 8, 1);
+		tg_free(tg, 2 + 2 * (i % 2), T0 + 10 * i + 5, 0x1000);
+	}
+	struct process p;
+	load(tg, &p);
+	cr_expect_eq(p.heap.alloc_calls, 1000);
+	cr_expect_eq(p.heap.free_calls, 1000);
+	cr_expect_eq(p.heap.leaked_blocks, 0);
+	cr_expect_eq(p.heap.unmatched_frees, 0);
+	cr_expect_eq(p.heap.peak, 8);
+	process_free(&p);
+}
+
+Test(heap_analysis, trace_without_exit_is_incomplete_with_its_data)
+{
+	struct tg *tg = tg_create();
+	tg_alloc(tg, 2, T0 + 1, 0x1000, 64, 1);
+	tg_alloc(tg, 2, T0 + 2, 0x2000, 64, 1);
+	struct process p;
+	load(tg, &p);
+	cr_expect_not(p.complete);
+	cr_expect_eq(p.exit_kind, EXIT_UNKNOWN);
+	cr_expect_eq(p.heap.leaked_bytes, 128);
+	process_free(&p);
+}
