@@ -56,7 +56,7 @@ static const struct flame_kind kinds[] = {
 	{ "cpu", "CPU samples", "samples", NULL },
 	{ "lock", "Lock wait time by stack", "ns", locks_flame },
 	{ "io", "I/O time by stack", "ns", io_flame },
-	{ "cuda", "GPU time by launching stack", "ns", NULL },
+	{ "cuda", "GPU time by launching stack", "ns", cuda_flame },
 };
 
 /* Collects one process's weights into the sample set. */

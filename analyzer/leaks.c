@@ -31,6 +31,7 @@ static json_t *leaks_json(struct process *p, size_t top)
 			"bytes", (json_int_t)v[i].s->leaked_bytes,
 			"blocks", (json_int_t)v[i].s->leaked_blocks, "stack", stack_json(p, v[i].stack)));
 	free(v);
+	cuda_leaks_json(p, arr, top);
 	return json_pack("{s:I,s:o,s:b,s:I,s:I,s:o}", "pid", (json_int_t)p->hdr.pid, "exe",
 			 jstr(p->exe), "complete", p->complete, "leaked_bytes",
 			 (json_int_t)p->heap.leaked_bytes, "leaked_blocks",
@@ -54,6 +55,7 @@ static void leaks_text(FILE *out, struct process *p, size_t top, int frames)
 			p->complete ? "still allocated at exit" : "in use", i + 1, records);
 		stack_print(out, p, v[i].stack, frames, "   ");
 	}
+	cuda_leaks_print(out, p, top, frames);
 	fprintf(out, "\nLEAK SUMMARY: %s bytes (%s) in %s blocks from %zu allocation site%s\n\n",
 		fmt_count(p->heap.leaked_bytes, a, sizeof(a)), fmt_bytes(p->heap.leaked_bytes, c, sizeof(c)),
 		fmt_count(p->heap.leaked_blocks, b, sizeof(b)), records, records == 1 ? "" : "s");

@@ -14,6 +14,7 @@ static const struct {
 	{"report", cmd_report, "every section that has data (processes, threads, heap, ...); --json"},
 	{"leaks", cmd_leaks, "memory still allocated at exit, by allocation stack, largest first"},
 	{"flame", cmd_flame, "flame graph: --kind alloc|leak ..., SVG (-o FILE.svg) or --folded"},
+	{"kernels", cmd_kernels, "GPU kernel timing table: --json, --csv"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
 };
 

@@ -178,6 +178,8 @@ static int on_record(struct process *p, const struct trace_event *ev)
 			return locks_on_record(p, ev);
 		if (h->type >= 40 && h->type < 60 && prof_rec_known(h->type))
 			return io_on_record(p, ev);
+		if (h->type >= 60 && h->type < 90 && prof_rec_known(h->type))
+			return cuda_on_record(p, ev);
 		p->unknown_records++;
 		return 0;
 	}
@@ -205,6 +207,7 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	heap_init(&p->heap);
 	locks_init(&p->lock);
 	io_init(&p->io);
+	cuda_init(&p->cuda);
 	if (!(p->path = strdup(path))) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
@@ -227,6 +230,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		rc = locks_finish(p);
 	if (rc == 0)
 		rc = io_finish(p);
+	if (rc == 0)
+		rc = cuda_finish(p);
 	/* The exec'd image carries on in another trace; what ran here ended normally. */
 	if (p->exit_kind == EXIT_EXEC && p->hdr.state == PROF_STATE_EXECED)
 		p->complete = 1;
@@ -264,6 +269,7 @@ void process_free(struct process *p)
 	heap_free(&p->heap);
 	locks_free(&p->lock);
 	io_free(&p->io);
+	cuda_free(&p->cuda);
 	if (p->sym)
 		sym_free(p->sym);
 	memset(p, 0, sizeof(*p));

@@ -11,6 +11,7 @@
 #include "u64map.h"
 #include "locks.h"
 #include "io.h"
+#include "cuda.h"
 
 struct thread_info {
 	uint32_t serial, tid, parent_serial;
@@ -81,6 +82,7 @@ struct process {
 	struct heap_stats heap;
 	struct lock_stats lock;     /* threads and locks: locks.c */
 	struct io_stats io;         /* file and network I/O: io.c */
+	struct cuda_stats cuda;     /* CUDA API, kernels, copies, device memory: cuda.c */
 	struct symbolizer *sym;     /* made on first use */
 };
 

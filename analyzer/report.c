@@ -157,9 +157,7 @@ json_t *process_json(struct process *p, size_t top)
 						(int)p->hdr.cpu_hz, "top"));
 	json_object_set_new(o, "locks", locks_json(p, top));
 	json_object_set_new(o, "io", io_json(p, top));
-	json_object_set_new(o, "cuda", json_pack("{s:[],s:[],s:[],s:{s:i,s:i,s:i,s:i}}", "api",
-		"kernels", "memcpy", "device_memory", "alloc_calls", 0, "peak_bytes", 0,
-		"leaked_bytes", 0, "leaked_blocks", 0));
+	json_object_set_new(o, "cuda", cuda_json(p, top));
 	return o;
 }
 
@@ -362,6 +360,8 @@ int cmd_report(int argc, char **argv)
 				locks_print(out, &ps[i], ntop, frames);
 			if (io_has_data(&ps[i]))
 				io_print(out, &ps[i], ntop, frames);
+			if (cuda_has_data(&ps[i]))
+				cuda_print(out, &ps[i], ntop, frames);
 		}
 	}
 	int rc = 0;

@@ -124,8 +124,11 @@ _Static_assert(sizeof(struct prof_rec) == 16, "record prefix layout is part of t
 
 #include "prof_fmt_lock.h"
 #include "prof_fmt_io.h"
+#include "prof_fmt_cuda.h"
 
-#define PROF_RECORD_TYPES(X) PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X)
+#define PROF_RECORD_TYPES(X) \
+	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
+	PROF_CUDA_RECORD_TYPES(X)
 
 enum prof_rec_type {
 #define PROF_X(name, value, st) PROF_REC_##name = (value),
@@ -210,6 +213,7 @@ struct prof_rec_fork { struct prof_rec h; uint32_t child_pid; uint32_t pad; };
 /* The payload structs of the family headers included above. */
 #include "prof_fmt_lock_structs.h"
 #include "prof_fmt_io_structs.h"
+#include "prof_fmt_cuda_structs.h"
 
 /* Fixed payload size of each known type (records may be larger: newer writers append fields). */
 static inline uint32_t prof_rec_min_size(unsigned type)
@@ -230,7 +234,7 @@ unsigned prof_events_parse(const char *list, int *bad); /* "alloc,io" or "all" -
  * the NUL lies inside the record, so consumers may use the string as it is. */
 #define PROF_STRING_RECORDS(Y) \
 	Y(MODULE, prof_rec_module, path) Y(EXEC, prof_rec_exec, path) \
-	PROF_LOCK_STRING_RECORDS(Y) PROF_IO_STRING_RECORDS(Y)
+	PROF_LOCK_STRING_RECORDS(Y) PROF_IO_STRING_RECORDS(Y) PROF_CUDA_STRING_RECORDS(Y)
 
 /* Offset of the trailing string of a record type, 0 if it has none. */
 static inline uint32_t prof_rec_string_offset(unsigned type)
