@@ -1,23 +1,143 @@
-/* Analysis of threads and lock contention (issue: locks). Not recorded yet: empty results. */
+/* Analysis of threads and lock contention: per lock, acquisitions, contention, wait and hold
+ * times, owner changes and where it was first contended (mutrace's table); per thread, its
+ * name and time blocked; wait time by stack for flame graphs.
+ *
+ * Two sources per lock, merged in locks_sorted(): LOCK_WAIT records, one per wait that
+ * blocked (exact: counts, totals, maxima and the first contended stack), and LOCK_STATS
+ * snapshots of the writer's counters (cumulative; the one with the most acquisitions is the
+ * latest): acquisitions, hold times, owner changes. When wait records were lost, the
+ * snapshot's totals are used if they are larger. */
 #include "locks.h"
+#include "commands.h"
 #include "process.h"
+#include "report.h"
 #include "trace.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 void locks_init(struct lock_stats *s)
 {
-	s->records = 0;
+	memset(s, 0, sizeof(*s));
+	u64map_init(&s->locks, sizeof(struct lock_info));
+	u64map_init(&s->wait_stacks, sizeof(uint64_t));
 }
 
 void locks_free(struct lock_stats *s)
 {
-	(void)s;
+	u64map_free(&s->locks);
+	u64map_free(&s->wait_stacks);
+}
+
+static struct lock_info *lock_at(struct lock_stats *s, uint64_t addr, unsigned kind)
+{
+	int created;
+	struct lock_info *l = u64map_put(&s->locks, addr, &created);
+	if (l && created) {
+		l->addr = addr;
+		l->kind = kind < PROF_LOCK_KIND_COUNT ? kind : PROF_LOCK_MUTEX;
+	}
+	return l;
+}
+
+static int on_wait(struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec_lock_wait *r = (const void *)ev->rec;
+	struct lock_info *l = lock_at(&p->lock, r->lock, r->kind);
+	if (!l)
+		return -1;
+	l->waits++;
+	l->wait_ns += r->wait_ns;
+	if (r->wait_ns > l->max_wait_ns)
+		l->max_wait_ns = r->wait_ns;
+	if (r->result != 0)
+		l->timeouts++;
+	if (!l->have_wait_stack) {
+		l->first_wait_stack = r->stack;
+		l->have_wait_stack = 1;
+	}
+	int created;
+	uint64_t *w = u64map_put(&p->lock.wait_stacks, r->stack, &created);
+	if (!w)
+		return -1;
+	*w += r->wait_ns;
+	struct thread_info *t = process_thread(p, ev->stream / 2);
+	if (t) {
+		if (r->kind == PROF_LOCK_COND || r->kind == PROF_LOCK_BARRIER)
+			t->cond_wait_ns += r->wait_ns;
+		else
+			t->lock_wait_ns += r->wait_ns;
+	}
+	return 0;
+}
+
+static int on_stats(struct process *p, const struct prof_rec_lock_stats *r)
+{
+	struct lock_info *l = lock_at(&p->lock, r->lock, r->kind);
+	if (!l)
+		return -1;
+	/* Cumulative: a snapshot with fewer acquisitions is older (streams interleave). */
+	if (l->have_stats && r->acquisitions < l->acquisitions)
+		return 0;
+	if (!l->have_stats)
+		l->kind = r->kind < PROF_LOCK_KIND_COUNT ? r->kind : PROF_LOCK_MUTEX;
+	l->have_stats = 1;
+	l->acquisitions = r->acquisitions;
+	l->stat_contended = r->contended;
+	l->stat_wait_ns = r->wait_ns;
+	if (r->max_wait_ns > l->stat_max_wait_ns)
+		l->stat_max_wait_ns = r->max_wait_ns;
+	l->hold_ns = r->hold_ns;
+	if (r->max_hold_ns > l->max_hold_ns)
+		l->max_hold_ns = r->max_hold_ns;
+	l->holds_timed = r->holds_timed;
+	l->owner_changes = r->owner_changes;
+	l->busy = r->busy;
+	if (r->first_stack)
+		l->first_stack = r->first_stack;
+	l->hold_sample = r->hold_sample;
+	return 0;
+}
+
+static void on_name(struct process *p, const struct prof_rec_thread_name *r)
+{
+	struct thread_info *t = r->serial ? process_thread(p, r->serial) : NULL;
+	if (!t)
+		return;
+	snprintf(t->name, sizeof(t->name), "%s", r->name);
+}
+
+static void on_join(struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec_thread_join *r = (const void *)ev->rec;
+	if (ev->rec->flags == PROF_THREAD_DETACH) {
+		p->lock.detaches++;
+		return;
+	}
+	p->lock.joins++;
+	struct thread_info *t = process_thread(p, ev->stream / 2);
+	if (t)
+		t->join_wait_ns += r->wait_ns;
 }
 
 int locks_on_record(struct process *p, const struct trace_event *ev)
 {
-	(void)ev;
 	p->lock.records++;
-	return 0;
+	switch (ev->rec->type) {
+	case PROF_REC_LOCK_WAIT:
+		return on_wait(p, ev);
+	case PROF_REC_LOCK_STATS:
+		return on_stats(p, (const void *)ev->rec);
+	case PROF_REC_THREAD_NAME:
+		on_name(p, (const void *)ev->rec);
+		return 0;
+	case PROF_REC_THREAD_JOIN:
+		on_join(p, ev);
+		return 0;
+	default:
+		return 0;
+	}
 }
 
 int locks_finish(struct process *p)
@@ -28,30 +148,184 @@ int locks_finish(struct process *p)
 
 int locks_has_data(const struct process *p)
 {
-	return p->lock.records > 0;
+	return p->lock.locks.count > 0;
+}
+
+static void summarize(const struct lock_info *l, struct lock_summary *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->addr = l->addr;
+	s->kind = prof_lock_kind_name(l->kind);
+	s->contended = l->waits;
+	s->wait_ns = l->wait_ns;
+	s->max_wait_ns = l->max_wait_ns;
+	if (l->stat_contended > l->waits) {  /* wait records were lost: the counters know more */
+		s->contended = l->stat_contended;
+		if (l->stat_wait_ns > s->wait_ns)
+			s->wait_ns = l->stat_wait_ns;
+	}
+	if (l->stat_max_wait_ns > s->max_wait_ns)
+		s->max_wait_ns = l->stat_max_wait_ns;
+	/* Without a snapshot (killed before the first was written) every wait that did not
+	 * time out was an acquisition. */
+	s->acquisitions = l->have_stats ? l->acquisitions : l->waits - l->timeouts;
+	s->avg_wait_ns = s->contended ? s->wait_ns / s->contended : 0;
+	s->hold_ns = l->hold_ns;
+	s->max_hold_ns = l->max_hold_ns;
+	s->avg_hold_ns = s->acquisitions && l->holds_timed ? s->hold_ns / s->acquisitions : 0;
+	s->owner_changes = l->owner_changes;
+	s->busy = l->busy;
+	s->timeouts = l->timeouts;
+	s->hold_sample = l->hold_sample;
+	if (l->have_wait_stack && l->first_wait_stack) {
+		s->stack = l->first_wait_stack;
+		s->stack_contended = 1;
+	} else {
+		s->stack = l->first_stack;
+	}
+}
+
+static int cmp_summary(const void *a, const void *b)
+{
+	const struct lock_summary *x = a, *y = b;
+	if (x->wait_ns != y->wait_ns)
+		return x->wait_ns < y->wait_ns ? 1 : -1;
+	if (x->acquisitions != y->acquisitions)
+		return x->acquisitions < y->acquisitions ? 1 : -1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+struct lock_summary *locks_sorted(struct process *p, size_t *n)
+{
+	*n = 0;
+	if (p->lock.locks.count == 0)
+		return NULL;
+	struct lock_summary *v = malloc(sizeof(*v) * p->lock.locks.count);
+	if (!v)
+		return NULL;
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&p->lock.locks, &pos, &key, &val))
+		summarize(val, &v[(*n)++]);
+	qsort(v, *n, sizeof(*v), cmp_summary);
+	return v;
 }
 
 json_t *locks_json(struct process *p, size_t top)
 {
-	(void)p;
-	(void)top;
-	return json_array();
+	json_t *arr = json_array();
+	size_t n;
+	struct lock_summary *v = locks_sorted(p, &n);
+	for (size_t i = 0; v && i < n && i < top; i++) {
+		const struct lock_summary *s = &v[i];
+		char addr[32];
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, s->addr);
+		json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "address", addr, "kind",
+				      s->kind, "acquisitions", (json_int_t)s->acquisitions,
+				      "contended", (json_int_t)s->contended, "wait_ns",
+				      (json_int_t)s->wait_ns, "avg_wait_ns", (json_int_t)s->avg_wait_ns,
+				      "max_wait_ns", (json_int_t)s->max_wait_ns, "stack",
+				      stack_json(p, s->stack));
+		json_object_set_new(o, "stack_is", json_string(s->stack_contended ? "first_contended" :
+											"first_use"));
+		json_object_set_new(o, "hold_ns", json_integer((json_int_t)s->hold_ns));
+		json_object_set_new(o, "avg_hold_ns", json_integer((json_int_t)s->avg_hold_ns));
+		json_object_set_new(o, "max_hold_ns", json_integer((json_int_t)s->max_hold_ns));
+		json_object_set_new(o, "hold_sample", json_integer((json_int_t)s->hold_sample));
+		json_object_set_new(o, "owner_changes", json_integer((json_int_t)s->owner_changes));
+		json_object_set_new(o, "busy", json_integer((json_int_t)s->busy));
+		json_object_set_new(o, "timeouts", json_integer((json_int_t)s->timeouts));
+		json_array_append_new(arr, o);
+	}
+	free(v);
+	return arr;
 }
 
 void locks_print(FILE *out, struct process *p, size_t top, int frames)
 {
-	(void)out;
-	(void)p;
-	(void)top;
-	(void)frames;
+	size_t n;
+	struct lock_summary *v = locks_sorted(p, &n);
+	if (!v)
+		return;
+	uint64_t total_wait = 0, contended = 0;
+	size_t ncontended = 0;
+	for (size_t i = 0; i < n; i++) {
+		total_wait += v[i].wait_ns;
+		contended += v[i].contended;
+		ncontended += v[i].contended > 0;
+	}
+	char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32];
+	fprintf(out, "\n-- Locks (%zu, %zu contended; %s waited in %s contended acquisitions)\n", n,
+		ncontended, fmt_ns(total_wait, a, sizeof(a)), fmt_count(contended, b, sizeof(b)));
+	fprintf(out, "   %3s %-16s %-7s %12s %10s %9s %10s %10s %10s %10s %10s %10s\n", "#", "ADDRESS",
+		"KIND", "ACQUIRED", "CONTENDED", "CHANGED", "TOT WAIT", "AVG WAIT", "MAX WAIT",
+		"TOT HOLD", "AVG HOLD", "MAX HOLD");
+	size_t shown = n < top ? n : top;
+	for (size_t i = 0; i < shown; i++) {
+		const struct lock_summary *s = &v[i];
+		char addr[32];
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, s->addr);
+		fprintf(out, "   %3zu %-16s %-7s %12s %10s %9s %10s %10s %10s %10s %10s %10s\n", i + 1,
+			addr, s->kind, fmt_count(s->acquisitions, a, sizeof(a)),
+			fmt_count(s->contended, b, sizeof(b)), fmt_count(s->owner_changes, c, sizeof(c)),
+			fmt_ns(s->wait_ns, d, sizeof(d)), fmt_ns(s->avg_wait_ns, e, sizeof(e)),
+			fmt_ns(s->max_wait_ns, f, sizeof(f)), fmt_ns(s->hold_ns, g, sizeof(g)),
+			fmt_ns(s->avg_hold_ns, h, sizeof(h)), fmt_ns(s->max_hold_ns, k, sizeof(k)));
+	}
+	if (n > shown)
+		fprintf(out, "   ... %zu more locks (--top N shows more)\n", n - shown);
+	/* Stacks of the contended ones (the JSON has every lock's first use). */
+	for (size_t i = 0; i < shown; i++) {
+		const struct lock_summary *s = &v[i];
+		if (!s->contended)
+			continue;
+		fprintf(out, "\n   Lock #%zu (%s 0x%" PRIx64 ") %s:\n", i + 1, s->kind, s->addr,
+			s->stack_contended ? "first contended" : "first used");
+		stack_print(out, p, s->stack, frames, "       ");
+	}
+	if (v[0].hold_sample > 1)
+		fprintf(out, "\n   Hold times: the first 256 holds of each lock are timed, then 1 in %u"
+			" (PROF_LOCK_HOLD_SAMPLE); totals are estimates past that.\n", v[0].hold_sample);
+	free(v);
 }
 
 int locks_flame(struct process *p, const char *by,
 	       void (*emit)(void *ctx, uint32_t stack, uint64_t weight), void *ctx)
 {
-	(void)p;
-	(void)by;
-	(void)emit;
-	(void)ctx;
+	if (by && strcmp(by, "wait")) {
+		prof_error("--by %s: lock graphs weigh by wait (ns)", by);
+		return -1;
+	}
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&p->lock.wait_stacks, &pos, &key, &val))
+		if (*(uint64_t *)val)
+			emit(ctx, (uint32_t)key, *(uint64_t *)val);
 	return 0;
+}
+
+const char *locks_symbol(struct process *p, uint64_t addr, char *buf, size_t len)
+{
+	if (!addr)
+		return NULL;
+	struct sym_frame f;
+	if (!p->sym)
+		stack_symbolize(p, 0, &f, 0);  /* makes the process's symbolizer */
+	uint32_t module = ~0u;
+	for (size_t i = p->nmodules; i-- > 0;) {
+		const struct module_info *m = &p->modules[i];
+		if (addr >= m->start && addr < m->end) {
+			module = m->id;
+			break;
+		}
+	}
+	if (!p->sym || sym_lookup(p->sym, module, addr, 0, &f, 1) < 1) {
+		snprintf(buf, len, "0x%" PRIx64, addr);
+		return buf;
+	}
+	char tmp[256];
+	snprintf(buf, len, "%s", frame_label(&f, tmp, sizeof(tmp)));
+	return buf;
 }

@@ -49,6 +49,8 @@ static int on_thread_start(struct process *p, const struct prof_rec_thread_start
 	t->tid = r->tid;
 	t->parent_serial = r->parent_serial;
 	t->start_ns = rel(p, r->h.time);
+	t->create_stack = r->stack;
+	t->start_routine = r->start_routine;
 	return 0;
 }
 

@@ -18,6 +18,11 @@ struct thread_info {
 	char name[17];
 	uint64_t start_ns, end_ns, cpu_ns;  /* start/end relative to the process start */
 	int ended;
+	uint32_t create_stack;              /* where pthread_create was called, 0 if unknown */
+	uint64_t start_routine;             /* its start routine's address, 0 if unknown */
+	/* Time blocked (locks.c): contended mutex/rwlock/spin/semaphore acquisitions, condition
+	 * variable and barrier waits, pthread_join. */
+	uint64_t lock_wait_ns, cond_wait_ns, join_wait_ns;
 };
 
 struct module_info {

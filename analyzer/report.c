@@ -89,15 +89,34 @@ json_t *stack_json(struct process *p, uint32_t stack_id)
 	return arr;
 }
 
-static json_t *threads_json(const struct process *p)
+static uint32_t parent_tid(const struct process *p, const struct thread_info *t)
+{
+	for (size_t i = 0; i < p->nthreads; i++)
+		if (p->threads[i].serial == t->parent_serial && t->parent_serial != ~0u)
+			return p->threads[i].tid;
+	return 0;
+}
+
+static json_t *threads_json(struct process *p)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct thread_info *t = &p->threads[i];
-		json_array_append_new(arr, json_pack("{s:I,s:o,s:I,s:o,s:I}", "tid", (json_int_t)t->tid,
-						     "name", jstr(t->name), "start_ns", (json_int_t)t->start_ns,
-						     "end_ns", t->ended ? json_integer((json_int_t)t->end_ns) : json_null(),
-						     "cpu_ns", (json_int_t)t->cpu_ns));
+		uint32_t ptid = parent_tid(p, t);
+		char buf[256];
+		const char *routine = locks_symbol(p, t->start_routine, buf, sizeof(buf));
+		json_t *o = json_pack("{s:I,s:o,s:I,s:o,s:I}", "tid", (json_int_t)t->tid,
+				      "name", jstr(t->name), "start_ns", (json_int_t)t->start_ns,
+				      "end_ns", t->ended ? json_integer((json_int_t)t->end_ns) : json_null(),
+				      "cpu_ns", (json_int_t)t->cpu_ns);
+		json_object_set_new(o, "parent_tid", ptid ? json_integer(ptid) : json_null());
+		json_object_set_new(o, "start_routine", jstr(routine));
+		json_object_set_new(o, "lock_wait_ns", json_integer((json_int_t)t->lock_wait_ns));
+		json_object_set_new(o, "cond_wait_ns", json_integer((json_int_t)t->cond_wait_ns));
+		json_object_set_new(o, "join_wait_ns", json_integer((json_int_t)t->join_wait_ns));
+		if (t->create_stack)
+			json_object_set_new(o, "create_stack", stack_json(p, t->create_stack));
+		json_array_append_new(arr, o);
 	}
 	return arr;
 }
@@ -197,16 +216,25 @@ static void print_identity(FILE *out, const struct process *p)
 	}
 }
 
-static void print_threads(FILE *out, const struct process *p)
+static void print_threads(FILE *out, struct process *p)
 {
-	char a[32], b[32], c[32];
-	fprintf(out, "\n-- Threads (%zu)\n   %-8s %-16s %12s %12s %12s\n", p->nthreads, "TID", "NAME",
-		"START", "END", "CPU");
+	char a[32], b[32], c[32], d[32], e[32], r[256];
+	fprintf(out, "\n-- Threads (%zu)\n   %-8s %-16s %-8s %10s %10s %10s %10s %10s  %s\n",
+		p->nthreads, "TID", "NAME", "PARENT", "START", "END", "CPU", "LOCK WAIT", "COND WAIT",
+		"START ROUTINE");
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct thread_info *t = &p->threads[i];
-		fprintf(out, "   %-8u %-16s %12s %12s %12s\n", t->tid, t->name[0] ? t->name : "?",
-			fmt_ns(t->start_ns, a, sizeof(a)), t->ended ? fmt_ns(t->end_ns, b, sizeof(b)) : "-",
-			t->ended ? fmt_ns(t->cpu_ns, c, sizeof(c)) : "-");
+		char parent[16] = "-";
+		uint32_t ptid = parent_tid(p, t);
+		if (ptid)
+			snprintf(parent, sizeof(parent), "%u", ptid);
+		const char *routine = locks_symbol(p, t->start_routine, r, sizeof(r));
+		fprintf(out, "   %-8u %-16s %-8s %10s %10s %10s %10s %10s  %s\n", t->tid,
+			t->name[0] ? t->name : "?", parent, fmt_ns(t->start_ns, a, sizeof(a)),
+			t->ended ? fmt_ns(t->end_ns, b, sizeof(b)) : "-",
+			t->ended ? fmt_ns(t->cpu_ns, c, sizeof(c)) : "-",
+			fmt_ns(t->lock_wait_ns, d, sizeof(d)), fmt_ns(t->cond_wait_ns, e, sizeof(e)),
+			routine ? routine : (i == 0 ? "(main)" : "-"));
 	}
 }
 

@@ -1,0 +1,1056 @@
+/* Lock hooks: pthread mutexes, rwlocks, spinlocks, condition variables, barriers and POSIX
+ * semaphores. Contention is found as mutrace finds it: try first, and only when that fails
+ * time the blocking call. An uncontended acquisition costs a lookup and a few counter updates
+ * in a per-lock entry; each contended one is a LOCK_WAIT record with its wait and stack.
+ *
+ * The lock table is keyed by the lock's address, lock-free (open addressing, claimed by CAS)
+ * in mmap'd memory. For exclusive locks (mutex, spinlock, rwlock held for writing) the entry's
+ * counters are updated only by the thread that holds the lock, so plain (relaxed) loads and
+ * stores suffice: the lock itself orders them. Shared holds (read locks, semaphores, condition
+ * variables, barriers) use atomic adds. Counters reach the trace as cumulative LOCK_STATS
+ * snapshots: at the lock's first use, as its acquisitions reach 2^k (k <= 12) and every 4096
+ * after, and at exit, so a SIGKILL loses at most the last 4096 acquisitions of a lock.
+ *
+ * Hold times need a clock read at acquisition and at release. Two clock reads cost more than
+ * the whole uncontended lock/unlock pair, so only the first HOLD_EXACT holds of each lock are
+ * timed, then one in hold_sample (PROF_LOCK_HOLD_SAMPLE, default 64, 1 = every hold); a timed
+ * sampled hold counts hold_sample times in the total, which is then an unbiased estimate. */
+#include "prof.h"
+#include "locks.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define noinline __attribute__((noinline))
+/* The program's call site, in an exported hook. */
+#define CALLER ((uintptr_t)__builtin_return_address(0))
+
+static struct {
+	int (*mutex_lock)(pthread_mutex_t *);
+	int (*mutex_trylock)(pthread_mutex_t *);
+	int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+	int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+	int (*mutex_unlock)(pthread_mutex_t *);
+	int (*rwlock_rdlock)(pthread_rwlock_t *);
+	int (*rwlock_tryrdlock)(pthread_rwlock_t *);
+	int (*rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_wrlock)(pthread_rwlock_t *);
+	int (*rwlock_trywrlock)(pthread_rwlock_t *);
+	int (*rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+	int (*rwlock_clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+	int (*rwlock_unlock)(pthread_rwlock_t *);
+	int (*spin_lock)(pthread_spinlock_t *);
+	int (*spin_trylock)(pthread_spinlock_t *);
+	int (*spin_unlock)(pthread_spinlock_t *);
+	int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+	int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+	int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+	int (*barrier_wait)(pthread_barrier_t *);
+	int (*sem_wait)(sem_t *);
+	int (*sem_trywait)(sem_t *);
+	int (*sem_timedwait)(sem_t *, const struct timespec *);
+	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+} real;
+
+/* Resolves every real function once. Condition variables exist in two ABIs (GLIBC_2.2.5 and
+ * GLIBC_2.3.2); programs built since 2002 use the second, which plain dlsym may not return. */
+static noinline void resolve(void)
+{
+	static _Atomic int done;
+	if (atomic_load(&done))
+		return;
+#define RESOLVE(field, name) \
+	real.field = (__typeof__(real.field))dlsym(RTLD_NEXT, name)
+#define RESOLVE_COND(field, name)                                                        \
+	do {                                                                             \
+		real.field = (__typeof__(real.field))dlvsym(RTLD_NEXT, name, "GLIBC_2.3.2"); \
+		if (!real.field)                                                         \
+			RESOLVE(field, name);                                            \
+	} while (0)
+	RESOLVE(mutex_trylock, "pthread_mutex_trylock");
+	RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
+	RESOLVE(mutex_clocklock, "pthread_mutex_clocklock");
+	RESOLVE(mutex_unlock, "pthread_mutex_unlock");
+	RESOLVE(rwlock_rdlock, "pthread_rwlock_rdlock");
+	RESOLVE(rwlock_tryrdlock, "pthread_rwlock_tryrdlock");
+	RESOLVE(rwlock_timedrdlock, "pthread_rwlock_timedrdlock");
+	RESOLVE(rwlock_clockrdlock, "pthread_rwlock_clockrdlock");
+	RESOLVE(rwlock_wrlock, "pthread_rwlock_wrlock");
+	RESOLVE(rwlock_trywrlock, "pthread_rwlock_trywrlock");
+	RESOLVE(rwlock_timedwrlock, "pthread_rwlock_timedwrlock");
+	RESOLVE(rwlock_clockwrlock, "pthread_rwlock_clockwrlock");
+	RESOLVE(rwlock_unlock, "pthread_rwlock_unlock");
+	RESOLVE(spin_lock, "pthread_spin_lock");
+	RESOLVE(spin_trylock, "pthread_spin_trylock");
+	RESOLVE(spin_unlock, "pthread_spin_unlock");
+	RESOLVE_COND(cond_wait, "pthread_cond_wait");
+	RESOLVE_COND(cond_timedwait, "pthread_cond_timedwait");
+	RESOLVE(cond_clockwait, "pthread_cond_clockwait");
+	RESOLVE(barrier_wait, "pthread_barrier_wait");
+	RESOLVE(sem_wait, "sem_wait");
+	RESOLVE(sem_trywait, "sem_trywait");
+	RESOLVE(sem_timedwait, "sem_timedwait");
+	RESOLVE(sem_clockwait, "sem_clockwait");
+	RESOLVE(mutex_lock, "pthread_mutex_lock");  /* last: hooks test it to know all are set */
+#undef RESOLVE
+#undef RESOLVE_COND
+	atomic_store(&done, 1);
+}
+
+#define RESOLVED(fn) do { if (unlikely(!real.fn)) resolve(); } while (0)
+
+/* ---- the lock table ----------------------------------------------------------------------- */
+
+#define LOCK_BITS 18
+#define LOCK_SLOTS (1u << LOCK_BITS)  /* 32 MiB of address space, touched as it fills */
+#define MAX_PROBES 32
+#define HOLD_EXACT 256                /* holds of each lock always timed */
+#define SNAP_EVERY 4096               /* acquisitions between snapshots, past the first ones */
+#define READ_HOLDS 8                  /* read locks a thread holds at once with hold timing */
+
+struct lock_entry {
+	/* First cache line: what an uncontended acquisition and release touch. */
+	_Atomic uintptr_t addr;      /* 0 = free; claimed by CAS */
+	_Atomic uint32_t holder;     /* exclusive holder's thread serial, 0 if none */
+	_Atomic uint32_t last_owner; /* serial of the latest thread to acquire it */
+	/* The exclusive holder's: written and read only by the thread that holds the lock. */
+	uint32_t depth;              /* recursive holds */
+	uint32_t hold_w;             /* what this hold counts for in hold_ns */
+	_Atomic uint64_t acquisitions;
+	uint64_t hold_t0;            /* start of this hold if it is timed, else 0 */
+	_Atomic uint64_t owner_changes, hold_ns, holds_timed;
+	/* Second: contention, rarer events, identity. */
+	_Atomic uint64_t max_hold_ns, contended, wait_ns, max_wait_ns, busy;
+	_Atomic uint32_t first_stack;
+	_Atomic uint16_t kind;
+	_Atomic uint8_t ignored;     /* first used by our own code (libunwind's locks): not written */
+} __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct lock_entry) == 128, "two cache lines per lock");
+_Static_assert(offsetof(struct lock_entry, max_hold_ns) == 64, "hot fields in the first line");
+
+static struct lock_entry *table;
+static uintptr_t unwind_lo, unwind_hi;  /* libunwind, whose locks are ours, not the program's */
+static _Atomic uint32_t *used;   /* indices of claimed slots, in claim order */
+static _Atomic uint32_t nused;
+static uint32_t hold_sample = 64;
+static uint64_t hold_mask = 63;
+
+/* Shorthands: relaxed loads and stores, an add by the only writer, an add by one of many. */
+#define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
+#define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
+#define ADD_EX(x, v) ST(x, LD(x) + (v))
+#define ADD_SH(x, v) atomic_fetch_add_explicit(&(x), (v), memory_order_relaxed)
+
+static inline void max_ex(_Atomic uint64_t *m, uint64_t v)
+{
+	if (v > atomic_load_explicit(m, memory_order_relaxed))
+		atomic_store_explicit(m, v, memory_order_relaxed);
+}
+
+static inline void max_sh(_Atomic uint64_t *m, uint64_t v)
+{
+	uint64_t cur = atomic_load_explicit(m, memory_order_relaxed);
+	while (v > cur && !atomic_compare_exchange_weak_explicit(m, &cur, v, memory_order_relaxed,
+								 memory_order_relaxed))
+		;
+}
+
+static void table_map(void)
+{
+	size_t size = LOCK_SLOTS * sizeof(struct lock_entry) + LOCK_SLOTS * sizeof(uint32_t);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (p == MAP_FAILED) {
+		table = NULL;
+		return;
+	}
+	used = (_Atomic uint32_t *)((char *)p + LOCK_SLOTS * sizeof(struct lock_entry));
+	atomic_store(&nused, 0);
+	table = p;  /* last: a hook that sees it sees the rest */
+}
+
+static inline uint32_t slot_of(uintptr_t a)
+{
+	return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS));
+}
+
+/* The entry of lock a, or NULL if it has none. Never claims. */
+static inline struct lock_entry *lock_find(const void *lock)
+{
+	uintptr_t a = (uintptr_t)lock;
+	struct lock_entry *t = table;
+	if (unlikely(!t))
+		return NULL;
+	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & (LOCK_SLOTS - 1)) {
+		uintptr_t k = LD(t[i].addr);
+		if (k == a)
+			return &t[i];
+		if (k == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+static uint32_t stack_here(struct prof_thread *th)
+{
+	int saved = errno;
+	th->in_hook++;
+	uint32_t stack = prof_stack_here(th);
+	th->in_hook--;
+	errno = saved;
+	return stack;
+}
+
+/* Stacks of waits. Unwinding costs more than a short wait, so the stack of a wait is reused
+ * for later waits at the same call site (the hooked function's return address) of the same
+ * thread for stack_refresh_ns (PROF_LOCK_STACK_REFRESH_US, default 1000; 0 unwinds every wait):
+ * the innermost frame is always exact, deeper ones are those of the latest unwind there. */
+#define SITE_STACKS 64
+struct site_stack {
+	uintptr_t site;
+	uint64_t t;
+	uint32_t stack;
+};
+static __thread struct site_stack site_stacks[SITE_STACKS];
+static uint64_t stack_refresh_ns = 1000000;
+
+/* The stack of a wait at site beginning at *t0; *t0 is taken again after an unwind. */
+static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
+{
+	struct site_stack *c = &site_stacks[(site >> 2) & (SITE_STACKS - 1)];
+	if (c->site == site && c->stack && *t0 - c->t < stack_refresh_ns)
+		return c->stack;
+	uint32_t stack = stack_here(th);
+	c->site = site;
+	c->t = *t0;
+	c->stack = stack;
+	*t0 = prof_now();
+	return stack;
+}
+
+static void snapshot(struct prof_thread *th, struct lock_entry *e);
+
+/* First use of a lock: claim slot s, note the kind and where it was first used. The unwind
+ * happens before the lock is taken, so it never lengthens a hold. */
+static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct lock_entry *s,
+					      uintptr_t a, unsigned kind, uintptr_t site)
+{
+	uintptr_t expected = 0;
+	if (!atomic_compare_exchange_strong(&s->addr, &expected, a))
+		return expected == a ? s : NULL;  /* NULL: someone else took it, probe on */
+	ST(s->kind, (uint16_t)kind);
+	if (prof_addr_is_ours(site) || (site >= unwind_lo && site < unwind_hi))
+		ST(s->ignored, 1);
+	uint32_t n = atomic_fetch_add(&nused, 1);
+	if (n < LOCK_SLOTS)
+		atomic_store(&used[n], (uint32_t)(s - table));
+	ST(s->first_stack, stack_here(th));
+	return s;
+}
+
+/* The entry of lock a, claimed on first use; NULL when the table is full there. */
+static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lock, unsigned kind,
+					  uintptr_t site)
+{
+	uintptr_t a = (uintptr_t)lock;
+	struct lock_entry *t = table;
+	if (unlikely(!t))
+		return NULL;
+	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & (LOCK_SLOTS - 1)) {
+		uintptr_t k = LD(t[i].addr);
+		if (likely(k == a))
+			return &t[i];
+		if (k == 0) {
+			struct lock_entry *e = lock_claim(th, &t[i], a, kind, site);
+			if (e)
+				return e;
+		}
+	}
+	return NULL;
+}
+
+/* The calling thread, registered, if this lock call is to be recorded. */
+static noinline struct prof_thread *register_self(struct prof_thread *th)
+{
+	int saved = errno;
+	th->in_hook++;
+	prof_thread_get();
+	th->in_hook--;
+	errno = saved;
+	return th;
+}
+
+static inline struct prof_thread *lock_thread(void)
+{
+	struct prof_thread *th = prof_recording(PROF_EV_LOCK);
+	if (th && unlikely(th->serial == 0))
+		return register_self(th);
+	return th;
+}
+
+/* ---- counting ----------------------------------------------------------------------------- */
+
+static inline int snapshot_due(uint64_t n)
+{
+	return (n & (SNAP_EVERY - 1)) == 0 || (n & (n - 1)) == 0;
+}
+
+static inline int hold_timed(uint64_t n)
+{
+	return n <= HOLD_EXACT || (n & hold_mask) == 0;
+}
+
+/* An exclusive acquisition by th (the lock is held: nobody else writes the entry). */
+static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
+{
+	uint32_t me = th->serial;
+	uint64_t n = LD(e->acquisitions) + 1;
+	ST(e->acquisitions, n);
+	uint32_t last = LD(e->last_owner);
+	if (last != me) {
+		ST(e->last_owner, me);
+		if (last)
+			ADD_EX(e->owner_changes, 1);
+	}
+	if (LD(e->holder) == me) {
+		e->depth++;  /* recursive mutex taken again */
+	} else {
+		ST(e->holder, me);
+		e->depth = 1;
+		if (hold_timed(n)) {
+			e->hold_w = n <= HOLD_EXACT ? 1 : hold_sample;
+			e->hold_t0 = prof_now();
+		} else {
+			e->hold_t0 = 0;
+		}
+	}
+	if (unlikely(snapshot_due(n)))
+		snapshot(th, e);
+}
+
+static inline void hold_end(struct lock_entry *e)
+{
+	uint64_t d = prof_now() - e->hold_t0;
+	e->hold_t0 = 0;
+	ADD_EX(e->hold_ns, d * e->hold_w);
+	ADD_EX(e->holds_timed, 1);
+	max_ex(&e->max_hold_ns, d);
+}
+
+/* Pairs with acquired_excl(): called before the real unlock, while th still holds it. An
+ * unlock by a thread that does not hold the lock (EPERM for error-checking mutexes) changes
+ * nothing. */
+static inline void released_excl(struct prof_thread *th, struct lock_entry *e)
+{
+	if (LD(e->holder) != th->serial || --e->depth)
+		return;
+	ST(e->holder, 0);
+	if (e->hold_t0)
+		hold_end(e);
+}
+
+/* Read holds of rwlocks: many at once, so their start times live with the reader. */
+struct read_hold {
+	uintptr_t lock;
+	uint64_t t0;
+	uint64_t w;
+};
+static __thread struct read_hold read_holds[READ_HOLDS];
+static __thread uint32_t nread_holds;
+
+static inline void acquired_shared(struct prof_thread *th, struct lock_entry *e, int track_hold)
+{
+	uint32_t me = th->serial;
+	uint64_t n = ADD_SH(e->acquisitions, 1) + 1;
+	uint32_t last = LD(e->last_owner);
+	if (last != me) {
+		ST(e->last_owner, me);
+		if (last)
+			ADD_SH(e->owner_changes, 1);
+	}
+	if (track_hold && nread_holds < READ_HOLDS) {
+		struct read_hold *h = &read_holds[nread_holds++];
+		h->lock = atomic_load_explicit(&e->addr, memory_order_relaxed);
+		h->t0 = hold_timed(n) ? prof_now() : 0;
+		h->w = n <= HOLD_EXACT ? 1 : hold_sample;
+	}
+	if (unlikely(snapshot_due(n)))
+		snapshot(th, e);
+}
+
+static inline void released_shared(struct lock_entry *e, uintptr_t lock)
+{
+	for (uint32_t i = nread_holds; i-- > 0;) {
+		if (read_holds[i].lock != lock)
+			continue;
+		struct read_hold h = read_holds[i];
+		read_holds[i] = read_holds[--nread_holds];
+		if (h.t0) {
+			uint64_t d = prof_now() - h.t0;
+			ADD_SH(e->hold_ns, d * h.w);
+			ADD_SH(e->holds_timed, 1);
+			max_sh(&e->max_hold_ns, d);
+		}
+		return;
+	}
+}
+
+static int acquired_rc(int rc)
+{
+	return rc == 0 || rc == EOWNERDEAD;
+}
+
+static void write_wait(struct prof_thread *th, uintptr_t lock, uintptr_t other, unsigned kind,
+		       unsigned op, uint32_t stack, uint64_t wait_ns, uint64_t t1, int rc)
+{
+	int saved = errno;
+	th->in_hook++;
+	struct prof_rec_lock_wait *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->lock = lock;
+		r->other = other;
+		r->wait_ns = wait_ns;
+		r->stack = stack;
+		r->kind = (uint16_t)kind;
+		r->result = (int16_t)rc;
+		prof_commit(r, PROF_REC_LOCK_WAIT, op, sizeof(*r), t1);
+	}
+	th->in_hook--;
+	errno = saved;
+}
+
+/* The LOCK_WAIT of a contended exclusive acquisition is written after the lock is released
+ * again (by the unlock hook, after the real unlock), so writing it never lengthens the
+ * critical section that others are waiting for. Its time is still the acquisition's. */
+struct pending_wait {
+	uintptr_t lock;
+	uint64_t wait_ns, t1;
+	uint32_t stack;
+	uint16_t kind, op;
+	int set;
+};
+static __thread struct pending_wait pending;
+
+static noinline void flush_pending(struct prof_thread *th)
+{
+	struct pending_wait p = pending;
+	pending.set = 0;
+	write_wait(th, p.lock, 0, p.kind, p.op, p.stack, p.wait_ns, p.t1, 0);
+}
+
+static inline void after_release(struct prof_thread *th)
+{
+	if (unlikely(pending.set))
+		flush_pending(th);
+}
+
+/* A call that blocked from t0 to t1 and returned rc: counted and written as LOCK_WAIT.
+ * shared: counters may be written by others at the same time (read locks, semaphores,
+ * condition variables, barriers; and any wait that did not acquire). */
+static void waited(struct prof_thread *th, struct lock_entry *e, const void *lock,
+		   const void *other, unsigned kind, unsigned op, uint32_t stack, uint64_t t0,
+		   uint64_t t1, int rc, int shared)
+{
+	uint64_t w = t1 > t0 ? t1 - t0 : 0;
+	if (e) {
+		if (shared || !acquired_rc(rc)) {
+			ADD_SH(e->contended, 1);
+			ADD_SH(e->wait_ns, w);
+			max_sh(&e->max_wait_ns, w);
+		} else {
+			ADD_EX(e->contended, 1);
+			ADD_EX(e->wait_ns, w);
+			max_ex(&e->max_wait_ns, w);
+		}
+		if (!acquired_rc(rc))
+			ADD_SH(e->busy, 1);
+	}
+	if (e && LD(e->ignored))
+		return;
+	if (!shared && rc == 0) {  /* held now: write it once it is released */
+		if (pending.set)
+			flush_pending(th);
+		pending = (struct pending_wait){ (uintptr_t)lock, w, t1, stack, (uint16_t)kind,
+						 (uint16_t)op, 1 };
+		return;
+	}
+	write_wait(th, (uintptr_t)lock, (uintptr_t)other, kind, op, stack, w, t1, rc);
+}
+
+/* Did a blocking call wait, or fail at once (EDEADLK, EINVAL, ...)? Only waits are written. */
+static int blocked_rc(int rc)
+{
+	return acquired_rc(rc) || rc == ETIMEDOUT || rc == EINTR;
+}
+
+static void snapshot(struct prof_thread *th, struct lock_entry *e)
+{
+	if (LD(e->ignored))
+		return;
+	int saved = errno;
+	th->in_hook++;
+	struct prof_rec_lock_stats *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->lock = (uint64_t)LD(e->addr);
+		r->acquisitions = LD(e->acquisitions);
+		r->contended = LD(e->contended);
+		r->wait_ns = LD(e->wait_ns);
+		r->max_wait_ns = LD(e->max_wait_ns);
+		r->hold_ns = LD(e->hold_ns);
+		r->max_hold_ns = LD(e->max_hold_ns);
+		r->holds_timed = LD(e->holds_timed);
+		r->owner_changes = LD(e->owner_changes);
+		r->busy = LD(e->busy);
+		r->first_stack = LD(e->first_stack);
+		r->kind = LD(e->kind);
+		r->hold_sample = (uint16_t)hold_sample;
+		prof_commit(r, PROF_REC_LOCK_STATS, 0, sizeof(*r), prof_now());
+	}
+	th->in_hook--;
+	errno = saved;
+}
+
+/* ---- life cycle --------------------------------------------------------------------------- */
+
+extern int unw_backtrace(void **, int);
+
+void prof_locks_init(void)
+{
+	resolve();
+	prof_module_range((uintptr_t)unw_backtrace, &unwind_lo, &unwind_hi);
+	const char *v = getenv("PROF_LOCK_HOLD_SAMPLE");
+	if (v && *v) {
+		unsigned long n = strtoul(v, NULL, 10);
+		uint32_t p = 1;
+		while (p < n && p < 32768)
+			p <<= 1;
+		hold_sample = p;
+		hold_mask = p - 1;
+	}
+	if ((v = getenv("PROF_LOCK_STACK_REFRESH_US")) && *v)
+		stack_refresh_ns = strtoull(v, NULL, 10) * 1000;
+	if (!table)
+		table_map();
+}
+
+void prof_locks_fork_child(void)
+{
+	/* The parent's counters went to the parent's trace; other threads' holds died with them. */
+	if (table)
+		munmap(table, LOCK_SLOTS * sizeof(struct lock_entry) + LOCK_SLOTS * sizeof(uint32_t));
+	table = NULL;
+	nread_holds = 0;
+	pending.set = 0;
+	memset(site_stacks, 0, sizeof(site_stacks));  /* the child numbers its stacks anew */
+	table_map();
+}
+
+void prof_locks_flush(void)
+{
+	if (!table)
+		return;
+	struct prof_thread *th = prof_thread_get();
+	after_release(th);
+	uint32_t n = atomic_load(&nused);
+	if (n > LOCK_SLOTS)
+		n = LOCK_SLOTS;
+	for (uint32_t i = 0; i < n; i++) {
+		struct lock_entry *e = &table[atomic_load(&used[i])];
+		if (LD(e->addr) && (LD(e->acquisitions) || LD(e->contended) || LD(e->busy)))
+			snapshot(th, e);
+	}
+}
+
+/* ---- mutexes ------------------------------------------------------------------------------ */
+
+/* A peek at the lock word (glibc's layout, the same for every mutex type): unlocked, or held
+ * by the caller (recursive relock, or the EDEADLK of an error-checking mutex), means the real
+ * call will not wait for another thread. A plain load is far cheaper than a trylock. */
+static inline int mutex_not_held_by_other(pthread_mutex_t *m, const struct prof_thread *th)
+{
+	return __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) == 0 ||
+	       __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == (int)th->tid;
+}
+
+enum { CALL_PLAIN, CALL_TIMED, CALL_CLOCK };
+
+/* A timeout glibc rejects (EINVAL) even when the lock is free: such calls go straight to the
+ * real function, so our try first never turns an EINVAL into a success. */
+static inline int timeout_ok(int how, clockid_t clk, const struct timespec *abs)
+{
+	if (how == CALL_PLAIN)
+		return 1;
+	if (how == CALL_CLOCK && clk != CLOCK_REALTIME && clk != CLOCK_MONOTONIC)
+		return 0;
+	return abs && abs->tv_nsec >= 0 && abs->tv_nsec < 1000000000;
+}
+
+static inline int mutex_call(pthread_mutex_t *m, int how, clockid_t clk, const struct timespec *abs)
+{
+	switch (how) {
+	case CALL_TIMED: return real.mutex_timedlock(m, abs);
+	case CALL_CLOCK: return real.mutex_clocklock(m, clk, abs);
+	default: return real.mutex_lock(m);
+	}
+}
+
+/* The mutex looked held by another thread: try; if still busy, unwind (while the holder
+ * works), then time the blocking call. */
+static noinline int mutex_wait(struct prof_thread *th, struct lock_entry *e, pthread_mutex_t *m,
+			       int how, clockid_t clk, const struct timespec *abs, uintptr_t site)
+{
+	int rc = real.mutex_trylock(m);
+	if (rc != EBUSY)
+		return rc;
+	uint64_t t0 = prof_now();
+	uint32_t stack = wait_stack(th, site, &t0);
+	rc = mutex_call(m, how, clk, abs);
+	uint64_t t1 = prof_now();
+	int err = errno;
+	if (blocked_rc(rc))
+		waited(th, e, m, NULL, PROF_LOCK_MUTEX,
+		       how == CALL_PLAIN ? PROF_LOCK_OP_LOCK : PROF_LOCK_OP_TIMEDLOCK, stack, t0, t1, rc, 0);
+	errno = err;
+	return rc;
+}
+
+static inline __attribute__((always_inline)) int mutex_lock_common(pthread_mutex_t *m, int how, clockid_t clk,
+				    const struct timespec *abs, uintptr_t site)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !timeout_ok(how, clk, abs) || !(e = lock_get(th, m, PROF_LOCK_MUTEX, site)))
+		return mutex_call(m, how, clk, abs);
+	int rc;
+	if (likely(mutex_not_held_by_other(m, th)))
+		rc = mutex_call(m, how, clk, abs);
+	else
+		rc = mutex_wait(th, e, m, how, clk, abs, site);
+	if (likely(acquired_rc(rc)))
+		acquired_excl(th, e);
+	return rc;
+}
+
+PROF_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+	return mutex_lock_common(m, CALL_PLAIN, 0, NULL, CALLER);
+}
+
+PROF_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs)
+{
+	return mutex_lock_common(m, CALL_TIMED, 0, abs, CALLER);
+}
+
+PROF_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *abs)
+{
+	return mutex_lock_common(m, CALL_CLOCK, clk, abs, CALLER);
+}
+
+PROF_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+	uintptr_t site = CALLER;
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, m, PROF_LOCK_MUTEX, site)))
+		return real.mutex_trylock(m);
+	int rc = real.mutex_trylock(m);
+	if (acquired_rc(rc))
+		acquired_excl(th, e);
+	else if (rc == EBUSY)
+		ADD_SH(e->busy, 1);
+	return rc;
+}
+
+PROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th)
+		return real.mutex_unlock(m);
+	if ((e = lock_find(m)))
+		released_excl(th, e);
+	int rc = real.mutex_unlock(m);
+	after_release(th);
+	return rc;
+}
+
+/* ---- rwlocks ------------------------------------------------------------------------------ */
+
+static int rw_call(pthread_rwlock_t *l, int write, int how, clockid_t clk, const struct timespec *abs)
+{
+	switch (how) {
+	case CALL_TIMED:
+		return write ? real.rwlock_timedwrlock(l, abs) : real.rwlock_timedrdlock(l, abs);
+	case CALL_CLOCK:
+		return write ? real.rwlock_clockwrlock(l, clk, abs) : real.rwlock_clockrdlock(l, clk, abs);
+	default:
+		return write ? real.rwlock_wrlock(l) : real.rwlock_rdlock(l);
+	}
+}
+
+static int rwlock_common(pthread_rwlock_t *l, int write, int how, clockid_t clk,
+			 const struct timespec *abs, uintptr_t site)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !timeout_ok(how, clk, abs) || !(e = lock_get(th, l, PROF_LOCK_RWLOCK, site)))
+		return rw_call(l, write, how, clk, abs);
+	int rc = write ? real.rwlock_trywrlock(l) : real.rwlock_tryrdlock(l);
+	if (rc == EBUSY) {
+		uint64_t t0 = prof_now();
+		uint32_t stack = wait_stack(th, site, &t0);
+		rc = rw_call(l, write, how, clk, abs);
+		uint64_t t1 = prof_now();
+		int err = errno;
+		unsigned op = how == CALL_PLAIN ? (write ? PROF_LOCK_OP_WRLOCK : PROF_LOCK_OP_RDLOCK) :
+			      (write ? PROF_LOCK_OP_TIMEDWRLOCK : PROF_LOCK_OP_TIMEDRDLOCK);
+		if (blocked_rc(rc))
+			waited(th, e, l, NULL, PROF_LOCK_RWLOCK, op, stack, t0, t1, rc, !write);
+		errno = err;
+	} else if (rc == EDEADLK || rc == EAGAIN) {
+		/* The try can fail for reasons the blocking call reports its own way. */
+		rc = rw_call(l, write, how, clk, abs);
+	}
+	if (rc == 0) {
+		if (write)
+			acquired_excl(th, e);
+		else
+			acquired_shared(th, e, 1);
+	}
+	return rc;
+}
+
+PROF_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+	return rwlock_common(l, 0, CALL_PLAIN, 0, NULL, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+	return rwlock_common(l, 1, CALL_PLAIN, 0, NULL, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abs)
+{
+	return rwlock_common(l, 0, CALL_TIMED, 0, abs, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abs)
+{
+	return rwlock_common(l, 1, CALL_TIMED, 0, abs, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t clk,
+					   const struct timespec *abs)
+{
+	return rwlock_common(l, 0, CALL_CLOCK, clk, abs, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t clk,
+					   const struct timespec *abs)
+{
+	return rwlock_common(l, 1, CALL_CLOCK, clk, abs, CALLER);
+}
+
+static int rwlock_try(pthread_rwlock_t *l, int write, uintptr_t site)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, l, PROF_LOCK_RWLOCK, site)))
+		return write ? real.rwlock_trywrlock(l) : real.rwlock_tryrdlock(l);
+	int rc = write ? real.rwlock_trywrlock(l) : real.rwlock_tryrdlock(l);
+	if (rc == 0) {
+		if (write)
+			acquired_excl(th, e);
+		else
+			acquired_shared(th, e, 1);
+	} else if (rc == EBUSY) {
+		ADD_SH(e->busy, 1);
+	}
+	return rc;
+}
+
+PROF_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *l)
+{
+	return rwlock_try(l, 0, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *l)
+{
+	return rwlock_try(l, 1, CALLER);
+}
+
+PROF_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th)
+		return real.rwlock_unlock(l);
+	if ((e = lock_find(l))) {
+		if (LD(e->holder) == th->serial)
+			released_excl(th, e);
+		else
+			released_shared(e, (uintptr_t)l);
+	}
+	int rc = real.rwlock_unlock(l);
+	after_release(th);
+	return rc;
+}
+
+/* ---- spinlocks ---------------------------------------------------------------------------- */
+
+PROF_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
+{
+	uintptr_t site = CALLER;
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, (const void *)(uintptr_t)s, PROF_LOCK_SPIN, site)))
+		return real.spin_lock(s);
+	int rc;
+	if (likely(__atomic_load_n(s, __ATOMIC_RELAXED) == 0)) {
+		rc = real.spin_lock(s);
+	} else if ((rc = real.spin_trylock(s)) == EBUSY) {
+		uint64_t t0 = prof_now();
+		uint32_t stack = wait_stack(th, site, &t0);
+		rc = real.spin_lock(s);
+		uint64_t t1 = prof_now();
+		int err = errno;
+		waited(th, e, (const void *)(uintptr_t)s, NULL, PROF_LOCK_SPIN, PROF_LOCK_OP_SPIN_LOCK, stack, t0, t1, rc, 0);
+		errno = err;
+	}
+	if (rc == 0)
+		acquired_excl(th, e);
+	return rc;
+}
+
+PROF_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s)
+{
+	uintptr_t site = CALLER;
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, (const void *)(uintptr_t)s, PROF_LOCK_SPIN, site)))
+		return real.spin_trylock(s);
+	int rc = real.spin_trylock(s);
+	if (rc == 0)
+		acquired_excl(th, e);
+	else if (rc == EBUSY)
+		ADD_SH(e->busy, 1);
+	return rc;
+}
+
+PROF_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th)
+		return real.spin_unlock(s);
+	if ((e = lock_find((const void *)(uintptr_t)s)))
+		released_excl(th, e);
+	int rc = real.spin_unlock(s);
+	after_release(th);
+	return rc;
+}
+
+/* ---- condition variables ------------------------------------------------------------------ */
+
+/* Time blocked in a condition wait is a wait on the condition variable, not contention on the
+ * mutex; the mutex's hold ends when the wait releases it and a new one starts when glibc
+ * takes it back inside the call (not through our hooks). */
+static __thread uint32_t cond_ticks;  /* samples the holds that follow condition waits */
+
+static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t clk,
+		       const struct timespec *abs, uintptr_t site)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, c, PROF_LOCK_COND, site))) {
+		switch (how) {
+		case CALL_TIMED: return real.cond_timedwait(c, m, abs);
+		case CALL_CLOCK: return real.cond_clockwait(c, m, clk, abs);
+		default: return real.cond_wait(c, m);
+		}
+	}
+	after_release(th);
+	uint64_t t_stack = prof_now();
+	uint32_t stack = wait_stack(th, site, &t_stack);
+	struct lock_entry *me = lock_find(m);
+	uint32_t depth = 0;
+	if (me && LD(me->holder) == th->serial) {
+		depth = me->depth;
+		me->depth = 1;
+		released_excl(th, me);
+	}
+	uint64_t t0 = prof_now();
+	int rc;
+	switch (how) {
+	case CALL_TIMED: rc = real.cond_timedwait(c, m, abs); break;
+	case CALL_CLOCK: rc = real.cond_clockwait(c, m, clk, abs); break;
+	default: rc = real.cond_wait(c, m); break;
+	}
+	uint64_t t1 = prof_now();
+	int err = errno;
+	if (depth) {  /* the mutex is ours again: a new hold, perhaps after another owner */
+		uint32_t last = LD(me->last_owner);
+		if (last != th->serial) {
+			ST(me->last_owner, th->serial);
+			ADD_EX(me->owner_changes, 1);
+		}
+		ST(me->holder, th->serial);
+		me->depth = depth;
+		me->hold_t0 = 0;
+		if (LD(me->acquisitions) <= HOLD_EXACT || (++cond_ticks & hold_mask) == 0) {
+			me->hold_w = LD(me->acquisitions) <= HOLD_EXACT ? 1 : hold_sample;
+			me->hold_t0 = prof_now();
+		}
+	}
+	if (rc == 0 || rc == ETIMEDOUT) {
+		if (rc == 0)
+			ADD_SH(e->acquisitions, 1);
+		waited(th, e, c, m, PROF_LOCK_COND,
+		       how == CALL_PLAIN ? PROF_LOCK_OP_COND_WAIT : PROF_LOCK_OP_COND_TIMEDWAIT, stack,
+		       t0, t1, rc, 1);
+	}
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	return cond_common(c, m, CALL_PLAIN, 0, NULL, CALLER);
+}
+
+PROF_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+				       const struct timespec *abs)
+{
+	return cond_common(c, m, CALL_TIMED, 0, abs, CALLER);
+}
+
+PROF_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+				       const struct timespec *abs)
+{
+	return cond_common(c, m, CALL_CLOCK, clk, abs, CALLER);
+}
+
+/* ---- barriers and semaphores -------------------------------------------------------------- */
+
+/* Every barrier wait is a wait. The stack is taken after it, so the last thread to arrive
+ * does not keep the others waiting while it unwinds. */
+PROF_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+	uintptr_t site = CALLER;
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, b, PROF_LOCK_BARRIER, site)))
+		return real.barrier_wait(b);
+	uint64_t t0 = prof_now();
+	int rc = real.barrier_wait(b);
+	uint64_t t1 = prof_now();
+	int err = errno;
+	if (rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD) {
+		ADD_SH(e->acquisitions, 1);
+		uint64_t t_stack = t1;
+		waited(th, e, b, NULL, PROF_LOCK_BARRIER, PROF_LOCK_OP_BARRIER_WAIT,
+		       wait_stack(th, site, &t_stack), t0, t1, 0, 1);
+	}
+	errno = err;
+	return rc;
+}
+
+static int sem_call(sem_t *s, int how, clockid_t clk, const struct timespec *abs)
+{
+	switch (how) {
+	case CALL_TIMED: return real.sem_timedwait(s, abs);
+	case CALL_CLOCK: return real.sem_clockwait(s, clk, abs);
+	default: return real.sem_wait(s);
+	}
+}
+
+/* Semaphores have no owner: a successful wait is an acquisition, one that blocked is
+ * contended; no hold time. Results follow errno (-1 and errno set on failure). */
+static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *abs,
+		      uintptr_t site)
+{
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !timeout_ok(how, clk, abs) || !(e = lock_get(th, s, PROF_LOCK_SEM, site)))
+		return sem_call(s, how, clk, abs);
+	/* sem_wait acts on a pending cancellation even when it need not block: so do we. */
+	pthread_testcancel();
+	int saved = errno;
+	if (real.sem_trywait(s) == 0) {
+		errno = saved;
+		acquired_shared(th, e, 0);
+		return 0;
+	}
+	if (errno != EAGAIN) {  /* EINVAL: let the real call say it its own way */
+		errno = saved;
+		return sem_call(s, how, clk, abs);
+	}
+	errno = saved;
+	uint64_t t0 = prof_now();
+	uint32_t stack = wait_stack(th, site, &t0);
+	int rc = sem_call(s, how, clk, abs);
+	uint64_t t1 = prof_now();
+	int err = errno;
+	int res = rc == 0 ? 0 : err;
+	if (blocked_rc(res))
+		waited(th, e, s, NULL, PROF_LOCK_SEM,
+		       how == CALL_PLAIN ? PROF_LOCK_OP_SEM_WAIT : PROF_LOCK_OP_SEM_TIMEDWAIT, stack, t0,
+		       t1, res, 1);
+	if (rc == 0)
+		acquired_shared(th, e, 0);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int sem_wait(sem_t *s)
+{
+	return sem_common(s, CALL_PLAIN, 0, NULL, CALLER);
+}
+
+PROF_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs)
+{
+	return sem_common(s, CALL_TIMED, 0, abs, CALLER);
+}
+
+PROF_EXPORT int sem_clockwait(sem_t *s, clockid_t clk, const struct timespec *abs)
+{
+	return sem_common(s, CALL_CLOCK, clk, abs, CALLER);
+}
+
+PROF_EXPORT int sem_trywait(sem_t *s)
+{
+	uintptr_t site = CALLER;
+	RESOLVED(mutex_lock);
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e;
+	if (!th || !(e = lock_get(th, s, PROF_LOCK_SEM, site)))
+		return real.sem_trywait(s);
+	int rc = real.sem_trywait(s);
+	int err = errno;
+	if (rc == 0)
+		acquired_shared(th, e, 0);
+	else if (err == EAGAIN)
+		ADD_SH(e->busy, 1);
+	errno = err;
+	return rc;
+}

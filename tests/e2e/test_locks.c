@@ -1,0 +1,336 @@
+/* End-to-end tests of threads and locks: programs built by the suite, run under libprof, and
+ * what `prof report --json` says about their locks and threads. */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+static void teardown(void)
+{
+	e2e_cleanup();
+}
+
+TestSuite(locks, .fini = teardown, .timeout = 120);
+
+/* Runs argv under libprof in a fresh directory (stdout to DIR/out.txt); returns the report. */
+static json_t *profile(const char *const argv[], const char *const env[], const char **dir_out,
+		       int *status)
+{
+	const char *dir = e2e_tmpdir();
+	cr_assert_not_null(dir);
+	static char out[512];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	int st = e2e_profile(dir, argv, env, out, NULL);
+	if (status)
+		*status = st;
+	if (dir_out)
+		*dir_out = dir;
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc, "prof report --json failed on %s", dir);
+	return doc;
+}
+
+/* The address the program printed as "name 0x..." in DIR/out.txt, as "0x..." (static). */
+static const char *printed_addr(const char *dir, const char *name)
+{
+	static char addr[64];
+	char path[512], key[64];
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	char *text = e2e_read_file(path);
+	cr_assert_not_null(text);
+	snprintf(key, sizeof(key), "%s 0x", name);
+	char *p = strstr(text, key);
+	cr_assert_not_null(p, "%s not printed", name);
+	sscanf(p + strlen(name) + 1, "%63s", addr);
+	free(text);
+	return addr;
+}
+
+static json_t *find_lock(json_t *proc, const char *addr)
+{
+	size_t i;
+	json_t *l;
+	json_array_foreach(json_object_get(proc, "locks"), i, l)
+		if (!strcmp(json_string_value(json_object_get(l, "address")), addr))
+			return l;
+	return NULL;
+}
+
+static const char *kind_of(json_t *lock)
+{
+	return json_string_value(json_object_get(lock, "kind"));
+}
+
+static int stack_has(json_t *lock, const char *function)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(lock, "stack"), i, f) {
+		const char *fn = json_string_value(json_object_get(f, "function"));
+		if (fn && !strcmp(fn, function))
+			return 1;
+	}
+	return 0;
+}
+
+/* N iterations by M threads: exact acquisition counts for every kind of lock. */
+Test(locks, exact_counts_for_every_kind)
+{
+	const int threads = 4, iters = 20000;
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_counts"), "4", "20000", NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_counts failed: %d", st);
+	json_t *p = e2e_process(doc, 0);
+
+	json_t *l = find_lock(p, printed_addr(dir, "shared"));
+	cr_assert_not_null(l, "shared mutex not reported");
+	cr_expect_str_eq(kind_of(l), "mutex");
+	/* each worker's, and main's one */
+	cr_expect_eq(e2e_int(l, "acquisitions"), threads * iters + 1, "shared: %ld",
+		     e2e_int(l, "acquisitions"));
+
+	l = find_lock(p, printed_addr(dir, "rwlock"));
+	cr_assert_not_null(l);
+	cr_expect_str_eq(kind_of(l), "rwlock");
+	cr_expect_eq(e2e_int(l, "acquisitions"), 2 * threads * (iters / 10));
+
+	l = find_lock(p, printed_addr(dir, "spin"));
+	cr_assert_not_null(l);
+	cr_expect_str_eq(kind_of(l), "spin");
+	cr_expect_eq(e2e_int(l, "acquisitions"), threads * (iters / 10));
+
+	l = find_lock(p, printed_addr(dir, "sem"));
+	cr_assert_not_null(l);
+	cr_expect_str_eq(kind_of(l), "sem");
+	cr_expect_eq(e2e_int(l, "acquisitions"), threads * (iters / 10));
+
+	l = find_lock(p, printed_addr(dir, "barrier"));
+	cr_assert_not_null(l);
+	cr_expect_str_eq(kind_of(l), "barrier");
+	cr_expect_eq(e2e_int(l, "acquisitions"), threads * 3);
+	cr_expect_eq(e2e_int(l, "contended"), threads * 3);
+	json_decref(doc);
+}
+
+/* A lock only one thread uses is never contended and never changes owner. */
+Test(locks, private_lock_has_no_contention)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_counts"), "4", "20000", NULL };
+	json_t *doc = profile(argv, NULL, &dir, NULL);
+	json_t *l = find_lock(e2e_process(doc, 0), printed_addr(dir, "private0"));
+	cr_assert_not_null(l, "private mutex not reported");
+	cr_expect_eq(e2e_int(l, "acquisitions"), 20000);
+	cr_expect_eq(e2e_int(l, "contended"), 0);
+	cr_expect_eq(e2e_int(l, "wait_ns"), 0);
+	cr_expect_eq(e2e_int(l, "owner_changes"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(l, "stack_is")), "first_use");
+	json_decref(doc);
+}
+
+/* main holds the shared mutex for 100 ms while the workers start: they wait, and the report
+ * says where; the locks are sorted by total wait; the threads' blocked time adds up. */
+Test(locks, contended_lock_shows_wait_at_its_stack)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_counts"), "4", "2000", NULL };
+	json_t *doc = profile(argv, NULL, &dir, NULL);
+	json_t *p = e2e_process(doc, 0);
+	json_t *locks = json_object_get(p, "locks");
+	json_t *l = find_lock(p, printed_addr(dir, "shared"));
+	cr_assert_not_null(l);
+	cr_expect_eq(json_array_get(locks, 0), l, "the shared mutex is not first by wait");
+	cr_expect_geq(e2e_int(l, "contended"), 4);
+	cr_expect_geq(e2e_int(l, "wait_ns"), 4 * 50 * 1000000L, "wait %ld", e2e_int(l, "wait_ns"));
+	cr_expect_geq(e2e_int(l, "max_wait_ns"), 50 * 1000000L);
+	cr_expect_str_eq(json_string_value(json_object_get(l, "stack_is")), "first_contended");
+	cr_expect(stack_has(l, "contend_shared"), "first contended stack lacks contend_shared");
+	cr_expect(stack_has(l, "worker"));
+	cr_expect_gt(e2e_int(l, "hold_ns"), 0);
+	cr_expect_gt(e2e_int(l, "owner_changes"), 0);
+	long prev = -1;
+	size_t i;
+	json_t *x;
+	json_array_foreach(locks, i, x) {
+		if (prev >= 0)
+			cr_expect_leq(e2e_int(x, "wait_ns"), prev, "locks not sorted by wait");
+		prev = e2e_int(x, "wait_ns");
+	}
+	long blocked = 0;
+	json_array_foreach(json_object_get(p, "threads"), i, x)
+		blocked += e2e_int(x, "lock_wait_ns");
+	cr_expect_geq(blocked, e2e_int(l, "wait_ns"));
+	json_decref(doc);
+
+	/* the flame graph weighs the contending stack by its wait */
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s flame --kind lock --folded %s", e2e_prof(), dir);
+	FILE *f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	char line[4096];
+	long weight = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, "worker;contend_shared"))
+			weight += atol(strrchr(line, ' ') + 1);
+	cr_expect_eq(pclose(f), 0);
+	cr_expect_geq(weight, 4 * 50 * 1000000L, "flame weight %ld", weight);
+}
+
+/* Blocking in pthread_cond_wait is a wait on the condition variable, not contention on
+ * its mutex. */
+Test(locks, cond_waits_are_waits_not_mutex_contention)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_cond"), NULL };
+	json_t *doc = profile(argv, NULL, &dir, NULL);
+	json_t *p = e2e_process(doc, 0);
+	json_t *c = find_lock(p, printed_addr(dir, "cond"));
+	json_t *m = find_lock(p, printed_addr(dir, "mutex"));
+	cr_assert_not_null(c, "condition variable not reported");
+	cr_assert_not_null(m, "mutex not reported");
+	cr_expect_str_eq(kind_of(c), "cond");
+	cr_expect_str_eq(kind_of(m), "mutex");
+	cr_expect_geq(e2e_int(c, "contended"), 6);    /* 5 waits (or more, if spurious) + 1 timed */
+	cr_expect_eq(e2e_int(c, "timeouts"), 1);
+	cr_expect_geq(e2e_int(c, "wait_ns"), 5 * 20 * 1000000L, "cond wait %ld", e2e_int(c, "wait_ns"));
+	cr_expect(stack_has(c, "wait_for_item"));
+	cr_expect_lt(e2e_int(m, "wait_ns"), 20 * 1000000L, "mutex wait %ld", e2e_int(m, "wait_ns"));
+	/* the mutex is not held while the consumer sleeps in the wait */
+	cr_expect_lt(e2e_int(m, "hold_ns"), 50 * 1000000L, "mutex hold %ld", e2e_int(m, "hold_ns"));
+	size_t i;
+	json_t *t;
+	long cond_wait = 0;
+	json_array_foreach(json_object_get(p, "threads"), i, t)
+		cond_wait += e2e_int(t, "cond_wait_ns");
+	cr_expect_geq(cond_wait, 5 * 20 * 1000000L);
+	json_decref(doc);
+}
+
+/* Recursive and error-checking mutexes, timeouts, rwlocks, spinlocks and semaphores give
+ * exactly the same results with the profiler as without. */
+Test(locks, lock_semantics_unchanged)
+{
+	const char *dir = e2e_tmpdir();
+	char plain[512], profiled[512];
+	snprintf(plain, sizeof(plain), "%s/plain.txt", dir);
+	snprintf(profiled, sizeof(profiled), "%s/profiled.txt", dir);
+	const char *argv[] = { e2e_prog("lock_semantics"), NULL };
+	int st = e2e_run(argv, NULL, plain, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = e2e_profile(dir, argv, NULL, profiled, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	char *a = e2e_read_file(plain), *b = e2e_read_file(profiled);
+	cr_assert_not_null(a);
+	cr_assert_not_null(b);
+	cr_expect_str_eq(b, a);
+	cr_expect_not_null(strstr(a, "EDEADLK"));
+	cr_expect_not_null(strstr(a, "ETIMEDOUT"));
+	cr_expect_not_null(strstr(a, "EPERM"));
+	cr_expect_not_null(strstr(a, "EBUSY"));
+	free(a);
+	free(b);
+}
+
+static json_t *thread_named(json_t *proc, const char *name)
+{
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(proc, "threads"), i, t)
+		if (!strcmp(json_string_value(json_object_get(t, "name")), name))
+			return t;
+	return NULL;
+}
+
+/* Names from pthread_setname_np and prctl(PR_SET_NAME); parents; start routines. */
+Test(locks, thread_names_parents_and_routines)
+{
+	const char *argv[] = { e2e_prog("thread_names"), NULL };
+	json_t *doc = profile(argv, NULL, NULL, NULL);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(json_array_size(json_object_get(p, "threads")), 4);
+	json_t *main_t = json_array_get(json_object_get(p, "threads"), 0);
+	json_t *namer = thread_named(p, "prctl-name");
+	json_t *grand = thread_named(p, "grandchild");
+	cr_assert_not_null(namer, "no thread named by prctl");
+	cr_assert_not_null(grand);
+	cr_expect_eq(e2e_int(namer, "parent_tid"), e2e_int(main_t, "tid"));
+	cr_expect_eq(e2e_int(grand, "parent_tid"), e2e_int(namer, "tid"));
+	cr_expect_str_eq(json_string_value(json_object_get(namer, "start_routine")), "namer_main");
+	cr_expect_str_eq(json_string_value(json_object_get(grand, "start_routine")),
+			 "grandchild_main");
+	cr_expect(json_is_null(json_object_get(main_t, "parent_tid")));
+	cr_expect_gt(e2e_int(main_t, "join_wait_ns"), 10 * 1000000L);
+	cr_expect_gt(e2e_int(namer, "end_ns"), e2e_int(namer, "start_ns"));
+	json_decref(doc);
+
+	/* the name set by pthread_setname_np, before the thread renamed itself */
+	const char *dir = e2e_tmpdir();
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd), "%s dump %s | grep -c 'THREAD_NAME'", e2e_prof(), dir);
+	FILE *f = popen(cmd, "r");
+	int n = 0;
+	cr_assert_eq(fscanf(f, "%d", &n), 1);
+	pclose(f);
+	cr_expect_eq(n, 3, "THREAD_NAME records: %d", n);
+}
+
+/* fork while other threads hold and contend locks: every child takes locks and exits. */
+Test(locks, fork_with_contended_locks_does_not_deadlock, .timeout = 60)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_fork"), NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_fork failed: %d", st);
+	size_t i, children = 0;
+	json_t *p;
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		if (i == 0)
+			continue;
+		children++;
+		/* the child's own mutex, 1000 times, and child_lock 2 x 10000; the child ends in
+		 * _exit, so the counts are those of the last snapshots (every 4096) */
+		long acq = 0;
+		size_t j;
+		json_t *l;
+		json_array_foreach(json_object_get(p, "locks"), j, l)
+			acq += e2e_int(l, "acquisitions");
+		cr_expect_geq(acq, 16000, "child %zu: %ld acquisitions", i, acq);
+	}
+	cr_expect_eq(children, 8);
+	json_decref(doc);
+}
+
+/* The program's own malloc takes a pthread mutex: our hooks run inside it (and the profiler's
+ * own allocations go through it). */
+Test(locks, hooks_inside_malloc_do_not_deadlock, .timeout = 60)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_malloc"), NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_malloc failed: %d", st);
+	json_t *l = find_lock(e2e_process(doc, 0), printed_addr(dir, "allocator"));
+	cr_assert_not_null(l);
+	cr_expect_geq(e2e_int(l, "acquisitions"), 4 * 20000 * 2);
+	json_decref(doc);
+}
+
+/* PROF_EVENTS without lock: no lock section, threads still named. */
+Test(locks, lock_events_off)
+{
+	const char *argv[] = { e2e_prog("lock_counts"), "2", "1000", NULL };
+	const char *env[] = { "PROF_EVENTS=alloc,thread", NULL };
+	json_t *doc = profile(argv, env, NULL, NULL);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(json_array_size(json_object_get(p, "locks")), 0);
+	cr_expect_eq(json_array_size(json_object_get(p, "threads")), 3);
+	json_decref(doc);
+}
