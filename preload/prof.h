@@ -88,6 +88,7 @@ void prof_writer_close(int other_threads_alive);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
 const char *prof_writer_path(void);
 uint32_t prof_writer_pid(void);
+int prof_writer_fd(void);  /* our trace's descriptor, -1 if none: never reported as I/O */
 int prof_fd_hide(int fd);  /* our own descriptors live above the program's */
 
 /* Registers the calling thread (THREAD_START) if it is not yet; returns its state. */

@@ -35,6 +35,12 @@ const char *prof_writer_path(void)
 	return w.path;
 }
 
+/* The trace's descriptor (-1 if none): the I/O hooks never report it. */
+int prof_writer_fd(void)
+{
+	return w.fd;
+}
+
 uint32_t prof_writer_pid(void)
 {
 	return w.hdr ? w.hdr->pid : 0;

@@ -26,8 +26,24 @@ allowed_names=(
 	_exit _Exit
 	# modules
 	dlopen dlclose
+	# file and network I/O (preload/io.c), stdio included
+	open open64 __open_2 __open64_2 openat openat64 __openat_2 __openat64_2 creat creat64 close
+	dup dup2 dup3 fcntl fcntl64 pipe pipe2 read __read_chk write pread pread64 __pread_chk
+	__pread64_chk pwrite pwrite64 readv writev preadv preadv64 pwritev pwritev64 preadv2
+	preadv64v2 pwritev2 pwritev64v2 lseek lseek64 fsync fdatasync sendfile sendfile64
+	copy_file_range mmap mmap64
+	socket socketpair connect listen accept accept4 send sendto sendmsg recv __recv_chk recvfrom
+	__recvfrom_chk recvmsg shutdown
+	fopen fopen64 fdopen freopen freopen64 fclose fflush fflush_unlocked fread fread_unlocked
+	__fread_chk __fread_unlocked_chk fwrite fwrite_unlocked fgets fgets_unlocked __fgets_chk
+	__fgets_unlocked_chk fputs fputs_unlocked puts fputc putc putchar fputc_unlocked
+	putc_unlocked putchar_unlocked fgetc getc getchar fgetc_unlocked getc_unlocked
+	getchar_unlocked fprintf vfprintf printf vprintf __fprintf_chk __vfprintf_chk __printf_chk
+	__vprintf_chk dprintf vdprintf __dprintf_chk __vdprintf_chk getline getdelim __getdelim
 	# threads
-	pthread_create pthread_exit
+	pthread_create pthread_exit prctl
+	# CUDA: the driver's entry points as cudart looks them up; NVTX's injection path
+	dlsym getenv
 )
 # Hooks, by family (name prefix).
 allowed_prefixes=(

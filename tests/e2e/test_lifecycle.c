@@ -255,6 +255,11 @@ Test(lifecycle, errno_and_failures_are_untouched)
 	expect_same_output("errno_check");
 }
 
+Test(lifecycle, profiler_descriptors_stay_out_of_the_programs_way)
+{
+	expect_same_output("first_fd");
+}
+
 Test(lifecycle, signal_dispositions_programs_inspect_are_untouched)
 {
 	expect_same_output("dispositions");

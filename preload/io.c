@@ -1,0 +1,1135 @@
+/* I/O hooks: descriptor calls (open ... mmap), sockets and stdio. Each call the program makes
+ * is an IO_CALL record (or IO_NAME for a call that names a descriptor) with its result,
+ * duration and stack; results and errno are exactly the real function's.
+ *
+ * Guards. prof_recording() sends our own work (in_hook) straight through. The real call is
+ * made with in_hook as the program had it, so what libc allocates inside fopen or getline is
+ * the program's allocation, recorded as valgrind sees it; a separate per-thread flag (io_busy)
+ * keeps I/O hooks reached from inside a real I/O call from counting the same bytes twice.
+ *
+ * Stacks. Unwinding costs more than a cached read, so each thread remembers the stack it
+ * last unwound for a call site, keyed by (return address, frame address): a loop calling
+ * read() from one place unwinds once. Calls slower than IO_SLOW_NS, and every 1024th call
+ * from a site, unwind afresh. Two call paths reaching the same call site at the same stack
+ * depth share the first one's stack until then; fast calls only, so time-weighted graphs
+ * stay right where it matters. */
+#undef _FORTIFY_SOURCE
+#include "io.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* glibc defines these as macros when optimizing; we define the functions. */
+#undef fread_unlocked
+#undef fwrite_unlocked
+
+#define IO_SLOW_NS 50000u
+#define IO_SITES 128
+
+/* The fortified entry points (-D_FORTIFY_SOURCE, as Debian builds) and other internal names;
+ * glibc declares them only under fortification. */
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+		       struct sockaddr *addr, socklen_t *alen);
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
+size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f);
+char *__fgets_chk(char *s, size_t slen, int n, FILE *f);
+char *__fgets_unlocked_chk(char *s, size_t slen, int n, FILE *f);
+int __fprintf_chk(FILE *f, int flag, const char *fmt, ...);
+int __printf_chk(int flag, const char *fmt, ...);
+int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap);
+int __vprintf_chk(int flag, const char *fmt, va_list ap);
+int __dprintf_chk(int fd, int flag, const char *fmt, ...);
+int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap);
+ssize_t __getdelim(char **line, size_t *n, int delim, FILE *f);
+
+/* Every real function, resolved on first use with dlsym(RTLD_NEXT). */
+#define IO_REALS(X)                                                                        \
+	X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)    \
+	X(__openat64_2) X(creat) X(creat64) X(close) X(dup) X(dup2) X(dup3) X(fcntl)       \
+	X(fcntl64) X(pipe) X(pipe2) X(read) X(__read_chk) X(write) X(pread) X(pread64)     \
+	X(__pread_chk) X(__pread64_chk) X(pwrite) X(pwrite64) X(readv) X(writev) X(preadv) \
+	X(preadv64) X(pwritev) X(pwritev64) X(preadv2) X(preadv64v2) X(pwritev2)           \
+	X(pwritev64v2) X(lseek) X(lseek64) X(fsync) X(fdatasync) X(sendfile) X(sendfile64) \
+	X(copy_file_range) X(mmap) X(mmap64)                                               \
+	X(socket) X(socketpair) X(connect) X(listen) X(accept) X(accept4) X(send) X(sendto)          \
+	X(sendmsg) X(recv) X(__recv_chk) X(recvfrom) X(__recvfrom_chk) X(recvmsg)          \
+	X(shutdown)                                                                        \
+	X(fopen) X(fopen64) X(fdopen) X(freopen) X(freopen64) X(fclose) X(fread)           \
+	X(fread_unlocked) X(__fread_chk) X(__fread_unlocked_chk) X(fwrite)                 \
+	X(fwrite_unlocked) X(fgets) X(fgets_unlocked) X(__fgets_chk)                       \
+	X(__fgets_unlocked_chk) X(fputs) X(fputs_unlocked) X(puts) X(fputc) X(putc)        \
+	X(putchar) X(fputc_unlocked) X(putc_unlocked) X(putchar_unlocked) X(fgetc) X(getc) \
+	X(getchar) X(fgetc_unlocked) X(getc_unlocked) X(getchar_unlocked) X(vfprintf)      \
+	X(vprintf) X(__vfprintf_chk) X(__vprintf_chk) X(vdprintf) X(__vdprintf_chk)        \
+	X(fflush) X(fflush_unlocked) X(getline) X(getdelim) X(__getdelim)
+
+static struct {
+#define IO_X(name) __typeof__(&name) name;
+	IO_REALS(IO_X)
+#undef IO_X
+} real;
+
+static inline void *io_real(void **slot, const char *name)
+{
+	void *p = *slot;
+	if (unlikely(!p))
+		*slot = p = dlsym(RTLD_NEXT, name);
+	return p;
+}
+
+#define REAL(name) ((__typeof__(real.name))io_real((void **)&real.name, #name))
+
+__attribute__((constructor)) static void io_resolve_all(void)
+{
+	struct prof_thread *th = &prof_self;
+	th->in_hook++;  /* dlsym may allocate: not the program's */
+#define IO_X(name) REAL(name);
+	IO_REALS(IO_X)
+#undef IO_X
+	th->in_hook--;
+}
+
+/* ---- recording -------------------------------------------------------------------------- */
+
+static __thread int io_busy;  /* inside a real I/O call made from a hook */
+
+struct io_site {
+	uintptr_t ret, frame;
+	uint32_t stack, gen, uses, pad;
+};
+static __thread struct io_site io_sites[IO_SITES];
+
+#define RET_ADDR ((uintptr_t)__builtin_return_address(0))
+#define FRAME_ADDR ((uintptr_t)__builtin_frame_address(0))
+
+static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame, uint64_t dur)
+{
+	if (prof_cfg.stack_depth == 0)
+		return 0;
+	uint32_t gen = atomic_load_explicit(&io_fd_pid, memory_order_relaxed);
+	struct io_site *s = &io_sites[((ret >> 2) ^ (frame >> 4) * 31) & (IO_SITES - 1)];
+	if (s->ret == ret && s->frame == frame && s->gen == gen && dur < IO_SLOW_NS &&
+	    (++s->uses & 1023) != 0)
+		return s->stack;
+	uint32_t id = prof_stack_here(th);
+	*s = (struct io_site){ .ret = ret, .frame = frame, .stack = id, .gen = gen, .uses = 1 };
+	return id;
+}
+
+/* One IO_CALL on a descriptor whose id is known (id 0: not open). */
+static void record_id(struct prof_thread *th, unsigned op, int fd, uint32_t id, int64_t result,
+		      uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	if (id == IO_FD_OURS)
+		return;
+	th = prof_thread_get();
+	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	struct prof_rec_io_call *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->file = id;
+	r->fd = fd;
+	r->result = result;
+	r->duration_ns = t1 - t0;
+	r->stack = stack;
+	r->pad = 0;
+	prof_commit(r, PROF_REC_IO_CALL, op, sizeof(*r), t0);
+}
+
+static void record(struct prof_thread *th, unsigned op, int fd, int64_t result, uint64_t t0,
+		   uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	uint32_t id = io_fd_peek(fd);
+	if (unlikely(id == 0) && result != -EBADF)
+		id = io_fd_id(th, fd);
+	record_id(th, op, fd, id, result, t0, t1, ret, frame);
+}
+
+/* Entry of a recording hook: NULL means "just call the real function". */
+static inline struct prof_thread *io_begin(void)
+{
+	struct prof_thread *th = prof_recording(PROF_EV_IO);
+	if (!th || io_busy)
+		return NULL;
+	th->in_hook++;
+	io_ready(th);
+	th->in_hook--;
+	io_busy = 1;
+	return th;
+}
+
+/* After the real call: errno as the call left it. Our work runs under in_hook. */
+#define IO_END_BEGIN(th) \
+	int err_ = errno; \
+	io_busy = 0;      \
+	(th)->in_hook++
+#define IO_END_FINISH(th)  \
+	(th)->in_hook--;   \
+	errno = err_
+
+#define RESULT(r, value) ((r) < 0 ? -(int64_t)err_ : (int64_t)(value))
+
+/* A call on one descriptor returning a count (or -1 with errno). */
+#define FD_HOOK(op, type, fd, call)                                                        \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		type r = call;                                                             \
+		uint64_t t1 = prof_now();                                                  \
+		IO_END_BEGIN(th);                                                          \
+		record(th, op, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);            \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+
+/* ---- opening and closing ---------------------------------------------------------------- */
+
+static int open_common(struct prof_thread *th, unsigned op, int dirfd, const char *path, int r,
+		       uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	IO_END_BEGIN(th);
+	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	if (r >= 0) {
+		io_fd_opened(th, r, op, NULL, r, t0, t1 - t0, stack);
+	} else {
+		char name[IO_NAME_MAX];
+		io_abs_path(dirfd, path, name, sizeof(name));
+		io_name_failed(th, op, name, -(int64_t)err_, t0, t1 - t0, stack);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+static inline int needs_mode(int flags)
+{
+	return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+
+#define OPEN_HOOK(op, dirfd, path, call)                                                   \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		int r = call;                                                              \
+		return open_common(th, op, dirfd, path, r, t0, prof_now(), RET_ADDR,        \
+				   FRAME_ADDR);                                            \
+	} while (0)
+
+#define MODE_ARG(flags)                                  \
+	mode_t mode = 0;                                 \
+	if (needs_mode(flags)) {                         \
+		va_list ap;                              \
+		va_start(ap, flags);                     \
+		mode = (mode_t)va_arg(ap, int);          \
+		va_end(ap);                              \
+	}
+
+PROF_EXPORT int open(const char *path, int flags, ...)
+{
+	MODE_ARG(flags);
+	OPEN_HOOK(PROF_IO_OPEN, AT_FDCWD, path, REAL(open)(path, flags, mode));
+}
+
+PROF_EXPORT int open64(const char *path, int flags, ...)
+{
+	MODE_ARG(flags);
+	OPEN_HOOK(PROF_IO_OPEN, AT_FDCWD, path, REAL(open64)(path, flags, mode));
+}
+
+PROF_EXPORT int __open_2(const char *path, int flags)
+{
+	OPEN_HOOK(PROF_IO_OPEN, AT_FDCWD, path, REAL(__open_2)(path, flags));
+}
+
+PROF_EXPORT int __open64_2(const char *path, int flags)
+{
+	OPEN_HOOK(PROF_IO_OPEN, AT_FDCWD, path, REAL(__open64_2)(path, flags));
+}
+
+PROF_EXPORT int openat(int dirfd, const char *path, int flags, ...)
+{
+	MODE_ARG(flags);
+	OPEN_HOOK(PROF_IO_OPENAT, dirfd, path, REAL(openat)(dirfd, path, flags, mode));
+}
+
+PROF_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
+{
+	MODE_ARG(flags);
+	OPEN_HOOK(PROF_IO_OPENAT, dirfd, path, REAL(openat64)(dirfd, path, flags, mode));
+}
+
+PROF_EXPORT int __openat_2(int dirfd, const char *path, int flags)
+{
+	OPEN_HOOK(PROF_IO_OPENAT, dirfd, path, REAL(__openat_2)(dirfd, path, flags));
+}
+
+PROF_EXPORT int __openat64_2(int dirfd, const char *path, int flags)
+{
+	OPEN_HOOK(PROF_IO_OPENAT, dirfd, path, REAL(__openat64_2)(dirfd, path, flags));
+}
+
+PROF_EXPORT int creat(const char *path, mode_t mode)
+{
+	OPEN_HOOK(PROF_IO_CREAT, AT_FDCWD, path, REAL(creat)(path, mode));
+}
+
+PROF_EXPORT int creat64(const char *path, mode_t mode)
+{
+	OPEN_HOOK(PROF_IO_CREAT, AT_FDCWD, path, REAL(creat64)(path, mode));
+}
+
+PROF_EXPORT int close(int fd)
+{
+	struct prof_thread *th = io_begin();
+	if (!th)
+		return REAL(close)(fd);
+	th->in_hook++;
+	uint32_t id = io_fd_id(th, fd);  /* named before it goes */
+	th->in_hook--;
+	uint64_t t0 = prof_now();
+	int r = REAL(close)(fd);
+	uint64_t t1 = prof_now();
+	IO_END_BEGIN(th);
+	if (r == 0 || err_ != EBADF)  /* Linux frees the number even when close fails */
+		io_fd_closed(fd, id);
+	record_id(th, PROF_IO_CLOSE, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
+	IO_END_FINISH(th);
+	return r;
+}
+
+/* dup and friends: a DUP call on the old descriptor; the new one shares its id (name). */
+static int dup_common(struct prof_thread *th, int oldfd, int r, uint64_t t0, uint64_t t1,
+		      uintptr_t ret, uintptr_t frame)
+{
+	IO_END_BEGIN(th);
+	uint32_t id = io_fd_peek(oldfd);
+	if (!id && r >= 0)
+		id = io_fd_id(th, oldfd);
+	if (r >= 0 && r != oldfd && id != 0)
+		io_fd_dup(r, id);
+	record_id(th, PROF_IO_DUP, oldfd, id, RESULT(r, r), t0, t1, ret, frame);
+	IO_END_FINISH(th);
+	return r;
+}
+
+#define DUP_HOOK(oldfd, call)                                                              \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		int r = call;                                                              \
+		return dup_common(th, oldfd, r, t0, prof_now(), RET_ADDR, FRAME_ADDR);     \
+	} while (0)
+
+PROF_EXPORT int dup(int fd)
+{
+	DUP_HOOK(fd, REAL(dup)(fd));
+}
+
+PROF_EXPORT int dup2(int fd, int newfd)
+{
+	DUP_HOOK(fd, REAL(dup2)(fd, newfd));
+}
+
+PROF_EXPORT int dup3(int fd, int newfd, int flags)
+{
+	DUP_HOOK(fd, REAL(dup3)(fd, newfd, flags));
+}
+
+/* fcntl: only F_DUPFD and F_DUPFD_CLOEXEC are I/O events; the rest pass straight through. */
+#define FCNTL_BODY(name)                                                                   \
+	va_list ap;                                                                        \
+	va_start(ap, cmd);                                                                 \
+	void *arg = va_arg(ap, void *);                                                    \
+	va_end(ap);                                                                        \
+	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)                                      \
+		return REAL(name)(fd, cmd, arg);                                           \
+	DUP_HOOK(fd, REAL(name)(fd, cmd, arg))
+
+PROF_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	FCNTL_BODY(fcntl);
+}
+
+PROF_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	FCNTL_BODY(fcntl64);
+}
+
+/* pipe, socketpair: one IO_NAME per end; the call's time goes to the first. */
+static int pair_common(struct prof_thread *th, unsigned op, int *fds, int r, uint64_t t0,
+		       uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	IO_END_BEGIN(th);
+	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	if (r == 0) {
+		io_fd_opened(th, fds[0], op, NULL, 0, t0, t1 - t0, stack);
+		io_fd_opened(th, fds[1], op, NULL, 0, t1, 0, stack);
+	} else {
+		io_name_failed(th, op, op == PROF_IO_PIPE ? "pipe" : "socketpair", -(int64_t)err_,
+			       t0, t1 - t0, stack);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+#define PAIR_HOOK(op, fds, call)                                                           \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		int r = call;                                                              \
+		return pair_common(th, op, fds, r, t0, prof_now(), RET_ADDR, FRAME_ADDR);  \
+	} while (0)
+
+/* A pipe made for our own work (libunwind makes one, inside our hooks, to validate
+ * addresses) moves above the program's descriptors, so the program's next open() still gets
+ * the number it would get without us. */
+static int own_pipe(int fds[2], int r)
+{
+	int saved = errno;
+	if (r == 0) {
+		fds[0] = prof_fd_hide(fds[0]);
+		fds[1] = prof_fd_hide(fds[1]);
+	}
+	errno = saved;
+	return r;
+}
+
+PROF_EXPORT int pipe(int fds[2])
+{
+	if (prof_self.in_hook)
+		return own_pipe(fds, REAL(pipe)(fds));
+	PAIR_HOOK(PROF_IO_PIPE, fds, REAL(pipe)(fds));
+}
+
+PROF_EXPORT int pipe2(int fds[2], int flags)
+{
+	if (prof_self.in_hook)
+		return own_pipe(fds, REAL(pipe2)(fds, flags));
+	PAIR_HOOK(PROF_IO_PIPE, fds, REAL(pipe2)(fds, flags));
+}
+
+PROF_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
+{
+	PAIR_HOOK(PROF_IO_SOCKETPAIR, fds, REAL(socketpair)(domain, type, protocol, fds));
+}
+
+/* ---- reading and writing ---------------------------------------------------------------- */
+
+PROF_EXPORT ssize_t read(int fd, void *buf, size_t n)
+{
+	FD_HOOK(PROF_IO_READ, ssize_t, fd, REAL(read)(fd, buf, n));
+}
+
+PROF_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	FD_HOOK(PROF_IO_READ, ssize_t, fd, REAL(__read_chk)(fd, buf, n, buflen));
+}
+
+PROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
+{
+	FD_HOOK(PROF_IO_WRITE, ssize_t, fd, REAL(write)(fd, buf, n));
+}
+
+PROF_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	FD_HOOK(PROF_IO_PREAD, ssize_t, fd, REAL(pread)(fd, buf, n, off));
+}
+
+PROF_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off)
+{
+	FD_HOOK(PROF_IO_PREAD, ssize_t, fd, REAL(pread64)(fd, buf, n, off));
+}
+
+PROF_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
+{
+	FD_HOOK(PROF_IO_PREAD, ssize_t, fd, REAL(__pread_chk)(fd, buf, n, off, buflen));
+}
+
+PROF_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+{
+	FD_HOOK(PROF_IO_PREAD, ssize_t, fd, REAL(__pread64_chk)(fd, buf, n, off, buflen));
+}
+
+PROF_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	FD_HOOK(PROF_IO_PWRITE, ssize_t, fd, REAL(pwrite)(fd, buf, n, off));
+}
+
+PROF_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
+{
+	FD_HOOK(PROF_IO_PWRITE, ssize_t, fd, REAL(pwrite64)(fd, buf, n, off));
+}
+
+PROF_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
+{
+	FD_HOOK(PROF_IO_READV, ssize_t, fd, REAL(readv)(fd, iov, cnt));
+}
+
+PROF_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
+{
+	FD_HOOK(PROF_IO_WRITEV, ssize_t, fd, REAL(writev)(fd, iov, cnt));
+}
+
+PROF_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	FD_HOOK(PROF_IO_PREADV, ssize_t, fd, REAL(preadv)(fd, iov, cnt, off));
+}
+
+PROF_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	FD_HOOK(PROF_IO_PREADV, ssize_t, fd, REAL(preadv64)(fd, iov, cnt, off));
+}
+
+PROF_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off)
+{
+	FD_HOOK(PROF_IO_PWRITEV, ssize_t, fd, REAL(pwritev)(fd, iov, cnt, off));
+}
+
+PROF_EXPORT ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off)
+{
+	FD_HOOK(PROF_IO_PWRITEV, ssize_t, fd, REAL(pwritev64)(fd, iov, cnt, off));
+}
+
+PROF_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	FD_HOOK(PROF_IO_PREADV, ssize_t, fd, REAL(preadv2)(fd, iov, cnt, off, flags));
+}
+
+PROF_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	FD_HOOK(PROF_IO_PREADV, ssize_t, fd, REAL(preadv64v2)(fd, iov, cnt, off, flags));
+}
+
+PROF_EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags)
+{
+	FD_HOOK(PROF_IO_PWRITEV, ssize_t, fd, REAL(pwritev2)(fd, iov, cnt, off, flags));
+}
+
+PROF_EXPORT ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags)
+{
+	FD_HOOK(PROF_IO_PWRITEV, ssize_t, fd, REAL(pwritev64v2)(fd, iov, cnt, off, flags));
+}
+
+PROF_EXPORT off_t lseek(int fd, off_t off, int whence)
+{
+	FD_HOOK(PROF_IO_LSEEK, off_t, fd, REAL(lseek)(fd, off, whence));
+}
+
+PROF_EXPORT off64_t lseek64(int fd, off64_t off, int whence)
+{
+	FD_HOOK(PROF_IO_LSEEK, off64_t, fd, REAL(lseek64)(fd, off, whence));
+}
+
+PROF_EXPORT int fsync(int fd)
+{
+	FD_HOOK(PROF_IO_FSYNC, int, fd, REAL(fsync)(fd));
+}
+
+PROF_EXPORT int fdatasync(int fd)
+{
+	FD_HOOK(PROF_IO_FDATASYNC, int, fd, REAL(fdatasync)(fd));
+}
+
+PROF_EXPORT int shutdown(int fd, int how)
+{
+	FD_HOOK(PROF_IO_SHUTDOWN, int, fd, REAL(shutdown)(fd, how));
+}
+
+/* sendfile and copy_file_range move bytes between two descriptors: a write on the
+ * destination (which is charged the time) and a read of the same bytes on the source
+ * (recorded with duration 0; the analyzer counts its bytes, not its time). */
+#define TRANSFER_HOOK(op, op_in, in_fd, out_fd, call)                                      \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		ssize_t r = call;                                                          \
+		uint64_t t1 = prof_now();                                                  \
+		IO_END_BEGIN(th);                                                          \
+		record(th, op, out_fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);        \
+		record(th, op_in, in_fd, RESULT(r, r), t1, t1, RET_ADDR, FRAME_ADDR);      \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+
+PROF_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *off, size_t count)
+{
+	TRANSFER_HOOK(PROF_IO_SENDFILE, PROF_IO_SENDFILE_IN, in_fd, out_fd,
+		      REAL(sendfile)(out_fd, in_fd, off, count));
+}
+
+PROF_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *off, size_t count)
+{
+	TRANSFER_HOOK(PROF_IO_SENDFILE, PROF_IO_SENDFILE_IN, in_fd, out_fd,
+		      REAL(sendfile64)(out_fd, in_fd, off, count));
+}
+
+PROF_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off64_t *out_off,
+				    size_t len, unsigned flags)
+{
+	TRANSFER_HOOK(PROF_IO_COPY_FILE_RANGE, PROF_IO_COPY_FILE_RANGE_IN, in_fd, out_fd,
+		      REAL(copy_file_range)(in_fd, in_off, out_fd, out_off, len, flags));
+}
+
+/* mmap of a descriptor: recorded (result: the length mapped); its bytes are not knowable. */
+#define MMAP_HOOK(name)                                                                    \
+	do {                                                                               \
+		if (fd < 0 || (flags & MAP_ANONYMOUS))                                     \
+			return REAL(name)(addr, len, prot, flags, fd, off);                \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return REAL(name)(addr, len, prot, flags, fd, off);                \
+		uint64_t t0 = prof_now();                                                  \
+		void *r = REAL(name)(addr, len, prot, flags, fd, off);                     \
+		uint64_t t1 = prof_now();                                                  \
+		IO_END_BEGIN(th);                                                          \
+		record(th, PROF_IO_MMAP, fd, r == MAP_FAILED ? -(int64_t)err_ : (int64_t)len, \
+		       t0, t1, RET_ADDR, FRAME_ADDR);                                      \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+
+PROF_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+	MMAP_HOOK(mmap);
+}
+
+PROF_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
+{
+	MMAP_HOOK(mmap64);
+}
+
+/* ---- sockets ---------------------------------------------------------------------------- */
+
+PROF_EXPORT int socket(int domain, int type, int protocol)
+{
+	OPEN_HOOK(PROF_IO_SOCKET, AT_FDCWD, "socket", REAL(socket)(domain, type, protocol));
+}
+
+static int sock_type(int fd)
+{
+	int type = 0;
+	socklen_t l = sizeof(type);
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 ? type : 0;
+}
+
+/* connect names the socket after the address it was asked to reach (a non-blocking connect
+ * that is still in progress included). */
+PROF_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
+{
+	struct prof_thread *th = io_begin();
+	if (!th)
+		return REAL(connect)(fd, addr, alen);
+	uint64_t t0 = prof_now();
+	int r = REAL(connect)(fd, addr, alen);
+	uint64_t t1 = prof_now();
+	IO_END_BEGIN(th);
+	uint32_t id = err_ == EBADF && r < 0 ? io_fd_peek(fd) : io_fd_id(th, fd);
+	if (id && id != IO_FD_OURS) {
+		char name[IO_NAME_MAX];
+		io_name_of_sockaddr(addr, alen, sock_type(fd), name, sizeof(name));
+		if (!name[0] && io_name_of_fd(fd, name, sizeof(name)) < 0)
+			strcpy(name, "socket");
+		uint32_t stack = io_stack(th, RET_ADDR, FRAME_ADDR, t1 - t0);
+		io_fd_rename(th, fd, id, PROF_IO_CONNECT, name, RESULT(r, r), t0, t1 - t0, stack);
+	} else {
+		record_id(th, PROF_IO_CONNECT, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+/* A listening socket is named after its address ("tcp 0.0.0.0:8080 (listening)"). */
+PROF_EXPORT int listen(int fd, int backlog)
+{
+	struct prof_thread *th = io_begin();
+	if (!th)
+		return REAL(listen)(fd, backlog);
+	uint64_t t0 = prof_now();
+	int r = REAL(listen)(fd, backlog);
+	uint64_t t1 = prof_now();
+	IO_END_BEGIN(th);
+	uint32_t id = r == 0 ? io_fd_id(th, fd) : io_fd_peek(fd);
+	char name[IO_NAME_MAX];
+	if (r == 0 && id && id != IO_FD_OURS && io_name_of_fd(fd, name, sizeof(name)) == 0) {
+		uint32_t stack = io_stack(th, RET_ADDR, FRAME_ADDR, t1 - t0);
+		io_fd_rename(th, fd, id, PROF_IO_LISTEN, name, 0, t0, t1 - t0, stack);
+	} else {
+		record_id(th, PROF_IO_LISTEN, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+/* An accepted connection is named after the local address it came in on: all connections
+ * to one server port are one row. */
+static int accept_common(struct prof_thread *th, int lfd, int r, uint64_t t0, uint64_t t1,
+			 uintptr_t ret, uintptr_t frame)
+{
+	IO_END_BEGIN(th);
+	if (r >= 0) {
+		char name[IO_NAME_MAX];
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		name[0] = '\0';
+		if (getsockname(r, (struct sockaddr *)&ss, &len) == 0)
+			io_name_of_sockaddr((struct sockaddr *)&ss, len, sock_type(r), name,
+					    sizeof(name) - 16);
+		if (name[0])
+			strcat(name, " (accepted)");
+		uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+		io_fd_opened(th, r, PROF_IO_ACCEPT, name[0] ? name : NULL, r, t0, t1 - t0, stack);
+	} else {
+		record(th, PROF_IO_ACCEPT, lfd, -(int64_t)err_, t0, t1, ret, frame);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+#define ACCEPT_HOOK(call)                                                                  \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		int r = call;                                                              \
+		return accept_common(th, fd, r, t0, prof_now(), RET_ADDR, FRAME_ADDR);     \
+	} while (0)
+
+PROF_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+	ACCEPT_HOOK(REAL(accept)(fd, addr, alen));
+}
+
+PROF_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	ACCEPT_HOOK(REAL(accept4)(fd, addr, alen, flags));
+}
+
+PROF_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
+{
+	FD_HOOK(PROF_IO_SEND, ssize_t, fd, REAL(send)(fd, buf, n, flags));
+}
+
+PROF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
+			   const struct sockaddr *addr, socklen_t alen)
+{
+	FD_HOOK(PROF_IO_SENDTO, ssize_t, fd, REAL(sendto)(fd, buf, n, flags, addr, alen));
+}
+
+PROF_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	FD_HOOK(PROF_IO_SENDMSG, ssize_t, fd, REAL(sendmsg)(fd, msg, flags));
+}
+
+PROF_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
+{
+	FD_HOOK(PROF_IO_RECV, ssize_t, fd, REAL(recv)(fd, buf, n, flags));
+}
+
+PROF_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
+{
+	FD_HOOK(PROF_IO_RECV, ssize_t, fd, REAL(__recv_chk)(fd, buf, n, buflen, flags));
+}
+
+PROF_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+			     socklen_t *alen)
+{
+	FD_HOOK(PROF_IO_RECVFROM, ssize_t, fd, REAL(recvfrom)(fd, buf, n, flags, addr, alen));
+}
+
+PROF_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
+				   struct sockaddr *addr, socklen_t *alen)
+{
+	FD_HOOK(PROF_IO_RECVFROM, ssize_t, fd,
+		REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen));
+}
+
+PROF_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	FD_HOOK(PROF_IO_RECVMSG, ssize_t, fd, REAL(recvmsg)(fd, msg, flags));
+}
+
+/* ---- stdio ------------------------------------------------------------------------------
+ * Counted at the stdio level, the bytes the program hands over or receives (libc's own
+ * buffered read(2)/write(2) calls use internal names and never reach the hooks above).
+ * Covered: fopen fopen64 fdopen freopen freopen64 fclose fflush fread fwrite fgets fputs
+ * puts fputc putc putchar fgetc getc getchar (and their _unlocked forms), fprintf vfprintf
+ * printf vprintf dprintf vdprintf (and the __*_chk forms), getline getdelim. Not covered:
+ * scanf family, fseek/ftell, ungetc, memory streams (fmemopen, open_memstream: no fd). */
+
+/* result: bytes, 0 at end of file, -errno on error. */
+static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int failed, int64_t bytes,
+			 int err, uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	int fd = f ? fileno(f) : -1;
+	if (fd < 0)
+		return;
+	int64_t result = bytes;
+	if (failed)
+		result = ferror(f) ? -(int64_t)(err ? err : EIO) : 0;
+	record(th, op, fd, result, t0, t1, ret, frame);
+}
+
+#define STDIO_HOOK(op, type, f, call, failed, bytes)                                        \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		type r = call;                                                             \
+		uint64_t t1 = prof_now();                                                  \
+		IO_END_BEGIN(th);                                                          \
+		record_stdio(th, op, f, failed, (int64_t)(bytes), err_, t0, t1, RET_ADDR,  \
+			     FRAME_ADDR);                                                  \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+
+static FILE *fopen_common(struct prof_thread *th, unsigned op, const char *path, FILE *r,
+			  uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	IO_END_BEGIN(th);
+	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	int fd = r ? fileno(r) : -1;
+	if (fd >= 0) {
+		io_fd_opened(th, fd, op, NULL, fd, t0, t1 - t0, stack);
+	} else if (!r) {
+		char name[IO_NAME_MAX];
+		io_abs_path(AT_FDCWD, path, name, sizeof(name));
+		io_name_failed(th, op, name, -(int64_t)err_, t0, t1 - t0, stack);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+#define FOPEN_HOOK(op, path, call)                                                         \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		FILE *r = call;                                                            \
+		return fopen_common(th, op, path, r, t0, prof_now(), RET_ADDR, FRAME_ADDR); \
+	} while (0)
+
+PROF_EXPORT FILE *fopen(const char *path, const char *mode)
+{
+	FOPEN_HOOK(PROF_IO_FOPEN, path, REAL(fopen)(path, mode));
+}
+
+PROF_EXPORT FILE *fopen64(const char *path, const char *mode)
+{
+	FOPEN_HOOK(PROF_IO_FOPEN, path, REAL(fopen64)(path, mode));
+}
+
+/* freopen closes the stream's descriptor and opens another (usually the same number). */
+#define FREOPEN_HOOK(name)                                                                 \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return REAL(name)(path, mode, f);                                  \
+		int oldfd = f ? fileno(f) : -1;                                            \
+		uint32_t oldid = io_fd_peek(oldfd);                                        \
+		uint64_t t0 = prof_now();                                                  \
+		FILE *r = REAL(name)(path, mode, f);                                       \
+		uint64_t t1 = prof_now();                                                  \
+		if (oldid)                                                                 \
+			io_fd_closed(oldfd, oldid);                                        \
+		return fopen_common(th, PROF_IO_FREOPEN, path, r, t0, t1, RET_ADDR,         \
+				    FRAME_ADDR);                                           \
+	} while (0)
+
+PROF_EXPORT FILE *freopen(const char *path, const char *mode, FILE *f)
+{
+	FREOPEN_HOOK(freopen);
+}
+
+PROF_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *f)
+{
+	FREOPEN_HOOK(freopen64);
+}
+
+PROF_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	struct prof_thread *th = io_begin();
+	if (!th)
+		return REAL(fdopen)(fd, mode);
+	uint64_t t0 = prof_now();
+	FILE *r = REAL(fdopen)(fd, mode);
+	uint64_t t1 = prof_now();
+	IO_END_BEGIN(th);
+	record(th, PROF_IO_FDOPEN, fd, r ? 0 : -(int64_t)err_, t0, t1, RET_ADDR, FRAME_ADDR);
+	IO_END_FINISH(th);
+	return r;
+}
+
+PROF_EXPORT int fclose(FILE *f)
+{
+	struct prof_thread *th = io_begin();
+	if (!th)
+		return REAL(fclose)(f);
+	int fd = f ? fileno(f) : -1;
+	th->in_hook++;
+	uint32_t id = fd >= 0 ? io_fd_id(th, fd) : 0;
+	th->in_hook--;
+	uint64_t t0 = prof_now();
+	int r = REAL(fclose)(f);
+	uint64_t t1 = prof_now();
+	IO_END_BEGIN(th);
+	if (fd >= 0) {
+		io_fd_closed(fd, id);
+		record_id(th, PROF_IO_FCLOSE, fd, id, r == EOF ? -(int64_t)err_ : 0, t0, t1,
+			  RET_ADDR, FRAME_ADDR);
+	}
+	IO_END_FINISH(th);
+	return r;
+}
+
+PROF_EXPORT int fflush(FILE *f)
+{
+	if (!f)  /* all streams: no one file to charge */
+		return REAL(fflush)(f);
+	STDIO_HOOK(PROF_IO_FFLUSH, int, f, REAL(fflush)(f), r == EOF, 0);
+}
+
+PROF_EXPORT int fflush_unlocked(FILE *f)
+{
+	if (!f)
+		return REAL(fflush_unlocked)(f);
+	STDIO_HOOK(PROF_IO_FFLUSH, int, f, REAL(fflush_unlocked)(f), r == EOF, 0);
+}
+
+/* fread/fwrite: items * size bytes; a call that moved nothing is EOF or an error. */
+#define FREAD_HOOK(op, f, size, n, call) \
+	STDIO_HOOK(op, size_t, f, call, r == 0 && (size) && (n), r * (size))
+
+PROF_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
+{
+	FREAD_HOOK(PROF_IO_FREAD, f, size, n, REAL(fread)(p, size, n, f));
+}
+
+PROF_EXPORT size_t fread_unlocked(void *p, size_t size, size_t n, FILE *f)
+{
+	FREAD_HOOK(PROF_IO_FREAD, f, size, n, REAL(fread_unlocked)(p, size, n, f));
+}
+
+PROF_EXPORT size_t __fread_chk(void *p, size_t plen, size_t size, size_t n, FILE *f)
+{
+	FREAD_HOOK(PROF_IO_FREAD, f, size, n, REAL(__fread_chk)(p, plen, size, n, f));
+}
+
+PROF_EXPORT size_t __fread_unlocked_chk(void *p, size_t plen, size_t size, size_t n, FILE *f)
+{
+	FREAD_HOOK(PROF_IO_FREAD, f, size, n, REAL(__fread_unlocked_chk)(p, plen, size, n, f));
+}
+
+PROF_EXPORT size_t fwrite(const void *p, size_t size, size_t n, FILE *f)
+{
+	FREAD_HOOK(PROF_IO_FWRITE, f, size, n, REAL(fwrite)(p, size, n, f));
+}
+
+PROF_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f)
+{
+	FREAD_HOOK(PROF_IO_FWRITE, f, size, n, REAL(fwrite_unlocked)(p, size, n, f));
+}
+
+#define FGETS_HOOK(f, call) STDIO_HOOK(PROF_IO_FGETS, char *, f, call, !r, r ? strlen(r) : 0)
+
+PROF_EXPORT char *fgets(char *s, int n, FILE *f)
+{
+	FGETS_HOOK(f, REAL(fgets)(s, n, f));
+}
+
+PROF_EXPORT char *fgets_unlocked(char *s, int n, FILE *f)
+{
+	FGETS_HOOK(f, REAL(fgets_unlocked)(s, n, f));
+}
+
+PROF_EXPORT char *__fgets_chk(char *s, size_t slen, int n, FILE *f)
+{
+	FGETS_HOOK(f, REAL(__fgets_chk)(s, slen, n, f));
+}
+
+PROF_EXPORT char *__fgets_unlocked_chk(char *s, size_t slen, int n, FILE *f)
+{
+	FGETS_HOOK(f, REAL(__fgets_unlocked_chk)(s, slen, n, f));
+}
+
+PROF_EXPORT int fputs(const char *s, FILE *f)
+{
+	STDIO_HOOK(PROF_IO_FPUTS, int, f, REAL(fputs)(s, f), r == EOF, strlen(s));
+}
+
+PROF_EXPORT int fputs_unlocked(const char *s, FILE *f)
+{
+	STDIO_HOOK(PROF_IO_FPUTS, int, f, REAL(fputs_unlocked)(s, f), r == EOF, strlen(s));
+}
+
+PROF_EXPORT int puts(const char *s)
+{
+	STDIO_HOOK(PROF_IO_FPUTS, int, stdout, REAL(puts)(s), r == EOF, strlen(s) + 1);
+}
+
+#define PUTC_HOOK(f, call) STDIO_HOOK(PROF_IO_FPUTC, int, f, call, r == EOF, 1)
+#define GETC_HOOK(f, call) STDIO_HOOK(PROF_IO_FGETC, int, f, call, r == EOF, 1)
+
+PROF_EXPORT int fputc(int c, FILE *f) { PUTC_HOOK(f, REAL(fputc)(c, f)); }
+PROF_EXPORT int putc(int c, FILE *f) { PUTC_HOOK(f, REAL(putc)(c, f)); }
+PROF_EXPORT int putchar(int c) { PUTC_HOOK(stdout, REAL(putchar)(c)); }
+PROF_EXPORT int fputc_unlocked(int c, FILE *f) { PUTC_HOOK(f, REAL(fputc_unlocked)(c, f)); }
+PROF_EXPORT int putc_unlocked(int c, FILE *f) { PUTC_HOOK(f, REAL(putc_unlocked)(c, f)); }
+PROF_EXPORT int putchar_unlocked(int c) { PUTC_HOOK(stdout, REAL(putchar_unlocked)(c)); }
+PROF_EXPORT int fgetc(FILE *f) { GETC_HOOK(f, REAL(fgetc)(f)); }
+PROF_EXPORT int getc(FILE *f) { GETC_HOOK(f, REAL(getc)(f)); }
+PROF_EXPORT int getchar(void) { GETC_HOOK(stdin, REAL(getchar)()); }
+PROF_EXPORT int fgetc_unlocked(FILE *f) { GETC_HOOK(f, REAL(fgetc_unlocked)(f)); }
+PROF_EXPORT int getc_unlocked(FILE *f) { GETC_HOOK(f, REAL(getc_unlocked)(f)); }
+PROF_EXPORT int getchar_unlocked(void) { GETC_HOOK(stdin, REAL(getchar_unlocked)()); }
+
+#define PRINTF_HOOK(f, call) STDIO_HOOK(PROF_IO_FPRINTF, int, f, call, r < 0, r)
+
+PROF_EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
+{
+	PRINTF_HOOK(f, REAL(vfprintf)(f, fmt, ap));
+}
+
+PROF_EXPORT int vprintf(const char *fmt, va_list ap)
+{
+	PRINTF_HOOK(stdout, REAL(vprintf)(fmt, ap));
+}
+
+PROF_EXPORT int __vfprintf_chk(FILE *f, int flag, const char *fmt, va_list ap)
+{
+	PRINTF_HOOK(f, REAL(__vfprintf_chk)(f, flag, fmt, ap));
+}
+
+PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
+{
+	PRINTF_HOOK(stdout, REAL(__vprintf_chk)(flag, fmt, ap));
+}
+
+/* The variadic forms call the real va_list form: the same bytes, one record. */
+#define VA_PRINTF(f, last, call)                                                           \
+	do {                                                                               \
+		va_list ap;                                                                \
+		va_start(ap, last);                                                        \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th) {                                                                 \
+			int r0 = call;                                                     \
+			va_end(ap);                                                        \
+			return r0;                                                         \
+		}                                                                          \
+		uint64_t t0 = prof_now();                                                  \
+		int r = call;                                                              \
+		uint64_t t1 = prof_now();                                                  \
+		va_end(ap);                                                                \
+		IO_END_BEGIN(th);                                                          \
+		record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1, RET_ADDR,     \
+			     FRAME_ADDR);                                                  \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+
+PROF_EXPORT int fprintf(FILE *f, const char *fmt, ...)
+{
+	VA_PRINTF(f, fmt, REAL(vfprintf)(f, fmt, ap));
+}
+
+PROF_EXPORT int printf(const char *fmt, ...)
+{
+	VA_PRINTF(stdout, fmt, REAL(vprintf)(fmt, ap));
+}
+
+PROF_EXPORT int __fprintf_chk(FILE *f, int flag, const char *fmt, ...)
+{
+	VA_PRINTF(f, fmt, REAL(__vfprintf_chk)(f, flag, fmt, ap));
+}
+
+PROF_EXPORT int __printf_chk(int flag, const char *fmt, ...)
+{
+	VA_PRINTF(stdout, fmt, REAL(__vprintf_chk)(flag, fmt, ap));
+}
+
+/* dprintf writes to a descriptor directly (no stdio buffer). */
+#define VA_DPRINTF(fd, last, call)                                                         \
+	do {                                                                               \
+		va_list ap;                                                                \
+		va_start(ap, last);                                                        \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th) {                                                                 \
+			int r0 = call;                                                     \
+			va_end(ap);                                                        \
+			return r0;                                                         \
+		}                                                                          \
+		uint64_t t0 = prof_now();                                                  \
+		int r = call;                                                              \
+		uint64_t t1 = prof_now();                                                  \
+		va_end(ap);                                                                \
+		IO_END_BEGIN(th);                                                          \
+		record(th, PROF_IO_DPRINTF, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR); \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+
+PROF_EXPORT int dprintf(int fd, const char *fmt, ...)
+{
+	VA_DPRINTF(fd, fmt, REAL(vdprintf)(fd, fmt, ap));
+}
+
+PROF_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
+{
+	VA_DPRINTF(fd, fmt, REAL(__vdprintf_chk)(fd, flag, fmt, ap));
+}
+
+PROF_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
+{
+	FD_HOOK(PROF_IO_DPRINTF, int, fd, REAL(vdprintf)(fd, fmt, ap));
+}
+
+PROF_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
+{
+	FD_HOOK(PROF_IO_DPRINTF, int, fd, REAL(__vdprintf_chk)(fd, flag, fmt, ap));
+}
+
+#define GETLINE_HOOK(f, call) STDIO_HOOK(PROF_IO_GETLINE, ssize_t, f, call, r < 0, r)
+
+PROF_EXPORT ssize_t getline(char **line, size_t *n, FILE *f)
+{
+	GETLINE_HOOK(f, REAL(getline)(line, n, f));
+}
+
+PROF_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *f)
+{
+	GETLINE_HOOK(f, REAL(getdelim)(line, n, delim, f));
+}
+
+PROF_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *f)
+{
+	GETLINE_HOOK(f, REAL(__getdelim)(line, n, delim, f));
+}

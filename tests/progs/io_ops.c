@@ -1,0 +1,297 @@
+/* I/O test program: deterministic file, stdio, pipe and socket traffic, one scenario per
+ * run: io_ops MODE DIR. The e2e tests compare what libprof counts with what strace sees. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+static char buf[65536];
+
+static void die(const char *what)
+{
+	perror(what);
+	exit(1);
+}
+
+static void path_in(char *out, size_t len, const char *dir, const char *name)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+}
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0)
+			die("write");
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* 10,000 bytes in 100-byte writes, then pwrite, writev; read back in 4 KiB reads to EOF. */
+static void write_plain(const char *dir)
+{
+	char path[4096];
+	path_in(path, sizeof(path), dir, "plain.dat");
+	int fd = open(path, O_CREAT | O_TRUNC | O_RDWR, 0644);  /* MARK-OPEN-PLAIN */
+	if (fd < 0)
+		die("open");
+	memset(buf, 'a', sizeof(buf));
+	for (int i = 0; i < 100; i++)
+		write_all(fd, buf, 100);
+	if (pwrite(fd, buf, 500, 20000) != 500)
+		die("pwrite");
+	struct iovec iov[2] = { { buf, 300 }, { buf + 300, 700 } };
+	if (writev(fd, iov, 2) != 1000)
+		die("writev");
+	if (fsync(fd) < 0)
+		die("fsync");
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		die("lseek");
+	ssize_t r;
+	while ((r = read(fd, buf, 4096)) > 0)
+		;
+	if (pread(fd, buf, 1234, 100) != 1234)
+		die("pread");
+	struct iovec riov[2] = { { buf, 10 }, { buf + 10, 20 } };
+	if (readv(fd, riov, 2) != 0)  /* at the end: EOF */
+		die("readv");
+	close(fd);
+}
+
+static void read_plain(const char *dir)
+{
+	char path[4096];
+	path_in(path, sizeof(path), dir, "plain.dat");
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die("open");
+	while (read(fd, buf, 3000) > 0)
+		;
+	close(fd);
+}
+
+static void mode_plain(const char *dir)
+{
+	write_plain(dir);
+	read_plain(dir);
+}
+
+/* The same file through dup, dup2, dup3 and fcntl(F_DUPFD) copies. */
+static void mode_dup(const char *dir)
+{
+	char path[4096];
+	path_in(path, sizeof(path), dir, "dup.dat");
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	if (fd < 0)
+		die("open");
+	int a = dup(fd);
+	int b = dup2(fd, 40);
+	int c = dup3(fd, 41, O_CLOEXEC);
+	int d = fcntl(fd, F_DUPFD, 50);
+	if (a < 0 || b != 40 || c != 41 || d < 50)
+		die("dup");
+	close(fd);
+	memset(buf, 'd', 1000);
+	write_all(a, buf, 111);
+	write_all(b, buf, 222);
+	write_all(c, buf, 333);
+	write_all(d, buf, 444);
+	close(a);
+	close(b);
+	close(c);
+	close(d);
+	/* The number is reused for another file: its bytes must not go to dup.dat. */
+	path_in(path, sizeof(path), dir, "other.dat");
+	int e = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	if (e < 0)
+		die("open");
+	if (dup2(e, 40) != 40)
+		die("dup2");
+	write_all(40, buf, 55);
+	close(40);
+	close(e);
+}
+
+/* stdio: bytes handed to stdio reach the file when it is flushed. */
+static void mode_stdio(const char *dir)
+{
+	char path[4096];
+	path_in(path, sizeof(path), dir, "stdio.txt");
+	FILE *f = fopen(path, "w");
+	if (!f)
+		die("fopen");
+	for (int i = 0; i < 500; i++)
+		fprintf(f, "line %d of the stdio test\n", i);
+	fputs("a line by fputs\n", f);
+	fputc('x', f);
+	putc('\n', f);
+	memset(buf, 's', 5000);
+	fwrite(buf, 1, 5000, f);
+	fwrite(buf, 100, 7, f);
+	fputc('\n', f);
+	fflush(f);
+	fclose(f);
+
+	f = fopen(path, "r");
+	if (!f)
+		die("fopen");
+	char line[256];
+	for (int i = 0; i < 100 && fgets(line, sizeof(line), f); i++)
+		;
+	for (int i = 0; i < 10; i++)
+		fgetc(f);
+	char *lp = NULL;
+	size_t cap = 0;
+	for (int i = 0; i < 50 && getline(&lp, &cap, f) > 0; i++)
+		;
+	free(lp);
+	while (fread(buf, 1, 1000, f) > 0)
+		;
+	fclose(f);
+	printf("stdio done\n");
+	puts("puts line");
+}
+
+static void exchange(int a, int b, size_t n)
+{
+	memset(buf, 'p', n);
+	size_t got = 0;
+	write_all(a, buf, n);
+	while (got < n) {
+		ssize_t r = read(b, buf, n - got);
+		if (r <= 0)
+			die("read");
+		got += (size_t)r;
+	}
+}
+
+static void mode_socketpair(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0)
+		die("socketpair");
+	exchange(sv[0], sv[1], 7000);
+	memset(buf, 'q', 300);
+	if (send(sv[1], buf, 300, 0) != 300)
+		die("send");
+	if (recv(sv[0], buf, 300, MSG_WAITALL) != 300)
+		die("recv");
+	struct iovec iov = { buf, 123 };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	if (sendmsg(sv[0], &m, 0) != 123)
+		die("sendmsg");
+	if (recvmsg(sv[1], &m, MSG_WAITALL) != 123)
+		die("recvmsg");
+	shutdown(sv[0], SHUT_WR);
+	if (read(sv[1], buf, 10) != 0)  /* EOF */
+		die("read eof");
+	close(sv[0]);
+	close(sv[1]);
+
+	int p[2];
+	if (pipe(p) < 0)
+		die("pipe");
+	exchange(p[1], p[0], 5000);
+	close(p[1]);
+	if (read(p[0], buf, 10) != 0)
+		die("pipe eof");
+	close(p[0]);
+}
+
+/* A loopback TCP connection the program serves itself (small enough for socket buffers). */
+static void mode_tcp(void)
+{
+	int ls = socket(AF_INET, SOCK_STREAM, 0);
+	if (ls < 0)
+		die("socket");
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	if (bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(ls, 4) < 0 ||
+	    getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
+		die("listen");
+	int c = socket(AF_INET, SOCK_STREAM, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die("connect");
+	int s = accept(ls, NULL, NULL);
+	if (s < 0)
+		die("accept");
+	exchange(c, s, 20000);  /* client -> server */
+	memset(buf, 'r', 3000);
+	if (send(s, buf, 3000, 0) != 3000)
+		die("send");
+	size_t got = 0;
+	while (got < 3000) {
+		ssize_t r = recv(c, buf, sizeof(buf), 0);
+		if (r <= 0)
+			die("recv");
+		got += (size_t)r;
+	}
+	close(c);
+	if (read(s, buf, 100) != 0)  /* the client closed: EOF */
+		die("eof");
+	close(s);
+	close(ls);
+}
+
+/* Failing calls and EOF; errno as each call left it, printed for comparison. */
+static void mode_errors(const char *dir)
+{
+	char path[4096];
+	errno = 0;
+	ssize_t r = read(-1, buf, 10);
+	printf("read(-1) = %zd errno %d\n", r, errno);
+	r = write(999, buf, 10);
+	printf("write(999) = %zd errno %d\n", r, errno);
+	path_in(path, sizeof(path), dir, "missing/none.txt");
+	int fd = open(path, O_RDONLY);
+	printf("open(missing) = %d errno %d\n", fd, errno);
+	FILE *f = fopen(path, "r");
+	printf("fopen(missing) = %s errno %d\n", f ? "FILE" : "NULL", errno);
+	errno = 1234;
+	path_in(path, sizeof(path), dir, "empty.txt");
+	fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	printf("open(empty) ok %d errno %d\n", fd >= 0, errno);
+	r = read(fd, buf, 10);
+	printf("read(empty) = %zd errno %d\n", r, errno);
+	errno = 77;
+	close(fd);
+	printf("close ok errno %d\n", errno);
+	r = close(fd);
+	printf("close again = %zd errno %d\n", r, errno);
+	errno = 0;
+	off_t o = lseek(0, 0, 99);
+	printf("lseek bad whence = %ld errno %d\n", (long)o, errno);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors DIR\n");
+		return 2;
+	}
+	const char *mode = argv[1], *dir = argc > 2 ? argv[2] : ".";
+	if (!strcmp(mode, "plain"))
+		mode_plain(dir);
+	else if (!strcmp(mode, "dup"))
+		mode_dup(dir);
+	else if (!strcmp(mode, "stdio"))
+		mode_stdio(dir);
+	else if (!strcmp(mode, "socketpair"))
+		mode_socketpair();
+	else if (!strcmp(mode, "tcp"))
+		mode_tcp();
+	else if (!strcmp(mode, "errors"))
+		mode_errors(dir);
+	else
+		return 2;
+	return 0;
+}
