@@ -111,3 +111,60 @@ install: all
 
 clean:
 	rm -rf build build-asan
+
+# ---- CUDA (issue 5) ---------------------------------------------------------------------------
+# The fake driver and the driver-API test programs need no toolkit; the runtime-API, NVTX and
+# CUPTI tests are built only where /usr/local/cuda (or CUDA_HOME) has nvcc and the headers.
+# `make e2e` builds them all first; tests/e2e/test_cuda.c skips what is not there.
+CUDA_HOME ?= /usr/local/cuda
+NVCC      := $(wildcard $(CUDA_HOME)/bin/nvcc)
+CUDA_INC  := $(wildcard $(CUDA_HOME)/include/cupti_activity.h)
+CUDA_OUT  := $(BUILD)/cuda
+CUDA_TARGETS := $(CUDA_OUT)/libcuda.so.1 $(CUDA_OUT)/drv_test $(CUDA_OUT)/drv_direct \
+		$(CUDA_OUT)/dlsym_next
+ifneq ($(CUDA_INC),)
+CUDA_TARGETS += $(CUDA_OUT)/nvtx_test $(CUDA_OUT)/cupti_convert_test
+endif
+ifneq ($(NVCC),)
+CUDA_TARGETS += $(CUDA_OUT)/rt_shared $(CUDA_OUT)/rt_static
+endif
+
+.PHONY: cuda-progs gpu-check bench-cuda
+cuda-progs: $(CUDA_TARGETS)
+e2e: cuda-progs
+
+# -Bsymbolic: the fake's calls to its own functions never reach the preloaded hooks.
+$(CUDA_OUT)/libcuda.so.1: tests/cuda/fake_cuda.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(WARN) -fPIC -shared -fvisibility=hidden -pthread -Wl,-Bsymbolic \
+		-Wl,-soname,libcuda.so.1 $< -o $@
+$(CUDA_OUT)/drv_test: tests/cuda/drv_test.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 $(WARN) $< -o $@ -ldl
+$(CUDA_OUT)/dlsym_next: tests/cuda/dlsym_next.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 $(WARN) $< -o $@ -ldl
+$(CUDA_OUT)/drv_direct: tests/cuda/drv_test.c $(CUDA_OUT)/libcuda.so.1
+	$(CC) -g -O0 $(WARN) -DLINKED $< -o $@ -L$(CUDA_OUT) -l:libcuda.so.1 -Wl,-rpath,'$$ORIGIN' -ldl
+$(CUDA_OUT)/nvtx_test: tests/cuda/nvtx_test.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -Wall -Wextra -I$(CUDA_HOME)/include $< -o $@ -ldl
+$(CUDA_OUT)/cupti_convert_test: tests/cuda/cupti_convert_test.c preload/cupti_convert.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 $(WARN) -std=gnu11 -D_GNU_SOURCE -Ishared -iquote preload -I$(CUDA_HOME)/include \
+		tests/cuda/cupti_convert_test.c preload/cupti_convert.c -o $@ -ldl
+$(CUDA_OUT)/rt_shared: tests/cuda/rt_test.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -cudart shared -o $@ $<
+$(CUDA_OUT)/rt_static: tests/cuda/rt_test.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -o $@ $<
+
+# The end-to-end CUDA checks against a real driver, where nvidia-smi works.
+gpu-check: all cuda-progs $(BUILD)/test-e2e
+	@if nvidia-smi >/dev/null 2>&1; then \
+		PROF_BUILD=$(abspath $(BUILD)) PROF_GPU=1 $(BUILD)/test-e2e --filter 'cuda_gpu/*'; \
+	else echo "gpu-check: no working GPU (nvidia-smi failed): skipped"; fi
+
+bench-cuda: all $(CUDA_OUT)/libcuda.so.1
+	bench/cuda.sh

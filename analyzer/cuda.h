@@ -1,5 +1,9 @@
 /* Analysis of CUDA activity (API calls, kernels, copies, device memory, NVTX): fed record by
- * record by process_load(), reported by report.c, leaks.c, flame.c and `prof kernels`. */
+ * record by process_load(), reported by report.c, leaks.c, flame.c and `prof kernels`.
+ *
+ * Durations are summarised in log-linear histograms (64 buckets per power of two, so a median
+ * is within 1.6% of the true one) with exact count, min, max, mean and stddev; rows with at
+ * most CUDA_EXACT values keep them all and report the exact median. */
 #ifndef PROF_ANALYZER_CUDA_H
 #define PROF_ANALYZER_CUDA_H
 
@@ -7,11 +11,90 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "prof_format.h"
+#include "u64map.h"
+
 struct process;
 struct trace_event;
 
+#define CUDA_EXACT 64
+struct cuda_hist {
+	uint64_t n, min, max;
+	double sum, sumsq;
+	uint64_t exact[CUDA_EXACT];
+	uint32_t *buckets;  /* allocated once n passes CUDA_EXACT */
+};
+int cuda_hist_add(struct cuda_hist *h, uint64_t v);
+uint64_t cuda_hist_median(const struct cuda_hist *h);
+uint64_t cuda_hist_stddev(const struct cuda_hist *h);
+void cuda_hist_free(struct cuda_hist *h);
+
+struct cuda_api_row {
+	uint32_t name;
+	unsigned layer;
+	uint64_t errors;
+	struct cuda_hist h;
+};
+
+struct cuda_kernel_row {
+	uint32_t name;           /* CUDA_NAME id (0: unknown) */
+	int graph;
+	uint32_t grid[3], block[3];
+	uint64_t launches;
+	unsigned timing;         /* best source seen: enum prof_cuda_timing */
+	struct cuda_hist h;      /* GPU durations of the timed launches */
+};
+
+struct cuda_copy_row {
+	uint64_t count, bytes, timed;
+	unsigned timing;
+	struct cuda_hist h;
+};
+
+struct cuda_nvtx_row {
+	char *message;
+	uint32_t domain;
+	unsigned kind;
+	struct cuda_hist h;
+};
+
+struct cuda_gpu_ev {
+	uint64_t corr, start, end, bytes;
+	uint32_t name, grid[3], block[3];
+	uint16_t activity, copy_kind;
+	uint8_t timing, cupti_corr;
+};
+
 struct cuda_stats {
 	uint64_t records;  /* records of this family seen */
+	struct u64map names;     /* id -> struct cuda_name_ent */
+	struct u64map api;       /* name id -> struct cuda_api_row */
+	struct u64map launches;  /* corr -> struct cuda_launch */
+	struct u64map copies;    /* corr -> struct cuda_copy */
+	struct u64map xcorr;     /* CUPTI corr -> our corr */
+	struct u64map corr_layers; /* corr -> bit 0 runtime call seen, bit 1 driver call seen */
+	struct cuda_gpu_ev *gpu;
+	size_t ngpu, gpu_cap;
+	/* device memory */
+	struct u64map live;      /* ptr -> struct cuda_block */
+	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
+	uint64_t leaked_bytes, leaked_blocks;
+	uint64_t last_free_ptr, last_free_corr;
+	/* NVTX */
+	struct u64map nvtx;      /* hash(domain, message) -> struct cuda_nvtx_row */
+	/* timing */
+	unsigned timing;
+	char *timing_detail;
+	int have_state;
+	/* results, made by cuda_finish() */
+	struct cuda_kernel_row *kernels;
+	size_t nkernels;
+	uint64_t kernel_ns;      /* all timed kernel time */
+	struct cuda_copy_row copy[PROF_CUDA_COPY_KIND_COUNT];
+	struct u64map gpu_by_stack; /* launching stack -> GPU ns */
+	struct u64map leak_sites;   /* stack -> struct cuda_leak_site */
+	uint64_t correlated;        /* driver calls made inside a runtime call */
+	uint64_t api_ns;
 };
 
 void cuda_init(struct cuda_stats *s);
@@ -20,9 +103,15 @@ void cuda_free(struct cuda_stats *s);
 int cuda_on_record(struct process *p, const struct trace_event *ev);
 int cuda_finish(struct process *p);
 int cuda_has_data(const struct process *p);
+/* Name of an interned id ("" if unknown); kernel names demangled where they are mangled. */
+const char *cuda_name_str(const struct process *p, uint32_t id);
+const char *cuda_kernel_name(const struct process *p, const struct cuda_kernel_row *k);
+const char *cuda_timing_str(unsigned timing);
 /* The SPEC's "cuda" value of a process (always all its keys, empty when no data). */
 json_t *cuda_json(struct process *p, size_t top);
+json_t *cuda_kernels_json(struct process *p, size_t top);
 void cuda_print(FILE *out, struct process *p, size_t top, int frames);
+void cuda_kernels_print(FILE *out, struct process *p, size_t top);
 /* Device memory still allocated at exit, for `prof leaks`: JSON entries appended to leaks
  * (same shape as host ones, "kind": "device"), and the text records. */
 void cuda_leaks_json(struct process *p, json_t *leaks, size_t top);

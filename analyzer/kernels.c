@@ -3,16 +3,130 @@
 #include "commands.h"
 #include "cuda.h"
 #include "process.h"
+#include "report.h"
 
+#include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: prof kernels [options] TRACE...\n"
+		"The GPU kernel timing table of each process, sorted by total GPU time: launches,\n"
+		"total, average, median, min, max and stddev of the GPU time, share of all kernel\n"
+		"time, grid and block, and where the timing came from (cupti, events or none).\n\n"
+		"  --json       JSON: processes[].kernels[]\n"
+		"  --csv        comma-separated values, one row per kernel and process\n"
+		"  --top N      at most N kernels per process\n"
+		"  -o FILE      write to FILE instead of stdout\n"
+		"  -h, --help   this help\n");
+}
+
+static void csv_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', out);
+		fputc(*s, out);
+	}
+	fputc('"', out);
+}
+
+static void print_csv(FILE *out, struct process *p, size_t top)
+{
+	struct cuda_stats *s = &p->cuda;
+	for (size_t i = 0; i < s->nkernels && i < top; i++) {
+		const struct cuda_kernel_row *k = &s->kernels[i];
+		fprintf(out, "%u,", p->hdr.pid);
+		csv_str(out, cuda_kernel_name(p, k));
+		fprintf(out, ",%llu,%llu,%llu,%llu,%llu,%llu,%llu,%.2f,\"%u,%u,%u\",\"%u,%u,%u\",%s\n",
+			(unsigned long long)k->launches, (unsigned long long)k->h.sum,
+			(unsigned long long)(k->h.n ? k->h.sum / (double)k->h.n : 0),
+			(unsigned long long)cuda_hist_median(&k->h), (unsigned long long)k->h.min,
+			(unsigned long long)k->h.max, (unsigned long long)cuda_hist_stddev(&k->h),
+			s->kernel_ns ? k->h.sum * 100.0 / (double)s->kernel_ns : 0.0,
+			k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
+			cuda_timing_str(k->timing));
+	}
+}
 
 int cmd_kernels(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: prof kernels [--json | --csv] TRACE...\n"
-		       "The GPU kernel timing table, sorted by total time.\n");
-		return 0;
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' }, { "csv", no_argument, NULL, 'c' },
+		{ "top", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int json = 0, csv = 0, c;
+	long top = -1;
+	const char *outfile = NULL;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = 1; break;
+		case 'c': csv = 1; break;
+		case 't': top = strtol(optarg, NULL, 10); break;
+		case 'o': outfile = optarg; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
 	}
-	prof_error("kernels: CUDA tracing is not recorded by this version");
-	return 1;
+	if (json && csv) {
+		prof_error("kernels: --json and --csv exclude each other");
+		return 2;
+	}
+	char **paths;
+	size_t n;
+	if (inputs_expand(argv + optind, argc - optind, &paths, &n) < 0)
+		return 1;
+	struct process *ps;
+	if (processes_load(paths, n, &ps) < 0) {
+		inputs_free(paths);
+		return 1;
+	}
+	inputs_free(paths);
+	FILE *out = outfile ? fopen(outfile, "w") : stdout;
+	if (!out) {
+		prof_error("%s: cannot write: %m", outfile);
+		processes_free(ps, n);
+		return 1;
+	}
+	size_t ntop = top < 0 ? SIZE_MAX : (size_t)top;
+	if (json) {
+		json_t *arr = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(arr, json_pack("{s:I,s:o,s:s,s:I,s:o}",
+				"pid", (json_int_t)ps[i].hdr.pid, "exe", jstr(ps[i].exe),
+				"timing", cuda_timing_str(ps[i].cuda.timing),
+				"gpu_ns", (json_int_t)ps[i].cuda.kernel_ns,
+				"kernels", cuda_kernels_json(&ps[i], ntop)));
+		json_t *doc = json_pack("{s:i,s:o}", "version", 1, "processes", arr);
+		json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		fputc('\n', out);
+		json_decref(doc);
+	} else if (csv) {
+		fprintf(out, "pid,name,launches,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,time_pct,grid,block,timing\n");
+		for (size_t i = 0; i < n; i++)
+			print_csv(out, &ps[i], ntop);
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			if (!ps[i].cuda.nkernels)
+				continue;
+			fprintf(out, "== Process %u (%s): GPU timing %s\n", ps[i].hdr.pid, ps[i].exe,
+				cuda_timing_str(ps[i].cuda.timing));
+			cuda_kernels_print(out, &ps[i], top < 0 ? SIZE_MAX : ntop);
+			fputc('\n', out);
+		}
+	}
+	int rc = 0;
+	if (fflush(out) != 0 || ferror(out)) {
+		prof_error("%s: write error", outfile ? outfile : "stdout");
+		rc = 1;
+	}
+	if (outfile)
+		fclose(out);
+	processes_free(ps, n);
+	return rc;
 }

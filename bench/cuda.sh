@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench/cuda.sh (`make bench-cuda`): what libprof adds per traced CUDA driver call, against the
+# fake driver (no GPU needed). Each call kind runs untraced, traced with PROF_CUDA_TIMING=none
+# (interception and records only) and traced with event-pair timing; medians of BENCH_ROUNDS
+# runs (default 5) of BENCH_CALLS calls (default 200000). Writes build/bench/cuda.txt.
+set -euo pipefail
+export LC_ALL=C
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+cd "$root"
+BUILD=${BUILD:-build}
+ROUNDS=${BENCH_ROUNDS:-5}
+CALLS=${BENCH_CALLS:-200000}
+lib=$root/$BUILD/libprof.so
+fake=$root/$BUILD/cuda
+[[ -f $lib && -f $fake/libcuda.so.1 ]] || { echo "bench: build first (make all cuda-progs)" >&2; exit 1; }
+mkdir -p "$BUILD/bench"
+bin=$BUILD/bench/cuda_bench
+cc -O2 -g -Wall -Wextra -Werror bench/cuda_bench.c -o "$bin" -L"$fake" -l:libcuda.so.1 -Wl,-rpath,"$fake"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+run() {  # kind mode -> ns/call
+	local kind=$1 mode=$2 i
+	for ((i = 0; i < ROUNDS; i++)); do
+		case $mode in
+		plain) "$bin" "$kind" "$CALLS" ;;
+		*) rm -f "$tmp"/*.trace
+		   PROF_CUDA_TIMING=$mode PROF_EVENTS=cuda PROF_OUTPUT="$tmp/b.%p.trace" \
+			LD_PRELOAD=$lib "$bin" "$kind" "$CALLS" ;;
+		esac
+	done | median
+}
+
+out=$BUILD/bench/cuda.txt
+{
+	echo "libprof CUDA driver-call overhead, fake driver, $CALLS calls, median of $ROUNDS runs"
+	echo "host: $(nproc) CPUs, $(uname -r)"
+	printf '%-8s %12s %14s %14s %14s %14s\n' call plain_ns traced_ns added_ns events_ns added_ns
+	for kind in init memset launch; do
+		p=$(run "$kind" plain)
+		t=$(run "$kind" none)
+		e=$(run "$kind" events)
+		printf '%-8s %12.1f %14.1f %14.1f %14.1f %14.1f\n' "$kind" "$p" "$t" \
+			"$(echo "$t - $p" | bc -l)" "$e" "$(echo "$e - $p" | bc -l)"
+	done
+	echo "traced: PROF_CUDA_TIMING=none (API record, stack, launch/copy record);"
+	echo "events: plus an event pair per launch/memset, drained at each stream sync"
+} | tee "$out"

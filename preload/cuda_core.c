@@ -1,0 +1,488 @@
+/* The CUDA family's core: name interning, the call protocol every CUDA hook follows
+ * (correlation ids, stacks, the CUDA_API record), the records the hooks write, and the
+ * once-per-process activation that picks how GPU work is timed. */
+#include "cuda.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+__thread struct cuda_tls cuda_self;
+struct cuda_driver_fns cuda_drv;
+_Atomic int cuda_timing;  /* enum prof_cuda_timing */
+
+static _Atomic uint64_t next_corr = 1;
+static _Atomic uint32_t trace_gen = 1;  /* bumped in a fork child: names are written again */
+
+/* A spinlock that never enters a hooked function (pthread_mutex_* are hooked). */
+static void spin_lock(atomic_flag *f)
+{
+	while (atomic_flag_test_and_set_explicit(f, memory_order_acquire))
+		__builtin_ia32_pause();
+}
+
+static void spin_unlock(atomic_flag *f)
+{
+	atomic_flag_clear_explicit(f, memory_order_release);
+}
+
+/* ---- names ----------------------------------------------------------------------------- */
+
+#define NAME_SLOTS 16384u       /* power of two */
+#define NAME_ARENA (8u << 20)   /* bytes of name text, reserved (touched as used) */
+
+struct name_ent {
+	_Atomic uint64_t hash;   /* 0 = empty; published after str */
+	const char *str;
+	uint32_t len;
+	uint16_t kind;
+	_Atomic uint32_t gen;    /* trace_gen when its CUDA_NAME was written */
+};
+static struct name_ent names[NAME_SLOTS];
+static _Atomic uint32_t name_count;
+static atomic_flag name_lock = ATOMIC_FLAG_INIT;
+static char *arena;
+static size_t arena_used;
+
+static uint64_t hash_str(const char *s, size_t len, unsigned kind)
+{
+	uint64_t h = 1469598103934665603ull ^ kind;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+	return h | 1;
+}
+
+static void write_name(uint32_t id)
+{
+	struct name_ent *e = &names[id - 1];
+	uint32_t gen = atomic_load_explicit(&trace_gen, memory_order_relaxed);
+	if (atomic_load_explicit(&e->gen, memory_order_relaxed) == gen ||
+	    atomic_exchange(&e->gen, gen) == gen)
+		return;
+	struct prof_thread *th = prof_thread_get();
+	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_cuda_name) + e->len + 1));
+	th->in_hook++;
+	struct prof_rec_cuda_name *r = prof_reserve(th, size);
+	if (r) {
+		r->id = id;
+		r->pad = 0;
+		memset(r->name, 0, size - sizeof(*r));
+		memcpy(r->name, e->str, e->len);
+		prof_commit(r, PROF_REC_CUDA_NAME, e->kind, size, prof_now());
+	}
+	th->in_hook--;
+}
+
+/* Id of the interned string (slot index + 1), inserting it; 0 when full. */
+static uint32_t intern(const char *s, unsigned kind)
+{
+	size_t len = strnlen(s, 4000);
+	uint64_t h = hash_str(s, len, kind);
+	uint32_t i = (uint32_t)h & (NAME_SLOTS - 1);
+	for (uint32_t n = 0; n < NAME_SLOTS; n++, i = (i + 1) & (NAME_SLOTS - 1)) {
+		uint64_t k = atomic_load_explicit(&names[i].hash, memory_order_acquire);
+		if (k == 0) {
+			spin_lock(&name_lock);
+			if (atomic_load_explicit(&names[i].hash, memory_order_relaxed) != 0) {
+				spin_unlock(&name_lock);
+				n--;  /* taken meanwhile: look at this slot again */
+				i = (i - 1) & (NAME_SLOTS - 1);
+				continue;
+			}
+			if (!arena)
+				arena = mmap(NULL, NAME_ARENA, PROT_READ | PROT_WRITE,
+					     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+			if (arena == MAP_FAILED || arena_used + len + 1 > NAME_ARENA ||
+			    atomic_load(&name_count) >= NAME_SLOTS * 3 / 4) {
+				if (arena == MAP_FAILED)
+					arena = NULL;
+				spin_unlock(&name_lock);
+				return 0;
+			}
+			char *copy = arena + arena_used;
+			memcpy(copy, s, len);
+			copy[len] = '\0';
+			arena_used += len + 1;
+			names[i].str = copy;
+			names[i].len = (uint32_t)len;
+			names[i].kind = (uint16_t)kind;
+			atomic_store_explicit(&names[i].hash, h, memory_order_release);
+			atomic_fetch_add(&name_count, 1);
+			spin_unlock(&name_lock);
+			return i + 1;
+		}
+		if (k == h && names[i].len == len && names[i].kind == kind &&
+		    !memcmp(names[i].str, s, len))
+			return i + 1;
+	}
+	return 0;
+}
+
+uint32_t cuda_name(const char *name, unsigned kind)
+{
+	if (!name)
+		return 0;
+	uint32_t id = intern(name, kind);
+	if (id)
+		write_name(id);
+	return id;
+}
+
+uint32_t cuda_name_static(uint32_t *slot, const char *name, unsigned kind)
+{
+	uint32_t id = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	if (unlikely(!id)) {
+		id = intern(name, kind);
+		__atomic_store_n(slot, id, __ATOMIC_RELAXED);
+	}
+	if (id && unlikely(atomic_load_explicit(&names[id - 1].gen, memory_order_relaxed) !=
+			   atomic_load_explicit(&trace_gen, memory_order_relaxed)))
+		write_name(id);
+	return id;
+}
+
+/* ---- kernel handles -> names ----------------------------------------------------------- */
+
+#define HANDLE_SLOTS 65536u
+
+static struct {
+	_Atomic uint64_t key;   /* handle; 0 empty */
+	_Atomic uint32_t name;
+} handles[HANDLE_SLOTS];
+
+static uint32_t handle_hash(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	return (uint32_t)h & (HANDLE_SLOTS - 1);
+}
+
+void cuda_handle_set(uint64_t handle, uint32_t name)
+{
+	if (!handle || !name)
+		return;
+	uint32_t i = handle_hash(handle);
+	for (uint32_t n = 0; n < HANDLE_SLOTS / 2; n++, i = (i + 1) & (HANDLE_SLOTS - 1)) {
+		uint64_t k = atomic_load_explicit(&handles[i].key, memory_order_acquire);
+		if (k == handle) {
+			atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
+			return;
+		}
+		if (k == 0) {
+			uint64_t expected = 0;
+			atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
+			if (atomic_compare_exchange_strong(&handles[i].key, &expected, handle) ||
+			    expected == handle) {
+				atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
+				return;
+			}
+		}
+	}
+}
+
+uint32_t cuda_handle_name(uint64_t handle)
+{
+	if (!handle)
+		return 0;
+	uint32_t i = handle_hash(handle);
+	for (uint32_t n = 0; n < HANDLE_SLOTS / 2; n++, i = (i + 1) & (HANDLE_SLOTS - 1)) {
+		uint64_t k = atomic_load_explicit(&handles[i].key, memory_order_acquire);
+		if (k == handle) {
+			uint32_t id = atomic_load_explicit(&handles[i].name, memory_order_relaxed);
+			if (id)
+				write_name(id);  /* a fork child's trace needs it again */
+			return id;
+		}
+		if (k == 0)
+			return 0;
+	}
+	return 0;
+}
+
+/* ---- the call protocol ----------------------------------------------------------------- */
+
+int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, unsigned layer,
+		    uintptr_t call_site)
+{
+	struct prof_thread *th = prof_recording(PROF_EV_CUDA);
+	if (!th)
+		return 0;
+	int saved = errno;
+	th = prof_thread_get();
+	th->in_hook++;
+	struct cuda_tls *ct = &cuda_self;
+	c->th = th;
+	c->layer = layer;
+	c->name = cuda_name_static(name_slot, name, PROF_CUDA_NAME_API);
+	c->outer = ct->depth == 0;
+	if (c->outer) {
+		c->corr = atomic_fetch_add_explicit(&next_corr, 1, memory_order_relaxed);
+		c->stack = prof_stack_at(th, call_site);
+		ct->corr = c->corr;
+		ct->stack = c->stack;
+		if (cupti_active)
+			cupti_push_corr(c->corr);
+	} else {
+		c->corr = ct->corr;
+		c->stack = ct->stack;
+	}
+	ct->depth++;
+	th->in_hook--;
+	errno = saved;
+	c->t0 = prof_now();
+	return 1;
+}
+
+void cuda_call_end(struct cuda_call *c, int result)
+{
+	uint64_t t1 = prof_now();
+	int saved = errno;
+	struct prof_thread *th = c->th;
+	th->in_hook++;
+	struct prof_rec_cuda_api *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->duration_ns = t1 - c->t0;
+		r->corr = c->corr;
+		r->name = c->name;
+		r->result = result;
+		r->stack = c->stack;
+		r->pad = 0;
+		prof_commit(r, PROF_REC_CUDA_API, c->layer, sizeof(*r), c->t0);
+	}
+	struct cuda_tls *ct = &cuda_self;
+	if (ct->depth)
+		ct->depth--;
+	if (c->outer) {
+		ct->corr = 0;
+		if (cupti_active)
+			cupti_pop_corr();
+	}
+	th->in_hook--;
+	if (c->outer && unlikely(!atomic_load_explicit(&cuda_timing, memory_order_relaxed)))
+		cuda_activate();
+	errno = saved;
+}
+
+/* ---- records --------------------------------------------------------------------------- */
+
+void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream stream,
+		     const unsigned grid[3], const unsigned block[3], unsigned smem, int graph)
+{
+	struct prof_thread *th = c->th;
+	th->in_hook++;
+	struct prof_rec_cuda_launch *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->corr = c->corr;
+		r->function = func;
+		r->stream = (uint64_t)(uintptr_t)stream;
+		r->name = name;
+		r->stack = c->stack;
+		for (int i = 0; i < 3; i++) {
+			r->grid[i] = grid ? grid[i] : 0;
+			r->block[i] = block ? block[i] : 0;
+		}
+		r->shared_mem = smem;
+		r->graph = (uint32_t)graph;
+		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), prof_now());
+	}
+	th->in_hook--;
+}
+
+void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream stream, int async)
+{
+	struct prof_thread *th = c->th;
+	th->in_hook++;
+	struct prof_rec_cuda_copy *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->corr = c->corr;
+		r->bytes = bytes;
+		r->stream = (uint64_t)(uintptr_t)stream;
+		r->stack = c->stack;
+		r->kind = (uint16_t)kind;
+		r->async = (uint16_t)async;
+		prof_commit(r, PROF_REC_CUDA_COPY, c->layer, sizeof(*r), prof_now());
+	}
+	th->in_hook--;
+}
+
+void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned kind)
+{
+	struct prof_thread *th = c->th;
+	th->in_hook++;
+	struct prof_rec_cuda_malloc *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->corr = c->corr;
+		r->ptr = ptr;
+		r->size = size;
+		r->stack = c->stack;
+		r->kind = kind;
+		prof_commit(r, PROF_REC_CUDA_MALLOC, c->layer, sizeof(*r), prof_now());
+	}
+	th->in_hook--;
+}
+
+/* Timed before the memory is released, so a reuse of the address sorts after it. */
+void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
+{
+	struct prof_thread *th = c->th;
+	th->in_hook++;
+	struct prof_rec_cuda_free *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->corr = c->corr;
+		r->ptr = ptr;
+		r->kind = kind;
+		r->pad = 0;
+		prof_commit(r, PROF_REC_CUDA_FREE, c->layer, sizeof(*r), c->t0);
+	}
+	th->in_hook--;
+}
+
+/* From any thread (CUPTI's, or whichever drains event pairs). */
+void cuda_rec_gpu(unsigned timing, uint64_t start, uint64_t end, uint64_t corr, int cupti_corr,
+		  unsigned activity, unsigned copy_kind, uint64_t bytes, uint32_t name,
+		  uint32_t device, uint32_t stream, const uint32_t grid[3], const uint32_t block[3])
+{
+	if (!prof_enabled(PROF_EV_CUDA))
+		return;
+	struct prof_thread *th = prof_thread_get();
+	th->in_hook++;
+	struct prof_rec_cuda_gpu *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->start = start;
+		r->end = end;
+		r->corr = corr;
+		r->bytes = bytes;
+		r->name = name;
+		r->activity = (uint16_t)activity;
+		r->copy_kind = (uint16_t)copy_kind;
+		r->device = device;
+		r->stream = stream;
+		for (int i = 0; i < 3; i++) {
+			r->grid[i] = grid ? grid[i] : 0;
+			r->block[i] = block ? block[i] : 0;
+		}
+		prof_commit(r, PROF_REC_CUDA_GPU, timing | (cupti_corr ? PROF_CUDA_GPU_CUPTI_CORR : 0),
+			    sizeof(*r), prof_now());
+	}
+	th->in_hook--;
+}
+
+void cuda_rec_state(unsigned timing, int result, uint32_t version, const char *detail)
+{
+	struct prof_thread *th = prof_thread_get();
+	size_t len = strnlen(detail, 1000);
+	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_cuda_state) + len + 1));
+	th->in_hook++;
+	struct prof_rec_cuda_state *r = prof_reserve(th, size);
+	if (r) {
+		r->timing = timing;
+		r->result = result;
+		r->cupti_version = version;
+		r->pad = 0;
+		memset(r->detail, 0, size - sizeof(*r));
+		memcpy(r->detail, detail, len);
+		prof_commit(r, PROF_REC_CUDA_STATE, 0, size, prof_now());
+	}
+	th->in_hook--;
+}
+
+/* ---- activation ------------------------------------------------------------------------ */
+
+static atomic_flag activating = ATOMIC_FLAG_INIT;
+static char state_detail[512];
+static int state_result;
+static uint32_t state_version;
+
+/* Registered (atexit) only once CUDA is initialised, so it runs before CUDA's own teardown
+ * handlers, and before libprof's final on_exit handler closes the trace. */
+static void cuda_at_exit(void)
+{
+	if (!prof_enabled(PROF_EV_CUDA))
+		return;
+	struct prof_thread *th = prof_thread_get();
+	int saved = errno;
+	th->in_hook++;
+	if (cupti_active)
+		cupti_flush();
+	else
+		cuda_events_drain(1);
+	th->in_hook--;
+	errno = saved;
+}
+
+/* The libcuda the program loaded (never loads one itself). */
+void cuda_driver_resolve_fns(void)
+{
+	if (cuda_drv.cuEventRecord)
+		return;
+	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return;
+#define RESOLVE(field, sym) cuda_drv.field = (__typeof__(cuda_drv.field))cuda_real_dlsym(h, sym)
+	RESOLVE(cuEventCreate, "cuEventCreate");
+	RESOLVE(cuEventDestroy, "cuEventDestroy_v2");
+	RESOLVE(cuEventQuery, "cuEventQuery");
+	RESOLVE(cuEventSynchronize, "cuEventSynchronize");
+	RESOLVE(cuEventElapsedTime, "cuEventElapsedTime");
+	RESOLVE(cuCtxGetCurrent, "cuCtxGetCurrent");
+	RESOLVE(cuStreamIsCapturing, "cuStreamIsCapturing");
+	RESOLVE(cuFuncGetName, "cuFuncGetName");
+	RESOLVE(cuKernelGetName, "cuKernelGetName");
+	RESOLVE(cuEventRecord, "cuEventRecord");  /* last: its being set means all were tried */
+#undef RESOLVE
+	dlclose(h);
+}
+
+void cuda_activate(void)
+{
+	if (atomic_load(&cuda_timing) || atomic_flag_test_and_set(&activating))
+		return;
+	struct prof_thread *th = prof_thread_get();
+	th->in_hook++;
+	cuda_driver_resolve_fns();
+	const char *want = getenv("PROF_CUDA_TIMING");
+	unsigned timing = PROF_CUDA_TIMING_NONE;
+	if (want && !strcmp(want, "none")) {
+		snprintf(state_detail, sizeof(state_detail), "PROF_CUDA_TIMING=none");
+	} else if (want && !strcmp(want, "events")) {
+		snprintf(state_detail, sizeof(state_detail), "PROF_CUDA_TIMING=events");
+		timing = PROF_CUDA_TIMING_EVENTS;
+	} else if (cupti_start(state_detail, sizeof(state_detail), &state_result, &state_version) == 0) {
+		timing = PROF_CUDA_TIMING_CUPTI;
+	} else {
+		timing = PROF_CUDA_TIMING_EVENTS;
+	}
+	if (timing == PROF_CUDA_TIMING_EVENTS && !cuda_drv.cuEventRecord) {
+		size_t l = strlen(state_detail);
+		snprintf(state_detail + l, sizeof(state_detail) - l, "%sno CUDA driver loaded",
+			 l ? "; " : "");
+		timing = PROF_CUDA_TIMING_NONE;
+	}
+	cuda_rec_state(timing, state_result, state_version, state_detail);
+	prof_dbg(1, "cuda: timing %s (%s)", timing == PROF_CUDA_TIMING_CUPTI ? "cupti" :
+		 timing == PROF_CUDA_TIMING_EVENTS ? "events" : "none", state_detail);
+	atexit(cuda_at_exit);
+	/* NONE is 0: keep a non-zero "activated" value apart from the timing kind. */
+	atomic_store(&cuda_timing, (int)timing | 0x100);
+	th->in_hook--;
+}
+
+/* A fork child writes a trace of its own: every name is written to it again on use; CUDA
+ * itself is unusable in a fork child, so pending GPU work is forgotten. */
+static void cuda_fork_child(void)
+{
+	atomic_fetch_add(&trace_gen, 1);
+	cuda_self.depth = 0;
+	cuda_self.corr = 0;
+	cuda_events_fork_child();
+}
+
+__attribute__((constructor)) static void cuda_core_init(void)
+{
+	pthread_atfork(NULL, NULL, cuda_fork_child);
+}

@@ -1,0 +1,102 @@
+/* CUPTI record conversion: activity records built by hand with the toolkit's own structs
+ * (CUpti_ActivityKernel10, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, External-
+ * Correlation), walked by the real cuptiActivityGetNextRecord (no driver needed), and each
+ * converted by libprof's cupti_convert(). Exit 0 pass, 1 fail, 77 libcupti not found. */
+#include <cupti.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cupti_convert.h"
+#include "prof_format.h"
+
+static int failures;
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
+
+int main(void)
+{
+	void *h = dlopen("libcupti.so.13", RTLD_NOW);
+	if (!h)
+		h = dlopen("/usr/local/cuda/lib64/libcupti.so", RTLD_NOW);
+	if (!h) {
+		printf("libcupti not found: skipped\n");
+		return 77;
+	}
+	CUptiResult (*next)(uint8_t *, size_t, CUpti_Activity **) =
+		(CUptiResult (*)(uint8_t *, size_t, CUpti_Activity **))dlsym(h, "cuptiActivityGetNextRecord");
+	if (!next)
+		return 1;
+	static _Alignas(8) uint8_t buf[4096];
+	size_t used = 0;
+	CUpti_ActivityKernel10 *k = (void *)(buf + used);
+	memset(k, 0, sizeof(*k));
+	k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	k->start = 1000;
+	k->end = 5000;
+	k->deviceId = 1;
+	k->streamId = 7;
+	k->gridX = 4; k->gridY = 2; k->gridZ = 1;
+	k->blockX = 128; k->blockY = 1; k->blockZ = 1;
+	k->correlationId = 42;
+	k->name = "_Z5scaleIfEvPT_i";
+	used += sizeof(*k);
+	CUpti_ActivityMemcpy6 *m = (void *)(buf + used);
+	memset(m, 0, sizeof(*m));
+	m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+	m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+	m->bytes = 1 << 20;
+	m->start = 6000;
+	m->end = 9000;
+	m->correlationId = 43;
+	used += sizeof(*m);
+	CUpti_ActivityMemcpyPtoP4 *pp = (void *)(buf + used);
+	memset(pp, 0, sizeof(*pp));
+	pp->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+	pp->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+	pp->bytes = 4096;
+	pp->start = 10000;
+	pp->end = 11000;
+	pp->correlationId = 44;
+	used += sizeof(*pp);
+	CUpti_ActivityMemset4 *s = (void *)(buf + used);
+	memset(s, 0, sizeof(*s));
+	s->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	s->bytes = 512;
+	s->start = 12000;
+	s->end = 12500;
+	s->correlationId = 45;
+	used += sizeof(*s);
+	CUpti_ActivitySynchronization2 *y = (void *)(buf + used);
+	memset(y, 0, sizeof(*y));
+	y->kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+	y->start = 13000;
+	y->end = 14000;
+	y->correlationId = 46;
+	used += sizeof(*y);
+	CUpti_ActivityExternalCorrelation *x = (void *)(buf + used);
+	memset(x, 0, sizeof(*x));
+	x->kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+	x->externalKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
+	x->externalId = 777;
+	x->correlationId = 42;
+	used += sizeof(*x);
+
+	struct cupti_out o[8];
+	int n = 0;
+	CUpti_Activity *rec = NULL;
+	while (n < 8 && next(buf, used, &rec) == CUPTI_SUCCESS)
+		CHECK(cupti_convert(rec, &o[n++]) == 0);
+	CHECK(n == 6);
+	CHECK(o[0].type == PROF_REC_CUDA_GPU && o[0].activity == PROF_CUDA_ACT_KERNEL);
+	CHECK(o[0].start == 1000 && o[0].end == 5000 && o[0].corr == 42 && o[0].device == 1 && o[0].stream == 7);
+	CHECK(o[0].grid[0] == 4 && o[0].grid[1] == 2 && o[0].block[0] == 128);
+	CHECK(o[0].name && !strcmp(o[0].name, "_Z5scaleIfEvPT_i"));
+	CHECK(o[1].activity == PROF_CUDA_ACT_COPY && o[1].copy_kind == PROF_CUDA_COPY_DTOH);
+	CHECK(o[1].bytes == (1 << 20) && o[1].start == 6000 && o[1].end == 9000 && o[1].corr == 43);
+	CHECK(o[2].copy_kind == PROF_CUDA_COPY_PTOP && o[2].bytes == 4096 && o[2].corr == 44);
+	CHECK(o[3].copy_kind == PROF_CUDA_COPY_MEMSET && o[3].bytes == 512 && o[3].corr == 45);
+	CHECK(o[4].activity == PROF_CUDA_ACT_SYNC && o[4].start == 13000 && o[4].corr == 46);
+	CHECK(o[5].type == PROF_REC_CUDA_XCORR && o[5].ext_id == 777 && o[5].corr == 42);
+	printf("%d records converted, %d failures\n", n, failures);
+	return failures != 0;
+}
