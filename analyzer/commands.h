@@ -3,7 +3,11 @@
 #ifndef PROF_COMMANDS_H
 #define PROF_COMMANDS_H
 
+#include <jansson.h>
 #include <stddef.h>
+#include <stdio.h>
+
+struct process;
 
 int cmd_report(int argc, char **argv);
 int cmd_leaks(int argc, char **argv);
@@ -16,6 +20,20 @@ int cmd_kernels(int argc, char **argv);
  * and returns -1 (nothing given, nothing found, unreadable). Free with inputs_free(). */
 int inputs_expand(char *const *args, int nargs, char ***out, size_t *count);
 void inputs_free(char **paths);
+
+/* A command's inputs and output. cmd_open() loads the processes of the TRACE arguments and
+ * opens outfile (stdout if NULL), or says why not and returns -1. cmd_write_json() writes
+ * {"version": 1, "processes": processes} (taking the reference). cmd_close() reports a write
+ * error (then returns 1, else rc), closes and frees. */
+struct cmd_io {
+	struct process *ps;
+	size_t n;
+	FILE *out;
+	const char *outfile;
+};
+int cmd_open(struct cmd_io *io, char *const *args, int nargs, const char *outfile);
+void cmd_write_json(struct cmd_io *io, json_t *processes);
+int cmd_close(struct cmd_io *io, int rc);
 
 /* "prof: " + message, on stderr. */
 void prof_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -193,15 +193,12 @@ int cmd_flame(int argc, char **argv)
 	} else if (by && !strcmp(by, "bytes") && strcmp(kind->unit, "bytes")) {
 		unit = "bytes";
 	}
-	char **paths;
-	size_t n;
-	struct process *ps;
-	if (inputs_expand(argv + optind, argc - optind, &paths, &n) < 0)
+	struct cmd_io io;
+	if (cmd_open(&io, argv + optind, argc - optind, outfile) < 0)
 		return 1;
-	int loaded = processes_load(paths, n, &ps);
-	inputs_free(paths);
-	if (loaded < 0)
-		return 1;
+	struct process *ps = io.ps;
+	size_t n = io.n;
+	FILE *out = io.out;
 	struct sample_set ss = { 0 };
 	int rc = 0;
 	for (size_t i = 0; kind->collect && i < n && rc == 0; i++) {
@@ -220,21 +217,14 @@ int cmd_flame(int argc, char **argv)
 	if (rc == 0 && ss.n == 0)
 		prof_error("note: no %s data in these traces%s", kind->name,
 			   kind->collect ? "" : " (this event family is not recorded by this version)");
-	FILE *out = outfile ? fopen(outfile, "w") : stdout;
-	if (!out) {
-		prof_error("%s: cannot write: %m", outfile);
-		rc = -1;
-	} else if (rc == 0) {
+	if (rc == 0) {
 		int w = folded ? flame_write_folded(out, ss.v, ss.n)
 			       : flame_write_svg(out, ss.v, ss.n, title ? title : ktitle, unit);
-		if (w < 0 || fflush(out) != 0) {
-			prof_error("%s: write error", outfile ? outfile : "stdout");
-			rc = -1;
-		}
+		if (w < 0 && !ferror(out))
+			prof_error("out of memory");
+		if (w < 0)
+			rc = -1;  /* a write error: cmd_close() says so */
 	}
-	if (out && outfile)
-		fclose(out);
 	free_samples(&ss);
-	processes_free(ps, n);
-	return rc < 0 ? 1 : 0;
+	return cmd_close(&io, rc < 0 ? 1 : 0);
 }

@@ -77,22 +77,12 @@ int cmd_kernels(int argc, char **argv)
 		prof_error("kernels: --json and --csv exclude each other");
 		return 2;
 	}
-	char **paths;
-	size_t n;
-	if (inputs_expand(argv + optind, argc - optind, &paths, &n) < 0)
+	struct cmd_io io;
+	if (cmd_open(&io, argv + optind, argc - optind, outfile) < 0)
 		return 1;
-	struct process *ps;
-	if (processes_load(paths, n, &ps) < 0) {
-		inputs_free(paths);
-		return 1;
-	}
-	inputs_free(paths);
-	FILE *out = outfile ? fopen(outfile, "w") : stdout;
-	if (!out) {
-		prof_error("%s: cannot write: %m", outfile);
-		processes_free(ps, n);
-		return 1;
-	}
+	struct process *ps = io.ps;
+	size_t n = io.n;
+	FILE *out = io.out;
 	size_t ntop = top < 0 ? SIZE_MAX : (size_t)top;
 	if (json) {
 		json_t *arr = json_array();
@@ -102,10 +92,7 @@ int cmd_kernels(int argc, char **argv)
 				"timing", cuda_timing_str(ps[i].cuda.timing),
 				"gpu_ns", (json_int_t)ps[i].cuda.kernel_ns,
 				"kernels", cuda_kernels_json(&ps[i], ntop)));
-		json_t *doc = json_pack("{s:i,s:o}", "version", 1, "processes", arr);
-		json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		fputc('\n', out);
-		json_decref(doc);
+		cmd_write_json(&io, arr);
 	} else if (csv) {
 		fprintf(out, "pid,name,launches,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,time_pct,grid,block,timing\n");
 		for (size_t i = 0; i < n; i++)
@@ -120,13 +107,5 @@ int cmd_kernels(int argc, char **argv)
 			fputc('\n', out);
 		}
 	}
-	int rc = 0;
-	if (fflush(out) != 0 || ferror(out)) {
-		prof_error("%s: write error", outfile ? outfile : "stdout");
-		rc = 1;
-	}
-	if (outfile)
-		fclose(out);
-	processes_free(ps, n);
-	return rc;
+	return cmd_close(&io, 0);
 }

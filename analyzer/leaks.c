@@ -83,41 +83,21 @@ int cmd_leaks(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	char **paths;
-	size_t n;
-	struct process *ps;
-	if (inputs_expand(argv + optind, argc - optind, &paths, &n) < 0)
+	struct cmd_io io;
+	if (cmd_open(&io, argv + optind, argc - optind, outfile) < 0)
 		return 1;
-	int loaded = processes_load(paths, n, &ps);
-	inputs_free(paths);
-	if (loaded < 0)
-		return 1;
-	FILE *out = outfile ? fopen(outfile, "w") : stdout;
-	if (!out) {
-		prof_error("%s: cannot write: %m", outfile);
-		processes_free(ps, n);
-		return 1;
-	}
+	struct process *ps = io.ps;
+	size_t n = io.n;
+	FILE *out = io.out;
 	size_t limit = top < 0 ? SIZE_MAX : (size_t)top;
 	if (json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(arr, leaks_json(&ps[i], limit));
-		json_t *doc = json_pack("{s:i,s:o}", "version", 1, "processes", arr);
-		json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		fputc('\n', out);
-		json_decref(doc);
+		cmd_write_json(&io, arr);
 	} else {
 		for (size_t i = 0; i < n; i++)
 			leaks_text(out, &ps[i], limit, frames);
 	}
-	int rc = 0;
-	if (fflush(out) != 0 || ferror(out)) {
-		prof_error("%s: write error", outfile ? outfile : "stdout");
-		rc = 1;
-	}
-	if (outfile)
-		fclose(out);
-	processes_free(ps, n);
-	return rc;
+	return cmd_close(&io, 0);
 }

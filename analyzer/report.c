@@ -347,30 +347,17 @@ int cmd_report(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	char **paths;
-	size_t n;
-	if (inputs_expand(argv + optind, argc - optind, &paths, &n) < 0)
+	struct cmd_io io;
+	if (cmd_open(&io, argv + optind, argc - optind, outfile) < 0)
 		return 1;
-	struct process *ps;
-	if (processes_load(paths, n, &ps) < 0) {
-		inputs_free(paths);
-		return 1;
-	}
-	inputs_free(paths);
-	FILE *out = outfile ? fopen(outfile, "w") : stdout;
-	if (!out) {
-		prof_error("%s: cannot write: %m", outfile);
-		processes_free(ps, n);
-		return 1;
-	}
+	struct process *ps = io.ps;
+	size_t n = io.n;
+	FILE *out = io.out;
 	if (json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(arr, process_json(&ps[i], top < 0 ? SIZE_MAX : (size_t)top));
-		json_t *doc = json_pack("{s:i,s:o}", "version", 1, "processes", arr);
-		json_dumpf(doc, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		fputc('\n', out);
-		json_decref(doc);
+		cmd_write_json(&io, arr);
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			if (brief) {
@@ -392,13 +379,5 @@ int cmd_report(int argc, char **argv)
 				cuda_print(out, &ps[i], ntop, frames);
 		}
 	}
-	int rc = 0;
-	if (fflush(out) != 0 || ferror(out)) {
-		prof_error("%s: write error", outfile ? outfile : "stdout");
-		rc = 1;
-	}
-	if (outfile)
-		fclose(out);
-	processes_free(ps, n);
-	return rc;
+	return cmd_close(&io, 0);
 }

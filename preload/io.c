@@ -1034,8 +1034,9 @@ PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 	PRINTF_HOOK(stdout, REAL(__vprintf_chk)(flag, fmt, ap));
 }
 
-/* The variadic forms call the real va_list form: the same bytes, one record. */
-#define VA_PRINTF(f, last, call)                                                           \
+/* The variadic forms call the real va_list form: the same bytes, one record (record_call,
+ * which sees r, err_, t0 and t1). */
+#define VA_HOOK(last, call, record_call)                                                   \
 	do {                                                                               \
 		va_list ap;                                                                \
 		va_start(ap, last);                                                        \
@@ -1050,11 +1051,14 @@ PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 		uint64_t t1 = prof_now();                                                  \
 		va_end(ap);                                                                \
 		IO_END_BEGIN(th);                                                          \
-		record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1, RET_ADDR,     \
-			     FRAME_ADDR);                                                  \
+		record_call;                                                               \
 		IO_END_FINISH(th);                                                         \
 		return r;                                                                  \
 	} while (0)
+
+#define VA_PRINTF(f, last, call)                                                           \
+	VA_HOOK(last, call, record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1,   \
+					 RET_ADDR, FRAME_ADDR))
 
 PROF_EXPORT int fprintf(FILE *f, const char *fmt, ...)
 {
@@ -1078,24 +1082,8 @@ PROF_EXPORT int __printf_chk(int flag, const char *fmt, ...)
 
 /* dprintf writes to a descriptor directly (no stdio buffer). */
 #define VA_DPRINTF(fd, last, call)                                                         \
-	do {                                                                               \
-		va_list ap;                                                                \
-		va_start(ap, last);                                                        \
-		struct prof_thread *th = io_begin();                                       \
-		if (!th) {                                                                 \
-			int r0 = call;                                                     \
-			va_end(ap);                                                        \
-			return r0;                                                         \
-		}                                                                          \
-		uint64_t t0 = prof_now();                                                  \
-		int r = call;                                                              \
-		uint64_t t1 = prof_now();                                                  \
-		va_end(ap);                                                                \
-		IO_END_BEGIN(th);                                                          \
-		record(th, PROF_IO_DPRINTF, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR); \
-		IO_END_FINISH(th);                                                         \
-		return r;                                                                  \
-	} while (0)
+	VA_HOOK(last, call, record(th, PROF_IO_DPRINTF, fd, RESULT(r, r), t0, t1, RET_ADDR,  \
+				   FRAME_ADDR))
 
 PROF_EXPORT int dprintf(int fd, const char *fmt, ...)
 {
