@@ -226,8 +226,6 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		rc = -2;
 	if (rc == 0)
 		rc = heap_finish(&p->heap);
-	if (rc == 0 && heap_peak_pass(p, t, err, errlen) < 0)
-		rc = -2;
 	if (rc == 0)
 		rc = locks_finish(p);
 	if (rc == 0)

@@ -43,6 +43,8 @@ struct stack_info {
 struct heap_site {
 	uint64_t calls, bytes, frees, temporary, leaked_bytes, leaked_blocks;
 	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
+	uint64_t cur;         /* bytes it has allocated now */
+	int dirty;            /* cur changed since the last peak snapshot */
 };
 
 struct live_block {
@@ -53,11 +55,13 @@ struct live_block {
 struct heap_stats {
 	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
 	uint64_t leaked_bytes, leaked_blocks, temporary, unmatched_frees;
-	uint64_t events;      /* heap records seen (ALLOC and FREE) */
-	uint64_t peak_event;  /* events when the peak was reached */
+	int snapped;          /* the sites' peak_bytes hold the current peak */
+	uint32_t *dirty;      /* stacks of the sites whose cur changed since the last snapshot */
+	size_t ndirty, dirty_cap;
 	struct u64map live;   /* address -> struct live_block */
 	struct u64map sites;  /* stack id -> struct heap_site */
-	struct u64map last;   /* stream -> address of its latest allocation (temporaries) */
+	uint64_t *last;       /* stream -> address of its latest allocation (temporaries) */
+	size_t nlast;
 };
 
 enum exit_kind { EXIT_UNKNOWN, EXIT_CODE, EXIT_SIGNAL, EXIT_EXEC };
@@ -109,9 +113,6 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 	       uint32_t stack);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
 int heap_finish(struct heap_stats *h);
-struct trace;
-/* Second pass, up to the record that set the peak: each site's share of the peak. */
-int heap_peak_pass(struct process *p, struct trace *t, char *err, size_t errlen);
 
 /* stackfmt.c: symbolized stacks. Frames are expanded (inlined calls), innermost first. */
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);

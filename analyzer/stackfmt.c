@@ -45,7 +45,12 @@ void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames
 		 const char *indent)
 {
 	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
-	int n = stack_symbolize(p, stack_id, frames, PROF_MAX_STACK_DEPTH * 2);
+	if (max_frames < 1)
+		max_frames = 1;
+	if (max_frames > PROF_MAX_STACK_DEPTH * 2 - 1)
+		max_frames = PROF_MAX_STACK_DEPTH * 2 - 1;
+	/* Only what is shown is symbolized (one more, to know whether there is more). */
+	int n = stack_symbolize(p, stack_id, frames, max_frames + 1);
 	if (n == 0) {
 		fprintf(out, "%s(no stack recorded)\n", indent);
 		return;
@@ -64,5 +69,5 @@ void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames
 		fputc('\n', out);
 	}
 	if (n > max_frames)
-		fprintf(out, "%s... %d more frames\n", indent, n - max_frames);
+		fprintf(out, "%s... (more frames: --frames N)\n", indent);
 }

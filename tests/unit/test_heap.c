@@ -130,3 +130,22 @@ Test(heap_analysis, trace_without_exit_is_incomplete_with_its_data)
 	cr_expect_eq(p.heap.leaked_bytes, 128);
 	process_free(&p);
 }
+
+/* Several peaks, each higher; the process ends at the highest: every site's share of it. */
+Test(heap_analysis, peak_sites_across_a_sawtooth_ending_at_the_peak)
+{
+	struct tg *tg = tg_create();
+	tg_alloc(tg, 2, T0 + 1, 0xa, 100, 1);
+	tg_alloc(tg, 2, T0 + 2, 0xb, 200, 2);   /* peak 300 */
+	tg_free(tg, 2, T0 + 3, 0xa);
+	tg_alloc(tg, 2, T0 + 4, 0xc, 250, 3);   /* peak 450 */
+	tg_free(tg, 2, T0 + 5, 0xb);
+	tg_alloc(tg, 2, T0 + 6, 0xd, 300, 1);   /* peak 550, and the end */
+	struct process p;
+	load(tg, &p);
+	cr_expect_eq(p.heap.peak, 550);
+	cr_expect_eq(site(&p, 1)->peak_bytes, 300);
+	cr_expect_eq(site(&p, 2)->peak_bytes, 0);
+	cr_expect_eq(site(&p, 3)->peak_bytes, 250);
+	process_free(&p);
+}
