@@ -14,6 +14,7 @@ int cmd_leaks(int argc, char **argv);
 int cmd_flame(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
  * (sorted). Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error

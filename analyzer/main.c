@@ -15,6 +15,7 @@ static const struct {
 	{"leaks", cmd_leaks, "memory still allocated at exit, by allocation stack, largest first"},
 	{"flame", cmd_flame, "flame graph: --kind alloc|leak ..., SVG (-o FILE.svg) or --folded"},
 	{"kernels", cmd_kernels, "GPU kernel timing table: --json, --csv"},
+	{"export", cmd_export, "timeline for chrome://tracing and Perfetto: --format chrome -o F.json"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
 };
 
