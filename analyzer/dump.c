@@ -187,12 +187,120 @@ static void dump_fields(const struct prof_rec *r)
 	case PROF_REC_FORK:
 		printf(" child_pid=%u", ((const struct prof_rec_fork *)r)->child_pid);
 		break;
+	case PROF_REC_LOCK_WAIT: {
+		const struct prof_rec_lock_wait *w = (const void *)r;
+		printf(" %s %s lock=0x%" PRIx64 " other=0x%" PRIx64 " wait_ns=%" PRIu64
+		       " stack=%u result=%d", prof_lock_op_name(r->flags), prof_lock_kind_name(w->kind),
+		       w->lock, w->other, w->wait_ns, w->stack, w->result);
+		break;
+	}
+	case PROF_REC_LOCK_STATS: {
+		const struct prof_rec_lock_stats *l = (const void *)r;
+		printf(" %s lock=0x%" PRIx64 " acquisitions=%" PRIu64 " contended=%" PRIu64
+		       " wait_ns=%" PRIu64 " max_wait_ns=%" PRIu64 " hold_ns=%" PRIu64
+		       " max_hold_ns=%" PRIu64 " holds_timed=%" PRIu64 " owner_changes=%" PRIu64
+		       " busy=%" PRIu64 " first_stack=%u hold_sample=%u", prof_lock_kind_name(l->kind),
+		       l->lock, l->acquisitions, l->contended, l->wait_ns, l->max_wait_ns, l->hold_ns,
+		       l->max_hold_ns, l->holds_timed, l->owner_changes, l->busy, l->first_stack,
+		       l->hold_sample);
+		break;
+	}
+	case PROF_REC_THREAD_NAME: {
+		const struct prof_rec_thread_name *n = (const void *)r;
+		printf(" serial=%u tid=%u name=", n->serial, n->tid);
+		put_str(n->name, r->size - sizeof(*n));
+		break;
+	}
+	case PROF_REC_THREAD_JOIN: {
+		const struct prof_rec_thread_join *j = (const void *)r;
+		printf(" %s serial=%u tid=%u wait_ns=%" PRIu64 " result=%d",
+		       r->flags ? "detach" : "join", j->serial, j->tid, j->wait_ns, j->result);
+		break;
+	}
+	case PROF_REC_IO_NAME:
+	case PROF_REC_IO_CALL: {
+		const struct prof_rec_io_call *c = (const void *)r;  /* IO_NAME begins alike */
+		printf(" %s file=%u fd=%d result=%" PRId64 " duration_ns=%" PRIu64 " stack=%u",
+		       prof_io_op_name(r->flags), c->file, c->fd, c->result, c->duration_ns, c->stack);
+		if (r->type == PROF_REC_IO_NAME) {
+			printf(" path=");
+			put_str(((const struct prof_rec_io_name *)r)->path,
+				r->size - sizeof(struct prof_rec_io_name));
+		}
+		break;
+	}
+	case PROF_REC_CUDA_NAME: {
+		const struct prof_rec_cuda_name *n = (const void *)r;
+		printf(" kind=%u id=%u name=", r->flags, n->id);
+		put_str(n->name, r->size - sizeof(*n));
+		break;
+	}
+	case PROF_REC_CUDA_API: {
+		const struct prof_rec_cuda_api *a = (const void *)r;
+		printf(" layer=%u name=%u corr=%" PRIu64 " duration_ns=%" PRIu64 " result=%d stack=%u",
+		       r->flags, a->name, a->corr, a->duration_ns, a->result, a->stack);
+		break;
+	}
+	case PROF_REC_CUDA_LAUNCH: {
+		const struct prof_rec_cuda_launch *l = (const void *)r;
+		printf(" corr=%" PRIu64 " function=0x%" PRIx64 " stream=0x%" PRIx64 " name=%u stack=%u"
+		       " grid=%u,%u,%u block=%u,%u,%u shared=%u graph=%u", l->corr, l->function,
+		       l->stream, l->name, l->stack, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+		       l->block[1], l->block[2], l->shared_mem, l->graph);
+		break;
+	}
+	case PROF_REC_CUDA_COPY: {
+		const struct prof_rec_cuda_copy *c = (const void *)r;
+		printf(" corr=%" PRIu64 " kind=%u bytes=%" PRIu64 " stream=0x%" PRIx64 " async=%u"
+		       " stack=%u", c->corr, c->kind, c->bytes, c->stream, c->async, c->stack);
+		break;
+	}
+	case PROF_REC_CUDA_MALLOC: {
+		const struct prof_rec_cuda_malloc *m = (const void *)r;
+		printf(" corr=%" PRIu64 " kind=%u ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
+		       m->corr, m->kind, m->ptr, m->size, m->stack);
+		break;
+	}
+	case PROF_REC_CUDA_FREE: {
+		const struct prof_rec_cuda_free *f = (const void *)r;
+		printf(" corr=%" PRIu64 " kind=%u ptr=0x%" PRIx64, f->corr, f->kind, f->ptr);
+		break;
+	}
+	case PROF_REC_CUDA_GPU: {
+		const struct prof_rec_cuda_gpu *g = (const void *)r;
+		printf(" timing=0x%x activity=%u copy_kind=%u start=%" PRIu64 " end=%" PRIu64
+		       " corr=%" PRIu64 " bytes=%" PRIu64 " name=%u device=%u stream=%u"
+		       " grid=%u,%u,%u block=%u,%u,%u", r->flags, g->activity, g->copy_kind, g->start,
+		       g->end, g->corr, g->bytes, g->name, g->device, g->stream, g->grid[0], g->grid[1],
+		       g->grid[2], g->block[0], g->block[1], g->block[2]);
+		break;
+	}
+	case PROF_REC_CUDA_XCORR: {
+		const struct prof_rec_cuda_xcorr *x = (const void *)r;
+		printf(" cupti_corr=%" PRIu64 " corr=%" PRIu64, x->cupti_corr, x->corr);
+		break;
+	}
+	case PROF_REC_CUDA_NVTX: {
+		const struct prof_rec_cuda_nvtx *n = (const void *)r;
+		printf(" kind=%u start=%" PRIu64 " end=%" PRIu64 " domain=%u depth=%u message=",
+		       r->flags, n->start, n->end, n->domain, n->depth);
+		put_str(n->message, r->size - sizeof(*n));
+		break;
+	}
+	case PROF_REC_CUDA_STATE: {
+		const struct prof_rec_cuda_state *c = (const void *)r;
+		printf(" timing=%u result=%d cupti_version=%u detail=", c->timing, c->result,
+		       c->cupti_version);
+		put_str(c->detail, r->size - sizeof(*c));
+		break;
+	}
 	default:
 		printf(" flags=0x%x size=%u", r->flags, r->size);
 		return;
 	}
+	/* Bytes past the known fields (a newer writer's); string records end in their string. */
 	if (r->size > prof_rec_min_size(r->type) && r->type != PROF_REC_PAD &&
-	    r->type != PROF_REC_STACK && r->type != PROF_REC_MODULE && r->type != PROF_REC_EXEC)
+	    r->type != PROF_REC_STACK && !prof_rec_string_offset(r->type))
 		printf(" (+%u bytes)", r->size - prof_rec_min_size(r->type));
 }
 
