@@ -206,6 +206,44 @@ Test(lifecycle, unwritable_output_leaves_program_unchanged)
 	free(e);
 }
 
+/* The disk fills up under the trace: the program carries on unchanged, libprof says so once
+ * and disables itself, and what was written stays readable. Needs a small tmpfs (root). */
+Test(lifecycle, full_disk_disables_profiling_and_keeps_the_program_running)
+{
+	const char *dir = e2e_tmpdir();
+	char small[PATH_MAX], mount_cmd[PATH_MAX + 64], env_out[PATH_MAX + 48], out1[PATH_MAX],
+		out2[PATH_MAX], err[PATH_MAX], trace[PATH_MAX + 16];
+	snprintf(small, sizeof(small), "%s/small", dir);
+	mkdir(small, 0700);
+	snprintf(mount_cmd, sizeof(mount_cmd), "mount -t tmpfs -o size=2M tmpfs %s 2>/dev/null", small);
+	if (system(mount_cmd) != 0)
+		cr_skip_test("cannot mount a small tmpfs here (needs root)");
+	snprintf(trace, sizeof(trace), "%s/x.trace", small);
+	snprintf(env_out, sizeof(env_out), "PROF_OUTPUT=%s", trace);
+	snprintf(out1, sizeof(out1), "%s/plain.out", dir);
+	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
+	snprintf(err, sizeof(err), "%s/prof.err", dir);
+	const char *argv[] = { e2e_prog("heap_threads"), "4", "40000", NULL };
+	const char *env[] = { env_out, NULL };
+	int st1 = e2e_run(argv, NULL, out1, NULL);
+	int st2 = e2e_profile(dir, argv, env, out2, err);
+	char *e = e2e_read_file(err);
+	json_t *doc = e2e_prof_json("report", trace);
+	snprintf(mount_cmd, sizeof(mount_cmd), "umount %s", small);
+	cr_assert_eq(system(mount_cmd), 0);
+	cr_expect_eq(st1, st2, "the program's status changed");
+	cr_assert_not_null(e);
+	cr_expect_eq(e2e_count_lines(e), 1, "one warning: %s", e);
+	cr_expect_not_null(strstr(e, "No space left"), "%s", e);
+	cr_assert_not_null(doc, "the part written before the disk filled is readable");
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(json_is_false(json_object_get(p, "complete")));
+	cr_expect_gt(e2e_int(p, "heap.alloc_calls"), 0);
+	cr_expect_gt(e2e_int(p, "lost_records"), 0);
+	json_decref(doc);
+	free(e);
+}
+
 Test(lifecycle, planted_symlink_is_not_followed_and_mode_is_0600)
 {
 	const char *dir = e2e_tmpdir();
