@@ -29,11 +29,8 @@ TestSuite(cuda_analysis, .init = setup, .fini = teardown);
 
 static void load(struct tg *tg, struct process *p)
 {
-	char path[PATH_MAX + 16], err[512];
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	tg_write(tg, path);
-	tg_destroy(tg);
-	cr_assert_eq(process_load(path, p, err, sizeof(err)), 0, "%s", err);
+	char err[512];
+	cr_assert_eq(tg_load(tg, dir, p, err, sizeof(err)), 0, "%s", err);
 }
 
 static void name(struct tg *tg, uint64_t t, uint32_t id, unsigned kind, const char *s)

@@ -26,11 +26,8 @@ TestSuite(heap_analysis, .init = setup, .fini = teardown);
 /* Writes tg to a file and loads it. */
 static void load(struct tg *tg, struct process *p)
 {
-	char path[PATH_MAX + 16], err[512];
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	tg_write(tg, path);
-	tg_destroy(tg);
-	cr_assert_eq(process_load(path, p, err, sizeof(err)), 0, "%s", err);
+	char err[512];
+	cr_assert_eq(tg_load(tg, dir, p, err, sizeof(err)), 0, "%s", err);
 }
 
 static const struct heap_site *site(const struct process *p, uint32_t stack)

@@ -115,12 +115,9 @@ static char dir[128];
 
 static void load(struct tg *tg, struct process *p)
 {
-	char path[256], err[512];
+	char err[512];
 	tg_tmpdir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	tg_write(tg, path);
-	tg_destroy(tg);
-	cr_assert_eq(process_load(path, p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(tg_load(tg, dir, p, err, sizeof(err)), 0, "%s", err);
 }
 
 static void unload(struct process *p)

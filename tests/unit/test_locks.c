@@ -59,11 +59,8 @@ static void name_rec(struct tg *tg, uint32_t stream, uint64_t t, uint32_t serial
 
 static void load(struct tg *tg, struct process *p)
 {
-	char path[PATH_MAX + 16], err[512];
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	tg_write(tg, path);
-	tg_destroy(tg);
-	cr_assert_eq(process_load(path, p, err, sizeof(err)), 0, "%s", err);
+	char err[512];
+	cr_assert_eq(tg_load(tg, dir, p, err, sizeof(err)), 0, "%s", err);
 }
 
 /* Two threads, serials 1 (stream 2) and 2 (stream 4). */
@@ -228,12 +225,9 @@ Test(lock_analysis, thread_name_without_nul_is_rejected)
 	memset(buf, 'x', sizeof(buf));
 	memset(buf, 0, 8);
 	tg_rec(tg, 2, PROF_REC_THREAD_NAME, 0, T0 + 5, buf, sizeof(buf));
-	char path[PATH_MAX + 16], err[512];
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	tg_write(tg, path);
-	tg_destroy(tg);
+	char err[512];
 	struct process p;
-	cr_expect_eq(process_load(path, &p, err, sizeof(err)), -1);
+	cr_expect_eq(tg_load(tg, dir, &p, err, sizeof(err)), -1);
 	cr_expect_not_null(strstr(err, "name"), "%s", err);
 	process_free(&p);
 }
@@ -244,11 +238,8 @@ Test(lock_analysis, short_lock_record_is_rejected)
 	struct tg *tg = two_threads();
 	uint8_t buf[8] = { 0 };
 	tg_rec(tg, 2, PROF_REC_LOCK_STATS, 0, T0 + 5, buf, sizeof(buf));
-	char path[PATH_MAX + 16], err[512];
-	snprintf(path, sizeof(path), "%s/t.trace", dir);
-	tg_write(tg, path);
-	tg_destroy(tg);
+	char err[512];
 	struct process p;
-	cr_expect_eq(process_load(path, &p, err, sizeof(err)), -1);
+	cr_expect_eq(tg_load(tg, dir, &p, err, sizeof(err)), -1);
 	process_free(&p);
 }

@@ -1,5 +1,6 @@
 /* tracegen: builds synthetic trace files in memory and writes them out (see tracegen.h). */
 #include "tracegen.h"
+#include "process.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -435,4 +436,13 @@ void tg_tmpdir_remove(const char *dir)
 		closedir(d);
 	}
 	rmdir(dir);
+}
+
+int tg_load(struct tg *tg, const char *dir, struct process *p, char *err, size_t errlen)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/t.trace", dir);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	return process_load(path, p, err, errlen);
 }

@@ -92,6 +92,11 @@ uint64_t tg_chunk_offset(const struct tg *tg, uint64_t i);
 /* Writes the file (created or truncated, mode 0644). */
 void tg_write(struct tg *tg, const char *path);
 
+/* Writes tg to DIR/t.trace, destroys tg, and loads the file as the analyzer does: returns
+ * process_load()'s result (0, or -1 with the message in err). */
+struct process;
+int tg_load(struct tg *tg, const char *dir, struct process *p, char *err, size_t errlen);
+
 /* Knobs for malformed files, applied to a written file. */
 void tg_patch(const char *path, uint64_t offset, const void *bytes, size_t len);
 void tg_truncate(const char *path, uint64_t size);
