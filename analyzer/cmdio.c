@@ -31,14 +31,20 @@ void cmd_write_json(struct cmd_io *io, json_t *processes)
 	json_decref(doc);
 }
 
-int cmd_close(struct cmd_io *io, int rc)
+int cmd_finish_output(FILE *out, const char *outfile, int rc)
 {
-	if (fflush(io->out) != 0 || ferror(io->out)) {
-		prof_error("%s: write error", io->outfile ? io->outfile : "stdout");
+	if (fflush(out) != 0 || ferror(out)) {
+		prof_error("%s: write error", outfile ? outfile : "stdout");
 		rc = 1;
 	}
-	if (io->outfile)
-		fclose(io->out);
+	if (outfile)
+		fclose(out);
+	return rc;
+}
+
+int cmd_close(struct cmd_io *io, int rc)
+{
+	rc = cmd_finish_output(io->out, io->outfile, rc);
 	processes_free(io->ps, io->n);
 	return rc;
 }

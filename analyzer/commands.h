@@ -35,6 +35,8 @@ struct cmd_io {
 int cmd_open(struct cmd_io *io, char *const *args, int nargs, const char *outfile);
 void cmd_write_json(struct cmd_io *io, json_t *processes);
 int cmd_close(struct cmd_io *io, int rc);
+/* The output part of cmd_close(), for commands that stream instead of loading (export). */
+int cmd_finish_output(FILE *out, const char *outfile, int rc);
 
 /* "prof: " + message, on stderr. */
 void prof_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -361,11 +361,5 @@ int cmd_export(int argc, char **argv)
 		rc = export_trace(&x, paths[i]);
 	fputs("\n]}\n", x.out);
 	inputs_free(paths);
-	if (fflush(x.out) != 0 || ferror(x.out)) {
-		prof_error("%s: write error", outfile ? outfile : "stdout");
-		rc = -1;
-	}
-	if (outfile)
-		fclose(x.out);
-	return rc < 0 ? 1 : 0;
+	return cmd_finish_output(x.out, outfile, rc < 0 ? 1 : 0);
 }
