@@ -311,21 +311,10 @@ const char *locks_symbol(struct process *p, uint64_t addr, char *buf, size_t len
 	if (!addr)
 		return NULL;
 	struct sym_frame f;
-	if (!p->sym)
-		stack_symbolize(p, 0, &f, 0);  /* makes the process's symbolizer */
-	uint32_t module = ~0u;
-	for (size_t i = p->nmodules; i-- > 0;) {
-		const struct module_info *m = &p->modules[i];
-		if (addr >= m->start && addr < m->end) {
-			module = m->id;
-			break;
-		}
-	}
-	if (!p->sym || sym_lookup(p->sym, module, addr, 0, &f, 1) < 1) {
-		snprintf(buf, len, "0x%" PRIx64, addr);
-		return buf;
-	}
 	char tmp[256];
-	snprintf(buf, len, "%s", frame_label(&f, tmp, sizeof(tmp)));
+	if (addr_symbolize(p, addr, &f))
+		snprintf(buf, len, "%s", frame_label(&f, tmp, sizeof(tmp)));
+	else
+		snprintf(buf, len, "0x%" PRIx64, addr);
 	return buf;
 }

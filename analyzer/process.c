@@ -94,12 +94,11 @@ static void on_module_unload(struct process *p, const struct prof_rec_module_unl
 		}
 }
 
-/* The module a frame belongs to, as mapped when its stack was recorded. */
-static uint32_t module_at(const struct process *p, uint64_t addr)
+uint32_t process_module_at(const struct process *p, uint64_t addr, int loaded_only)
 {
 	for (size_t i = p->nmodules; i-- > 0;) {
 		const struct module_info *m = &p->modules[i];
-		if (m->present && addr >= m->start && addr < m->end)
+		if ((m->present || !loaded_only) && addr >= m->start && addr < m->end)
 			return m->id;
 	}
 	return ~0u;
@@ -120,7 +119,7 @@ static int on_stack(struct process *p, const struct prof_rec_stack *r)
 		return -1;
 	memcpy(s->frames, r->frames, sizeof(uint64_t) * r->depth);
 	for (uint32_t i = 0; i < r->depth; i++)
-		s->modules[i] = module_at(p, r->frames[i]);
+		s->modules[i] = process_module_at(p, r->frames[i], 1);
 	return 0;
 }
 

@@ -105,6 +105,9 @@ void processes_free(struct process *ps, size_t n);
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id);
 struct thread_info *process_thread(struct process *p, uint32_t serial);
+/* The id of the module holding addr, ~0u if none: the latest one mapped there, among those
+ * still loaded (loaded_only: as a stack is being recorded) or all the trace has seen. */
+uint32_t process_module_at(const struct process *p, uint64_t addr, int loaded_only);
 
 /* heap.c: the heap analysis, fed by process_load(). */
 void heap_init(struct heap_stats *h);
@@ -116,6 +119,9 @@ int heap_finish(struct heap_stats *h);
 
 /* stackfmt.c: symbolized stacks. Frames are expanded (inlined calls), innermost first. */
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);
+/* One code address that is not a return address (a thread's start routine): its innermost
+ * source frame. Returns 1, or 0 when nothing is known of it. */
+int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out);
 void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames,
 		 const char *indent);
 /* "function" or "module+0xoffset": the label of a frame in flame graphs and summaries. */

@@ -32,6 +32,12 @@ int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out,
 	return n;
 }
 
+int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out)
+{
+	struct symbolizer *sym = process_symbolizer(p);
+	return sym && sym_lookup(sym, process_module_at(p, addr, 0), addr, 0, out, 1) >= 1;
+}
+
 const char *frame_label(const struct sym_frame *f, char *buf, size_t len)
 {
 	if (f->function)
