@@ -1,109 +1,14 @@
 /* The libprof trace format: the whole contract between libprof.so (writer) and prof (reader).
- *
- * A trace file is one process. Layout (all integers little-endian, fixed width):
- *
- *   [file header: struct prof_file_header, then its string area, header_size bytes in all]
- *   [zero padding up to data_offset]
- *   [chunk 0][chunk 1] ...                     each chunk_size bytes, at data_offset + i*chunk_size
- *
- * Each thread claims whole chunks with one atomic add on header.chunks_claimed (no lock), and
- * fills them with records. A chunk starts with struct prof_chunk_header naming its stream (one
- * per thread, plus one per thread for records written from signal handlers) and its sequence
- * number within that stream; records within a stream are in time order, so a reader merges the
- * streams by timestamp in one pass. A chunk whose magic is zero was never used.
- *
- * Every record starts with struct prof_rec {type, flags, size, time} and is padded to 8 bytes,
- * so a reader skips types it does not know. A record is committed by storing its first 8 bytes
- * last (release order): a reader stops at the first record whose prefix is zero, which is how a
- * trace cut short by SIGKILL ends. See shared/FORMAT.md for the rules a reader must enforce.
- */
+ * prof_fmt_base.h has the file layout and the record prefix; this header adds the core
+ * records (process, threads, modules, stacks, heap) and gathers every event family's header
+ * (prof_fmt_<family>.h) into the lists that readers use: names, sizes, string fields. */
 #ifndef PROF_FORMAT_H
 #define PROF_FORMAT_H
 
-#include <stdint.h>
-#include <stddef.h>
-
-#define PROF_MAGIC 0x3143525446524f50ULL          /* "PROFTRC1" read as a little-endian u64 */
-#define PROF_MAGIC_SWAPPED 0x504f524654524331ULL  /* the same bytes written big-endian */
-#define PROF_FORMAT_VERSION 1      /* what this code writes and reads */
-#define PROF_FORMAT_MIN_VERSION 1  /* oldest version a reader must understand to read our files */
-
-#define PROF_CHUNK_MAGIC 0x4b4e4843u  /* "CHNK" */
-#define PROF_DEFAULT_CHUNK_SIZE (64u * 1024u)
-#define PROF_MAX_STACK_DEPTH 256
-
-/* Feature bits: the low 32 are "required" (a reader that does not know one must refuse the
- * file); the high 32 are informational and may be ignored. */
-#define PROF_FEAT_REQUIRED_MASK 0x00000000ffffffffULL
-#define PROF_FEAT_KNOWN_REQUIRED 0ULL
-
-/* Event families selectable with PROF_EVENTS; the header records which were enabled. */
-#define PROF_EVENT_FAMILIES(X) \
-	X(ALLOC, "alloc", 0)   \
-	X(LOCK, "lock", 1)     \
-	X(THREAD, "thread", 2) \
-	X(IO, "io", 3)         \
-	X(CUDA, "cuda", 4)     \
-	X(CPU, "cpu", 5)
-enum {
-#define PROF_X(name, str, bit) PROF_EV_##name = 1u << (bit),
-	PROF_EVENT_FAMILIES(PROF_X)
-#undef PROF_X
-	PROF_EV_ALL = (1u << 6) - 1
-};
-
-/* Where the process is; the writer updates header.state in place. */
-enum prof_state {
-	PROF_STATE_RUNNING = 0,
-	PROF_STATE_EXITED = 1,   /* normal exit, EXIT record written */
-	PROF_STATE_EXECED = 2,   /* replaced by execve, EXEC record written */
-	PROF_STATE_DISABLED = 3, /* the writer switched itself off (disk full, ...) */
-};
-
-struct prof_file_header {
-	uint64_t magic;           /* PROF_MAGIC */
-	uint16_t version;         /* PROF_FORMAT_VERSION of the writer */
-	uint16_t min_version;     /* a reader older than this must refuse the file */
-	uint32_t header_size;     /* bytes of header incl. string area; readers skip what they don't know */
-	uint64_t features;        /* PROF_FEAT_* */
-	uint32_t chunk_size;      /* power of two, >= 4096 */
-	uint32_t data_offset;     /* offset of chunk 0, multiple of 4096, >= header_size */
-	uint64_t chunks_claimed;  /* chunks handed out so far (atomic in the writer) */
-	uint32_t pid;
-	uint32_t ppid;
-	uint64_t start_realtime_ns;  /* CLOCK_REALTIME at start, to show wall-clock dates */
-	uint64_t start_ns;           /* trace clock at start; record times use the same clock */
-	uint32_t clock_id;           /* the clock_gettime() clock of record times (CLOCK_MONOTONIC) */
-	uint32_t state;              /* enum prof_state */
-	uint32_t events;             /* PROF_EV_* enabled */
-	uint32_t stack_depth;        /* PROF_STACK_DEPTH */
-	int32_t rank;                /* MPI/Slurm rank, -1 if none */
-	uint32_t argc;               /* argv strings in the string area (after exe and host) */
-	uint32_t strings_offset;     /* from file start: exe\0 host\0 argv[0]\0 ... argv[argc-1]\0 */
-	uint32_t strings_size;
-	uint32_t cpu_hz;             /* CPU sampling frequency, 0 if off */
-	uint32_t reserved0;
-	uint64_t lost_records;       /* records dropped for want of space, summed at the end */
-	uint64_t reserved[4];
-};
-_Static_assert(sizeof(struct prof_file_header) == 144, "header layout is part of the format");
-
-struct prof_chunk_header {
-	uint32_t magic;   /* PROF_CHUNK_MAGIC; 0 = chunk claimed but never written */
-	uint32_t stream;  /* thread serial * 2, +1 for the thread's signal-handler stream */
-	uint32_t seq;     /* chunk number within the stream, from 0 */
-	uint32_t tid;     /* kernel thread id of the writer */
-};
-_Static_assert(sizeof(struct prof_chunk_header) == 16, "chunk header layout is part of the format");
-
-/* The prefix of every record. size counts the prefix, is a multiple of 8, and is >= 16. */
-struct prof_rec {
-	uint16_t type;
-	uint16_t flags;
-	uint32_t size;
-	uint64_t time;  /* ns on header.clock_id */
-};
-_Static_assert(sizeof(struct prof_rec) == 16, "record prefix layout is part of the format");
+#include "prof_fmt_base.h"
+#include "prof_fmt_lock.h"
+#include "prof_fmt_io.h"
+#include "prof_fmt_cuda.h"
 
 /* Record types: X(NAME, value, payload struct). Values never change once released. Each
  * event family has its own list and range: core 1-19, threads and locks 20-39, I/O 40-59,
@@ -122,9 +27,11 @@ _Static_assert(sizeof(struct prof_rec) == 16, "record prefix layout is part of t
 	X(EXEC, 11, prof_rec_exec)                      \
 	X(FORK, 12, prof_rec_fork)
 
-#include "prof_fmt_lock.h"
-#include "prof_fmt_io.h"
-#include "prof_fmt_cuda.h"
+/* The core range; within it, ALLOC and FREE belong to the heap family. */
+#define PROF_CORE_TYPE_FIRST 1
+#define PROF_CORE_TYPE_LAST 19
+#define PROF_HEAP_TYPE_FIRST 8
+#define PROF_HEAP_TYPE_LAST 9
 
 #define PROF_RECORD_TYPES(X) \
 	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
@@ -135,6 +42,9 @@ enum prof_rec_type {
 	PROF_RECORD_TYPES(PROF_X)
 #undef PROF_X
 };
+
+_Static_assert(PROF_REC_ALLOC == PROF_HEAP_TYPE_FIRST && PROF_REC_FREE == PROF_HEAP_TYPE_LAST,
+	       "the heap family's records are ALLOC and FREE");
 
 /* PAD: filler, no payload. */
 struct prof_rec_pad { struct prof_rec h; };
@@ -210,11 +120,6 @@ struct prof_rec_exec { struct prof_rec h; char path[]; };
 /* FORK: this process forked `child`. */
 struct prof_rec_fork { struct prof_rec h; uint32_t child_pid; uint32_t pad; };
 
-/* The payload structs of the family headers included above. */
-#include "prof_fmt_lock_structs.h"
-#include "prof_fmt_io_structs.h"
-#include "prof_fmt_cuda_structs.h"
-
 /* Fixed payload size of each known type (records may be larger: newer writers append fields). */
 static inline uint32_t prof_rec_min_size(unsigned type)
 {
@@ -271,7 +176,5 @@ static inline int prof_rec_known(unsigned type)
 		return 0;
 	}
 }
-
-static inline uint32_t prof_align8(uint32_t n) { return (n + 7u) & ~7u; }
 
 #endif
