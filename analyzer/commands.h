@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct process;
@@ -21,6 +22,38 @@ int cmd_export(int argc, char **argv);
  * and returns -1 (nothing given, nothing found, unreadable). Free with inputs_free(). */
 int inputs_expand(char *const *args, int nargs, char ***out, size_t *count);
 void inputs_free(char **paths);
+
+/* Options, parsed the same way for every command. Each command names the ones it takes;
+ * all take -h/--help. Numbers are checked: a bad one is a usage error. */
+enum {
+	CMD_OUTPUT = 1 << 0,  /* -o FILE */
+	CMD_JSON = 1 << 1,    /* --json */
+	CMD_CSV = 1 << 2,     /* --csv */
+	CMD_BRIEF = 1 << 3,   /* --brief */
+	CMD_TOP = 1 << 4,     /* --top N */
+	CMD_FRAMES = 1 << 5,  /* --frames N */
+	CMD_FLAME = 1 << 6,   /* --kind K (-k), --by W, --folded, --title T */
+	CMD_EXPORT = 1 << 7,  /* --format F (-f), --min-ns N */
+};
+struct cmd_spec {
+	const char *name;   /* "report": for messages */
+	unsigned options;   /* CMD_* */
+	int frames;         /* --frames default */
+	const char *usage;  /* the --help text */
+};
+struct cmd_opts {
+	int json, csv, brief, folded;
+	int top_given;
+	size_t top;         /* SIZE_MAX unless --top was given */
+	int frames;
+	const char *outfile, *kind, *by, *title, *format;
+	uint64_t min_ns;
+	char **traces;      /* the arguments left: TRACE... */
+	int ntraces;
+};
+/* Returns -1 when the command should go on, or the exit status to return at once: 0 after
+ * --help, 2 after a usage error (said on stderr with the usage). */
+int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opts *o);
 
 /* A command's inputs and output. cmd_open() loads the processes of the TRACE arguments and
  * opens outfile (stdout if NULL), or says why not and returns -1. cmd_write_json() writes

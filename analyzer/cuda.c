@@ -4,7 +4,8 @@
  * correlation id; what both layers describe (an allocation, a launch, a copy) counts once. */
 #include "cuda.h"
 #include "process.h"
-#include "report.h"
+#include "format.h"
+#include "stackfmt.h"
 #include "trace.h"
 
 #include <math.h>
@@ -129,8 +130,14 @@ static uint64_t hist_avg(const struct cuda_hist *h)
 
 /* ---- life cycle ------------------------------------------------------------------------ */
 
-void cuda_init(struct cuda_stats *s)
+struct cuda_stats *cuda_of(const struct process *p)
 {
+	return process_family_state(p, &cuda_family);
+}
+
+void cuda_init(void *state)
+{
+	struct cuda_stats *s = state;
 	memset(s, 0, sizeof(*s));
 	u64map_init(&s->names, sizeof(struct cuda_name_ent));
 	u64map_init(&s->api, sizeof(struct cuda_api_row));
@@ -144,8 +151,9 @@ void cuda_init(struct cuda_stats *s)
 	u64map_init(&s->leak_sites, sizeof(struct cuda_leak_site));
 }
 
-void cuda_free(struct cuda_stats *s)
+void cuda_free(void *state)
 {
+	struct cuda_stats *s = state;
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
@@ -336,7 +344,7 @@ static int on_nvtx(struct cuda_stats *s, const struct prof_rec_cuda_nvtx *r)
 
 int cuda_on_record(struct process *p, const struct trace_event *ev)
 {
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	const struct prof_rec *h = ev->rec;
 	s->records++;
 	switch (h->type) {
@@ -416,7 +424,7 @@ static int cmp_kernel(const void *a, const void *b)
 
 int cuda_finish(struct process *p)
 {
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	struct u64map index, launch_row;
 	u64map_init(&index, sizeof(size_t));
 	u64map_init(&launch_row, sizeof(size_t));
@@ -532,14 +540,14 @@ out:
 
 int cuda_has_data(const struct process *p)
 {
-	return p->cuda.records > 0;
+	return cuda_of(p)->records > 0;
 }
 
 /* ---- names ----------------------------------------------------------------------------- */
 
 const char *cuda_name_str(const struct process *p, uint32_t id)
 {
-	const struct cuda_name_ent *e = id ? u64map_get(&p->cuda.names, id) : NULL;
+	const struct cuda_name_ent *e = id ? u64map_get(&cuda_of(p)->names, id) : NULL;
 	if (!e)
 		return "";
 	return e->demangled ? e->demangled : e->str;
@@ -588,13 +596,13 @@ static int cmp_api(const void *a, const void *b)
 
 static struct cuda_api_row **api_sorted(struct process *p, size_t *n)
 {
-	struct cuda_api_row **v = malloc((p->cuda.api.count + 1) * sizeof(*v));
+	struct cuda_api_row **v = malloc((cuda_of(p)->api.count + 1) * sizeof(*v));
 	size_t pos = 0, k = 0;
 	uint64_t key;
 	void *val;
 	if (!v)
 		return NULL;
-	while (u64map_next(&p->cuda.api, &pos, &key, &val))
+	while (u64map_next(&cuda_of(p)->api, &pos, &key, &val))
 		v[k++] = val;
 	qsort(v, k, sizeof(*v), cmp_api);
 	*n = k;
@@ -612,13 +620,13 @@ static int cmp_nvtx(const void *a, const void *b)
 
 static struct cuda_nvtx_row **nvtx_sorted(struct process *p, size_t *n)
 {
-	struct cuda_nvtx_row **v = malloc((p->cuda.nvtx.count + 1) * sizeof(*v));
+	struct cuda_nvtx_row **v = malloc((cuda_of(p)->nvtx.count + 1) * sizeof(*v));
 	size_t pos = 0, k = 0;
 	uint64_t key;
 	void *val;
 	if (!v)
 		return NULL;
-	while (u64map_next(&p->cuda.nvtx, &pos, &key, &val))
+	while (u64map_next(&cuda_of(p)->nvtx, &pos, &key, &val))
 		v[k++] = val;
 	qsort(v, k, sizeof(*v), cmp_nvtx);
 	*n = k;
@@ -640,13 +648,13 @@ static int cmp_leak(const void *a, const void *b)
 
 static struct leak_ref *leaks_sorted(struct process *p, size_t *n)
 {
-	struct leak_ref *v = malloc((p->cuda.leak_sites.count + 1) * sizeof(*v));
+	struct leak_ref *v = malloc((cuda_of(p)->leak_sites.count + 1) * sizeof(*v));
 	size_t pos = 0, k = 0;
 	uint64_t key;
 	void *val;
 	if (!v)
 		return NULL;
-	while (u64map_next(&p->cuda.leak_sites, &pos, &key, &val))
+	while (u64map_next(&cuda_of(p)->leak_sites, &pos, &key, &val))
 		v[k++] = (struct leak_ref){ (uint32_t)key, val };
 	qsort(v, k, sizeof(*v), cmp_leak);
 	*n = k;
@@ -677,7 +685,7 @@ static double pct(double part, double whole)
 
 json_t *cuda_kernels_json(struct process *p, size_t top)
 {
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	json_t *arr = json_array();
 	for (size_t i = 0; i < s->nkernels && i < top; i++) {
 		const struct cuda_kernel_row *k = &s->kernels[i];
@@ -697,7 +705,7 @@ json_t *cuda_kernels_json(struct process *p, size_t top)
 
 json_t *cuda_json(struct process *p, size_t top)
 {
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	json_t *api = json_array();
 	size_t n = 0;
 	struct cuda_api_row **rows = api_sorted(p, &n);
@@ -752,7 +760,7 @@ json_t *cuda_json(struct process *p, size_t top)
 
 void cuda_kernels_print(FILE *out, struct process *p, size_t top)
 {
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	char a[32], b[32], c[32], d[32], e[32], f[32];
 	fprintf(out, " Time(%%)      Total  Instances        Avg        Med        Min        Max     StdDev  Grid          Block         Timing  Name\n");
 	for (size_t i = 0; i < s->nkernels && i < top; i++) {
@@ -773,7 +781,7 @@ void cuda_kernels_print(FILE *out, struct process *p, size_t top)
 void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 {
 	(void)frames;
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	char a[32], b[32], c[32], d[32], e[32], f[32];
 	fprintf(out, "\n-- CUDA (GPU timing: %s%s%s%s)\n", cuda_timing_str(s->timing),
 		s->timing_detail ? ": " : "", s->timing_detail ? s->timing_detail : "",
@@ -863,8 +871,8 @@ void cuda_leaks_print(FILE *out, struct process *p, size_t top, int frames)
 	}
 	if (v && n)
 		fprintf(out, "\nGPU LEAK SUMMARY: %s bytes in %s device blocks from %zu allocation site%s\n",
-			fmt_count(p->cuda.leaked_bytes, a, sizeof(a)),
-			fmt_count(p->cuda.leaked_blocks, b, sizeof(b)), n, n == 1 ? "" : "s");
+			fmt_count(cuda_of(p)->leaked_bytes, a, sizeof(a)),
+			fmt_count(cuda_of(p)->leaked_blocks, b, sizeof(b)), n, n == 1 ? "" : "s");
 	free(v);
 }
 
@@ -875,7 +883,7 @@ int cuda_flame(struct process *p, const char *by,
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
-	while (u64map_next(&p->cuda.gpu_by_stack, &pos, &key, &val))
+	while (u64map_next(&cuda_of(p)->gpu_by_stack, &pos, &key, &val))
 		if (*(uint64_t *)val)
 			emit(ctx, (uint32_t)key, *(uint64_t *)val);
 	return 0;

@@ -15,6 +15,7 @@
 #include "u64map.h"
 
 struct process;
+struct family;
 struct trace_event;
 
 #define CUDA_EXACT 64
@@ -97,8 +98,10 @@ struct cuda_stats {
 	uint64_t api_ns;
 };
 
-void cuda_init(struct cuda_stats *s);
-void cuda_free(struct cuda_stats *s);
+extern const struct family cuda_family;
+struct cuda_stats *cuda_of(const struct process *p);
+void cuda_init(void *state);  /* a struct cuda_stats */
+void cuda_free(void *state);
 /* A record of this family (types 60-89): consume it (0), or -1 if out of memory. */
 int cuda_on_record(struct process *p, const struct trace_event *ev);
 int cuda_finish(struct process *p);

@@ -1,6 +1,8 @@
 /* prof dump: the header and every record of a trace, one line each in merged time order, for
  * debugging the format (the uftrace `dump` idea). */
 #include "commands.h"
+#include "family.h"
+#include "format.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -9,30 +11,13 @@
 
 #include "trace.h"
 
-static void usage(FILE *out)
-{
-	fprintf(out, "usage: prof dump [--help] TRACE...\n"
-		     "Prints each trace's header (every field, exe, host, argv), then every record in\n"
-		     "time order, one line each: file offset, time since start (s), stream, tid,\n"
-		     "type, and the record's fields.\n");
-}
-
-/* A string from the file, quoted, with anything unprintable escaped so one record stays one
- * line. At most max bytes (stops earlier at a NUL). */
-static void put_str(const char *s, size_t max)
-{
-	putchar('"');
-	for (size_t i = 0; i < max && s[i]; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20 || c >= 0x7f)
-			printf("\\x%02x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
+static const struct cmd_spec dump_spec = {
+	"dump", 0, 0,
+	"usage: prof dump [--help] TRACE...\n"
+	"Prints each trace's header (every field, exe, host, argv), then every record in\n"
+	"time order, one line each: file offset, time since start (s), stream, tid,\n"
+	"type, and the record's fields.\n",
+};
 
 /* t - start as seconds with 9 decimals, exactly (no floating point), signed. */
 static void fmt_rel_time(char *buf, size_t len, uint64_t t, uint64_t start)
@@ -101,13 +86,13 @@ static void dump_header(const struct trace *t)
 	printf("  cpu_hz             %u\n", h->cpu_hz);
 	printf("  lost_records       %" PRIu64 "\n", h->lost_records);
 	printf("  exe                ");
-	put_str(trace_exe(t), SIZE_MAX);
+	fmt_quoted(stdout, trace_exe(t), SIZE_MAX);
 	printf("\n  host               ");
-	put_str(trace_host(t), SIZE_MAX);
+	fmt_quoted(stdout, trace_host(t), SIZE_MAX);
 	putchar('\n');
 	for (uint32_t i = 0; i < trace_argc(t); i++) {
 		printf("  argv[%u]%*s", i, i < 10 ? 11 : i < 100 ? 10 : 9, "");
-		put_str(trace_argv(t, i), SIZE_MAX);
+		fmt_quoted(stdout, trace_argv(t, i), SIZE_MAX);
 		putchar('\n');
 	}
 }
@@ -131,7 +116,7 @@ static void dump_fields(const struct prof_rec *r)
 		if (!m->build_id_len)
 			printf("-");
 		printf(" path=");
-		put_str(m->path, r->size - sizeof(*m));
+		fmt_quoted(stdout, m->path, r->size - sizeof(*m));
 		break;
 	}
 	case PROF_REC_MODULE_UNLOAD:
@@ -157,19 +142,9 @@ static void dump_fields(const struct prof_rec *r)
 	case PROF_REC_THREAD_END: {
 		const struct prof_rec_thread_end *te = (const void *)r;
 		printf(" serial=%u tid=%u cpu_ns=%" PRIu64 " name=", te->serial, te->tid, te->cpu_ns);
-		put_str(te->name, sizeof(te->name));
+		fmt_quoted(stdout, te->name, sizeof(te->name));
 		break;
 	}
-	case PROF_REC_ALLOC: {
-		const struct prof_rec_alloc *a = (const void *)r;
-		printf(" %s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
-		       prof_alloc_fn_name(r->flags), a->ptr, a->size, a->stack);
-		break;
-	}
-	case PROF_REC_FREE:
-		printf(" ptr=0x%" PRIx64 "%s", ((const struct prof_rec_free *)r)->ptr,
-		       r->flags & PROF_FREE_REALLOC ? " (realloc)" : "");
-		break;
 	case PROF_REC_EXIT: {
 		const struct prof_rec_exit *e = (const void *)r;
 		if (e->how == 0)
@@ -182,121 +157,20 @@ static void dump_fields(const struct prof_rec *r)
 	}
 	case PROF_REC_EXEC:
 		printf(" path=");
-		put_str(((const struct prof_rec_exec *)r)->path, r->size - sizeof(struct prof_rec));
+		fmt_quoted(stdout, ((const struct prof_rec_exec *)r)->path, r->size - sizeof(struct prof_rec));
 		break;
 	case PROF_REC_FORK:
 		printf(" child_pid=%u", ((const struct prof_rec_fork *)r)->child_pid);
 		break;
-	case PROF_REC_LOCK_WAIT: {
-		const struct prof_rec_lock_wait *w = (const void *)r;
-		printf(" %s %s lock=0x%" PRIx64 " other=0x%" PRIx64 " wait_ns=%" PRIu64
-		       " stack=%u result=%d", prof_lock_op_name(r->flags), prof_lock_kind_name(w->kind),
-		       w->lock, w->other, w->wait_ns, w->stack, w->result);
-		break;
-	}
-	case PROF_REC_LOCK_STATS: {
-		const struct prof_rec_lock_stats *l = (const void *)r;
-		printf(" %s lock=0x%" PRIx64 " acquisitions=%" PRIu64 " contended=%" PRIu64
-		       " wait_ns=%" PRIu64 " max_wait_ns=%" PRIu64 " hold_ns=%" PRIu64
-		       " max_hold_ns=%" PRIu64 " holds_timed=%" PRIu64 " owner_changes=%" PRIu64
-		       " busy=%" PRIu64 " first_stack=%u hold_sample=%u", prof_lock_kind_name(l->kind),
-		       l->lock, l->acquisitions, l->contended, l->wait_ns, l->max_wait_ns, l->hold_ns,
-		       l->max_hold_ns, l->holds_timed, l->owner_changes, l->busy, l->first_stack,
-		       l->hold_sample);
-		break;
-	}
-	case PROF_REC_THREAD_NAME: {
-		const struct prof_rec_thread_name *n = (const void *)r;
-		printf(" serial=%u tid=%u name=", n->serial, n->tid);
-		put_str(n->name, r->size - sizeof(*n));
-		break;
-	}
-	case PROF_REC_THREAD_JOIN: {
-		const struct prof_rec_thread_join *j = (const void *)r;
-		printf(" %s serial=%u tid=%u wait_ns=%" PRIu64 " result=%d",
-		       r->flags ? "detach" : "join", j->serial, j->tid, j->wait_ns, j->result);
-		break;
-	}
-	case PROF_REC_IO_NAME:
-	case PROF_REC_IO_CALL: {
-		const struct prof_rec_io_call *c = (const void *)r;  /* IO_NAME begins alike */
-		printf(" %s file=%u fd=%d result=%" PRId64 " duration_ns=%" PRIu64 " stack=%u",
-		       prof_io_op_name(r->flags), c->file, c->fd, c->result, c->duration_ns, c->stack);
-		if (r->type == PROF_REC_IO_NAME) {
-			printf(" path=");
-			put_str(((const struct prof_rec_io_name *)r)->path,
-				r->size - sizeof(struct prof_rec_io_name));
+	default: {
+		const struct family *f = prof_rec_known(r->type) ? family_of_type(r->type) : NULL;
+		if (!f || !f->dump) {
+			printf(" flags=0x%x size=%u", r->flags, r->size);
+			return;
 		}
+		f->dump(stdout, r);
 		break;
 	}
-	case PROF_REC_CUDA_NAME: {
-		const struct prof_rec_cuda_name *n = (const void *)r;
-		printf(" kind=%u id=%u name=", r->flags, n->id);
-		put_str(n->name, r->size - sizeof(*n));
-		break;
-	}
-	case PROF_REC_CUDA_API: {
-		const struct prof_rec_cuda_api *a = (const void *)r;
-		printf(" layer=%u name=%u corr=%" PRIu64 " duration_ns=%" PRIu64 " result=%d stack=%u",
-		       r->flags, a->name, a->corr, a->duration_ns, a->result, a->stack);
-		break;
-	}
-	case PROF_REC_CUDA_LAUNCH: {
-		const struct prof_rec_cuda_launch *l = (const void *)r;
-		printf(" corr=%" PRIu64 " function=0x%" PRIx64 " stream=0x%" PRIx64 " name=%u stack=%u"
-		       " grid=%u,%u,%u block=%u,%u,%u shared=%u graph=%u", l->corr, l->function,
-		       l->stream, l->name, l->stack, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-		       l->block[1], l->block[2], l->shared_mem, l->graph);
-		break;
-	}
-	case PROF_REC_CUDA_COPY: {
-		const struct prof_rec_cuda_copy *c = (const void *)r;
-		printf(" corr=%" PRIu64 " kind=%u bytes=%" PRIu64 " stream=0x%" PRIx64 " async=%u"
-		       " stack=%u", c->corr, c->kind, c->bytes, c->stream, c->async, c->stack);
-		break;
-	}
-	case PROF_REC_CUDA_MALLOC: {
-		const struct prof_rec_cuda_malloc *m = (const void *)r;
-		printf(" corr=%" PRIu64 " kind=%u ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
-		       m->corr, m->kind, m->ptr, m->size, m->stack);
-		break;
-	}
-	case PROF_REC_CUDA_FREE: {
-		const struct prof_rec_cuda_free *f = (const void *)r;
-		printf(" corr=%" PRIu64 " kind=%u ptr=0x%" PRIx64, f->corr, f->kind, f->ptr);
-		break;
-	}
-	case PROF_REC_CUDA_GPU: {
-		const struct prof_rec_cuda_gpu *g = (const void *)r;
-		printf(" timing=0x%x activity=%u copy_kind=%u start=%" PRIu64 " end=%" PRIu64
-		       " corr=%" PRIu64 " bytes=%" PRIu64 " name=%u device=%u stream=%u"
-		       " grid=%u,%u,%u block=%u,%u,%u", r->flags, g->activity, g->copy_kind, g->start,
-		       g->end, g->corr, g->bytes, g->name, g->device, g->stream, g->grid[0], g->grid[1],
-		       g->grid[2], g->block[0], g->block[1], g->block[2]);
-		break;
-	}
-	case PROF_REC_CUDA_XCORR: {
-		const struct prof_rec_cuda_xcorr *x = (const void *)r;
-		printf(" cupti_corr=%" PRIu64 " corr=%" PRIu64, x->cupti_corr, x->corr);
-		break;
-	}
-	case PROF_REC_CUDA_NVTX: {
-		const struct prof_rec_cuda_nvtx *n = (const void *)r;
-		printf(" kind=%u start=%" PRIu64 " end=%" PRIu64 " domain=%u depth=%u message=",
-		       r->flags, n->start, n->end, n->domain, n->depth);
-		put_str(n->message, r->size - sizeof(*n));
-		break;
-	}
-	case PROF_REC_CUDA_STATE: {
-		const struct prof_rec_cuda_state *c = (const void *)r;
-		printf(" timing=%u result=%d cupti_version=%u detail=", c->timing, c->result,
-		       c->cupti_version);
-		put_str(c->detail, r->size - sizeof(*c));
-		break;
-	}
-	default:
-		printf(" flags=0x%x size=%u", r->flags, r->size);
-		return;
 	}
 	/* Bytes past the known fields (a newer writer's); string records end in their string. */
 	if (r->size > prof_rec_min_size(r->type) && r->type != PROF_REC_PAD &&
@@ -346,27 +220,13 @@ static int dump_one(const char *path)
 
 int cmd_dump(int argc, char **argv)
 {
-	/* Options anywhere before "--"; the TRACE arguments are moved to the front of argv. */
-	int ntraces = 0, opts = 1;
-	for (int i = 1; i < argc; i++) {
-		char *a = argv[i];
-		if (opts && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
-			usage(stdout);
-			return 0;
-		}
-		if (opts && !strcmp(a, "--")) {
-			opts = 0;
-			continue;
-		}
-		if (opts && a[0] == '-' && a[1]) {
-			prof_error("dump: unknown option '%s' (try prof dump --help)", a);
-			return 2;
-		}
-		argv[ntraces++] = a;
-	}
+	struct cmd_opts o;
+	int rc = cmd_parse(&dump_spec, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
 	char **paths;
 	size_t n;
-	if (inputs_expand(argv, ntraces, &paths, &n) < 0)
+	if (inputs_expand(o.traces, o.ntraces, &paths, &n) < 0)
 		return 1;
 	int status = 0;
 	for (size_t i = 0; i < n && !status; i++) {

@@ -1,63 +1,13 @@
 /* prof flame: stacks weighted by what the chosen kind measures, as an interactive SVG or
  * as folded stacks. */
 #include "commands.h"
+#include "family.h"
 #include "flame_svg.h"
-#include "report.h"
+#include "process.h"
+#include "stackfmt.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct sample_set;
-typedef void (*emit_fn)(void *ctx, uint32_t stack, uint64_t weight);
-typedef int (*collect_fn)(struct process *p, const char *by, emit_fn emit, void *ctx);
-
-/* Heap sites, by bytes allocated (or --by calls) or by bytes leaked. */
-static int heap_flame(struct process *p, const char *by, emit_fn emit, void *ctx,
-		      uint64_t (*key)(const struct heap_site *))
-{
-	size_t n;
-	struct site_ref *v = heap_sites_sorted(p, key, &n);
-	if (!v)
-		return -1;
-	for (size_t j = 0; j < n; j++)
-		emit(ctx, v[j].stack, key(v[j].s));
-	free(v);
-	(void)by;
-	return 0;
-}
-
-static int alloc_flame(struct process *p, const char *by, emit_fn emit, void *ctx)
-{
-	if (by && strcmp(by, "bytes") && strcmp(by, "calls")) {
-		prof_error("--by %s: alloc graphs weigh by bytes or calls", by);
-		return -1;
-	}
-	return heap_flame(p, by, emit, ctx, by && !strcmp(by, "calls") ? site_key_calls : site_key_bytes);
-}
-
-static int leak_flame(struct process *p, const char *by, emit_fn emit, void *ctx)
-{
-	if (by && strcmp(by, "bytes")) {
-		prof_error("--by %s: leak graphs weigh by bytes", by);
-		return -1;
-	}
-	return heap_flame(p, by, emit, ctx, site_key_leaked);
-}
-
-struct flame_kind {
-	const char *name, *title, *unit;
-	collect_fn collect;  /* NULL: not recorded by this version */
-};
-
-static const struct flame_kind kinds[] = {
-	{ "alloc", "Heap: bytes allocated by stack", "bytes", alloc_flame },
-	{ "leak", "Heap: bytes leaked by stack", "bytes", leak_flame },
-	{ "cpu", "CPU samples", "samples", NULL },
-	{ "lock", "Lock wait time by stack", "ns", locks_flame },
-	{ "io", "I/O time by stack", "ns", io_flame },
-	{ "cuda", "GPU time by launching stack", "ns", cuda_flame },
-};
 
 /* Collects one process's weights into the sample set. */
 struct collect_ctx {
@@ -142,84 +92,96 @@ static void free_samples(struct sample_set *ss)
 	free(ss->strings);
 }
 
-static void usage(FILE *out)
+static const struct cmd_spec flame_spec = {
+	"flame", CMD_OUTPUT | CMD_FLAME, 0,
+	"usage: prof flame --kind KIND [-o FILE.svg | --folded] TRACE...\n"
+	"A flame graph of the stacks that did KIND's work, widths proportional to it.\n\n"
+	"  --kind KIND    what to weigh (default alloc); the kinds are listed below\n"
+	"  --by WHAT      another weight of the kind, where it has one (listed below)\n"
+	"  -o FILE        write the SVG (or folded text) to FILE (default stdout)\n"
+	"  --folded       Brendan Gregg's folded stacks instead of SVG\n"
+	"  --title TEXT   heading of the SVG\n"
+	"  -h, --help     this help\n",
+};
+
+/* The kinds, from the family table, after the usage text. */
+static void print_kinds(FILE *out)
 {
-	fprintf(out,
-		"usage: prof flame --kind KIND [-o FILE.svg | --folded] TRACE...\n"
-		"A flame graph of the stacks that did KIND's work, widths proportional to it.\n\n"
-		"  --kind alloc   bytes allocated (--by calls: allocation calls)\n"
-		"  --kind leak    bytes still allocated at exit\n"
-		"  --kind cpu|lock|io|cuda   other event families (when recorded)\n"
-		"  --by WHAT      alloc: bytes (default) or calls; io: time (default) or bytes\n"
-		"  -o FILE        write the SVG (or folded text) to FILE (default stdout)\n"
-		"  --folded       Brendan Gregg's folded stacks instead of SVG\n"
-		"  --title TEXT   heading of the SVG\n"
-		"  -h, --help     this help\n");
+	fputs("\nkinds:\n", out);
+	for (size_t i = 0; families[i]; i++)
+		for (size_t k = 0; k < families[i]->nflames; k++) {
+			const struct flame_kind *fk = &families[i]->flames[k];
+			fprintf(out, "  %-8s %s; --by", fk->name, fk->help);
+			for (size_t w = 0; w < FLAME_WEIGHTS_MAX && fk->weights[w].by; w++)
+				fprintf(out, "%s %s", w ? "," : "", fk->weights[w].by);
+			fputc('\n', out);
+		}
+}
+
+/* The weight --by names (the kind's first when by is NULL), or NULL after saying why. */
+static const struct flame_weight *pick_weight(const struct flame_kind *kind, const char *by)
+{
+	for (size_t w = 0; w < FLAME_WEIGHTS_MAX && kind->weights[w].by; w++)
+		if (!by || !strcmp(by, kind->weights[w].by))
+			return &kind->weights[w];
+	char list[128] = "";
+	for (size_t w = 0; w < FLAME_WEIGHTS_MAX && kind->weights[w].by; w++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", w ? ", " : "",
+			 kind->weights[w].by);
+	prof_error("flame: --by %s: %s graphs weigh by %s", by, kind->name, list);
+	return NULL;
 }
 
 int cmd_flame(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "kind", required_argument, NULL, 'k' }, { "folded", no_argument, NULL, 'F' },
-		{ "by", required_argument, NULL, 'b' }, { "title", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
-	};
-	const char *kind_name = "alloc", *outfile = NULL, *by = NULL, *title = NULL;
-	int folded = 0, c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:k:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'k': kind_name = optarg; break;
-		case 'F': folded = 1; break;
-		case 'b': by = optarg; break;
-		case 'T': title = optarg; break;
-		case 'o': outfile = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
+	struct cmd_opts o;
+	int rc = cmd_parse(&flame_spec, argc, argv, &o);
+	if (rc >= 0) {
+		if (rc == 0)
+			print_kinds(stdout);
+		return rc;
 	}
-	const struct flame_kind *kind = NULL;
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (!strcmp(kinds[i].name, kind_name))
-			kind = &kinds[i];
+	const char *kind_name = o.kind ? o.kind : "alloc";
+	const struct flame_kind *kind = flame_kind_find(kind_name, NULL);
 	if (!kind) {
-		prof_error("unknown flame kind '%s' (alloc, leak, cpu, lock, io, cuda)", kind_name);
+		char list[256] = "";
+		for (size_t i = 0; families[i]; i++)
+			for (size_t k = 0; k < families[i]->nflames; k++)
+				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+					 list[0] ? ", " : "", families[i]->flames[k].name);
+		prof_error("unknown flame kind '%s' (%s)%s", kind_name, list,
+			   strcmp(kind_name, "cpu") ? "" : "; CPU samples are not recorded by this version");
 		return 2;
 	}
-	const char *ktitle = kind->title, *unit = kind->unit;
-	if (!strcmp(kind->name, "alloc") && by && !strcmp(by, "calls")) {
-		ktitle = "Heap: allocation calls by stack";
-		unit = "allocations";
-	} else if (by && !strcmp(by, "bytes") && strcmp(kind->unit, "bytes")) {
-		unit = "bytes";
-	}
+	const struct flame_weight *weight = pick_weight(kind, o.by);
+	if (!weight)
+		return 2;
 	struct cmd_io io;
-	if (cmd_open(&io, argv + optind, argc - optind, outfile) < 0)
+	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
 		return 1;
 	struct process *ps = io.ps;
 	size_t n = io.n;
 	FILE *out = io.out;
 	struct sample_set ss = { 0 };
-	int rc = 0;
-	for (size_t i = 0; kind->collect && i < n && rc == 0; i++) {
+	rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		char root[300];
 		snprintf(root, sizeof(root), "%s (%u)",
 			 strrchr(ps[i].exe, '/') ? strrchr(ps[i].exe, '/') + 1 : ps[i].exe, ps[i].hdr.pid);
 		struct collect_ctx ctx = { &ss, &ps[i], n > 1 ? keep(&ss, root) : NULL, 0 };
-		if (kind->collect(&ps[i], by, emit_sample, &ctx) < 0) {
-			rc = -2;  /* the provider said why */
-			break;
-		}
-		rc = ctx.rc;
+		if (kind->collect(&ps[i], weight->by, emit_sample, &ctx) < 0)
+			rc = -1;
+		else
+			rc = ctx.rc;
 	}
 	if (rc == -1)
 		prof_error("out of memory");
 	if (rc == 0 && ss.n == 0)
-		prof_error("note: no %s data in these traces%s", kind->name,
-			   kind->collect ? "" : " (this event family is not recorded by this version)");
+		prof_error("note: no %s data in these traces", kind->name);
 	if (rc == 0) {
-		int w = folded ? flame_write_folded(out, ss.v, ss.n)
-			       : flame_write_svg(out, ss.v, ss.n, title ? title : ktitle, unit);
+		int w = o.folded ? flame_write_folded(out, ss.v, ss.n)
+				 : flame_write_svg(out, ss.v, ss.n, o.title ? o.title : weight->title,
+						   weight->unit);
 		if (w < 0 && !ferror(out))
 			prof_error("out of memory");
 		if (w < 0)

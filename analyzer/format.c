@@ -1,5 +1,5 @@
 /* Numbers for people: sizes, counts with thousands separators, durations. */
-#include "process.h"
+#include "format.h"
 
 #include <stdio.h>
 
@@ -45,4 +45,19 @@ const char *fmt_ns(uint64_t ns, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%.2f s", ns / 1e9);
 	return buf;
+}
+
+void fmt_quoted(FILE *out, const char *s, size_t max)
+{
+	fputc('"', out);
+	for (size_t i = 0; i < max && s[i]; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '"' || c == '\\')
+			fprintf(out, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(out, "\\x%02x", c);
+		else
+			fputc(c, out);
+	}
+	fputc('"', out);
 }

@@ -7,19 +7,21 @@
  * peak, the listed sites copy their current bytes into peak_bytes; a site not listed has not
  * changed since the previous snapshot, so its peak_bytes already holds its share. Each
  * change is copied at most once: amortised O(1) per event. */
-#include "process.h"
+#include "heap.h"
 
 #include <stdlib.h>
 
-void heap_init(struct heap_stats *h)
+void heap_init(void *state)
 {
+	struct heap_stats *h = state;
 	*h = (struct heap_stats){ 0 };
 	u64map_init(&h->live, sizeof(struct live_block));
 	u64map_init(&h->sites, sizeof(struct heap_site));
 }
 
-void heap_free(struct heap_stats *h)
+void heap_free(void *state)
 {
+	struct heap_stats *h = state;
 	free(h->dirty);
 	u64map_free(&h->live);
 	u64map_free(&h->sites);

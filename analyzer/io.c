@@ -2,9 +2,11 @@
  * into per-file counters and latency histograms, a bounded heap of the slowest calls and
  * per-stack weights; memory grows with files and stacks, never with events. */
 #include "io.h"
-#include "commands.h"
+#include "family.h"
+#include "format.h"
 #include "process.h"
-#include "report.h"
+#include "stackfmt.h"
+#include "timeline.h"
 #include "trace.h"
 
 #include <inttypes.h>
@@ -103,16 +105,23 @@ const char *io_kind(const char *path)
 	return "other";
 }
 
-void io_init(struct io_stats *s)
+struct io_stats *io_of(const struct process *p)
 {
+	return process_family_state(p, &io_family);
+}
+
+void io_init(void *state)
+{
+	struct io_stats *s = state;
 	memset(s, 0, sizeof(*s));
 	u64map_init(&s->by_name, sizeof(uint32_t));
 	u64map_init(&s->ids, sizeof(uint32_t));
 	u64map_init(&s->by_stack, sizeof(struct io_flame_weight));
 }
 
-void io_free(struct io_stats *s)
+void io_free(void *state)
 {
+	struct io_stats *s = state;
 	for (size_t i = 0; i < s->nfiles; i++) {
 		free(s->files[i].path);
 		for (int c = 0; c < IO_CLS_COUNT; c++)
@@ -300,7 +309,7 @@ static void slow_add(struct io_stats *s, const struct io_slow *c)
 static int account(struct process *p, int32_t fi, unsigned op, int64_t result, uint64_t dur,
 		   uint32_t stack, uint64_t t)
 {
-	struct io_stats *s = &p->io;
+	struct io_stats *s = io_of(p);
 	struct io_file *f = &s->files[fi];
 	char cls = prof_io_op_class(op);
 	int hc = cls == 'r' ? IO_CLS_READ : cls == 'w' ? IO_CLS_WRITE : IO_CLS_OTHER;
@@ -362,7 +371,7 @@ static int account(struct process *p, int32_t fi, unsigned op, int64_t result, u
 
 int io_on_record(struct process *p, const struct trace_event *ev)
 {
-	struct io_stats *s = &p->io;
+	struct io_stats *s = io_of(p);
 	const struct prof_rec *h = ev->rec;
 	s->records++;
 	switch (h->type) {
@@ -387,15 +396,9 @@ int io_on_record(struct process *p, const struct trace_event *ev)
 	}
 }
 
-int io_finish(struct process *p)
-{
-	(void)p;
-	return 0;
-}
-
 int io_has_data(const struct process *p)
 {
-	return p->io.calls > 0;
+	return io_of(p)->calls > 0;
 }
 
 /* ---- results ---------------------------------------------------------------------------- */
@@ -535,7 +538,7 @@ static json_t *file_json(struct process *p, const struct file_ref *r)
 
 json_t *io_json(struct process *p, size_t top)
 {
-	struct io_stats *s = &p->io;
+	struct io_stats *s = io_of(p);
 	json_t *files = json_array();
 	size_t n;
 	struct file_ref *v = files_sorted(s, &n);
@@ -565,7 +568,7 @@ json_t *io_json(struct process *p, size_t top)
 
 void io_print(FILE *out, struct process *p, size_t top, int frames)
 {
-	struct io_stats *s = &p->io;
+	struct io_stats *s = io_of(p);
 	struct io_totals t = totals(s);
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[32];
 	fprintf(out, "\n-- I/O\n");
@@ -619,19 +622,116 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 int io_flame(struct process *p, const char *by,
 	     void (*emit)(void *ctx, uint32_t stack, uint64_t weight), void *ctx)
 {
-	int bytes = 0;
-	if (by && !strcmp(by, "bytes"))
-		bytes = 1;
-	else if (by && strcmp(by, "time")) {
-		prof_error("--by %s: io graphs weigh by time (default) or bytes", by);
-		return -1;
-	}
+	int bytes = !strcmp(by, "bytes");
 	size_t pos = 0;
 	uint64_t stack;
 	void *val;
-	while (u64map_next(&p->io.by_stack, &pos, &stack, &val)) {
+	while (u64map_next(&io_of(p)->by_stack, &pos, &stack, &val)) {
 		const struct io_flame_weight *w = val;
 		emit(ctx, (uint32_t)stack, bytes ? w->bytes : w->time_ns);
 	}
 	return 0;
 }
+
+/* ---- timeline and dump ------------------------------------------------------------------ */
+
+/* The timeline's names of file ids (IO_NAME may come after calls that use the id). */
+struct io_timeline {
+	struct u64map files;  /* file id -> char * */
+};
+
+static int io_tl_init(void *state)
+{
+	u64map_init(&((struct io_timeline *)state)->files, sizeof(char *));
+	return 0;
+}
+
+static void io_tl_free(void *state)
+{
+	struct io_timeline *s = state;
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&s->files, &pos, &key, &val))
+		free(*(char **)val);
+	u64map_free(&s->files);
+}
+
+static int io_tl_names(void *state, struct timeline *tl, const struct trace_event *ev)
+{
+	struct io_timeline *s = state;
+	(void)tl;
+	if (ev->rec->type != PROF_REC_IO_NAME)
+		return 0;
+	const struct prof_rec_io_name *r = (const void *)ev->rec;
+	if (!r->file)
+		return 0;
+	char **slot = u64map_put(&s->files, r->file, NULL);
+	if (!slot)
+		return -1;
+	free(*slot);
+	return (*slot = strdup(r->path)) ? 0 : -1;
+}
+
+static int io_tl_event(void *state, struct timeline *tl, const struct trace_event *ev)
+{
+	struct io_timeline *s = state;
+	const struct prof_rec *h = ev->rec;
+	const struct prof_rec_io_call *r = (const void *)h;  /* IO_NAME begins as IO_CALL */
+	if (r->duration_ns < tl->min_ns)
+		return 0;
+	const char *path = "?";
+	if (h->type == PROF_REC_IO_NAME) {
+		path = ((const struct prof_rec_io_name *)h)->path;
+	} else {
+		char **name = u64map_get(&s->files, r->file);
+		if (name && *name)
+			path = *name;
+	}
+	char name[512];
+	snprintf(name, sizeof(name), "%s %s", prof_io_op_name(h->flags), path);
+	tl_complete(tl, "io", ev->tid, name, h->time, r->duration_ns);
+	fprintf(tl->out, ",\"args\":{\"fd\":%d,\"result\":%" PRId64 "}", r->fd, r->result);
+	tl_end(tl);
+	return 0;
+}
+
+static const struct family_timeline io_timeline = {
+	sizeof(struct io_timeline), io_tl_init, io_tl_free, io_tl_names, io_tl_event, NULL,
+};
+
+static void io_dump(FILE *out, const struct prof_rec *r)
+{
+	const struct prof_rec_io_call *c = (const void *)r;  /* IO_NAME begins as IO_CALL */
+	fprintf(out, " %s file=%u fd=%d result=%" PRId64 " duration_ns=%" PRIu64 " stack=%u",
+		prof_io_op_name(r->flags), c->file, c->fd, c->result, c->duration_ns, c->stack);
+	if (r->type == PROF_REC_IO_NAME) {
+		fprintf(out, " path=");
+		fmt_quoted(out, ((const struct prof_rec_io_name *)r)->path,
+			   r->size - sizeof(struct prof_rec_io_name));
+	}
+}
+
+static const struct flame_kind io_flames[] = {
+	{ "io", "time in I/O calls (--by bytes: bytes read and written)",
+	  { { "time", "I/O time by stack", "ns" }, { "bytes", "I/O bytes by stack", "bytes" } },
+	  io_flame },
+};
+
+const struct family io_family = {
+	.name = "io",
+	.first_type = PROF_IO_TYPE_FIRST,
+	.last_type = PROF_IO_TYPE_LAST,
+	.state_size = sizeof(struct io_stats),
+	.init = io_init,
+	.free = io_free,
+	.on_record = io_on_record,
+	.has_data = io_has_data,
+	.json_key = "io",
+	.json = io_json,
+	.print = io_print,
+	.flames = io_flames,
+	.nflames = sizeof(io_flames) / sizeof(io_flames[0]),
+	.timeline = &io_timeline,
+	.dump = io_dump,
+};

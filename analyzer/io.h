@@ -12,6 +12,7 @@
 #include "u64map.h"
 
 struct process;
+struct family;
 struct trace_event;
 
 /* Latency histogram: exact below 8 ns, then 8 buckets per power of two (12.5% wide). */
@@ -69,12 +70,12 @@ struct io_stats {
 	uint64_t calls;
 };
 
-void io_init(struct io_stats *s);
-void io_free(struct io_stats *s);
+extern const struct family io_family;
+struct io_stats *io_of(const struct process *p);
+void io_init(void *state);  /* a struct io_stats */
+void io_free(void *state);
 /* A record of this family: consume it (0), or -1 if out of memory. Other types: not called. */
 int io_on_record(struct process *p, const struct trace_event *ev);
-/* After the last record. */
-int io_finish(struct process *p);
 int io_has_data(const struct process *p);
 /* The SPEC's "io" value of a process (always valid JSON, empty when no data). */
 json_t *io_json(struct process *p, size_t top);

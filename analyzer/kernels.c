@@ -3,25 +3,23 @@
 #include "commands.h"
 #include "cuda.h"
 #include "process.h"
-#include "report.h"
+#include "stackfmt.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"usage: prof kernels [options] TRACE...\n"
-		"The GPU kernel timing table of each process, sorted by total GPU time: launches,\n"
-		"total, average, median, min, max and stddev of the GPU time, share of all kernel\n"
-		"time, grid and block, and where the timing came from (cupti, events or none).\n\n"
-		"  --json       JSON: processes[].kernels[]\n"
-		"  --csv        comma-separated values, one row per kernel and process\n"
-		"  --top N      at most N kernels per process\n"
-		"  -o FILE      write to FILE instead of stdout\n"
-		"  -h, --help   this help\n");
-}
+static const struct cmd_spec kernels_spec = {
+	"kernels", CMD_OUTPUT | CMD_JSON | CMD_CSV | CMD_TOP, 0,
+	"usage: prof kernels [options] TRACE...\n"
+	"The GPU kernel timing table of each process, sorted by total GPU time: launches,\n"
+	"total, average, median, min, max and stddev of the GPU time, share of all kernel\n"
+	"time, grid and block, and where the timing came from (cupti, events or none).\n\n"
+	"  --json       JSON: processes[].kernels[]\n"
+	"  --csv        comma-separated values, one row per kernel and process\n"
+	"  --top N      at most N kernels per process\n"
+	"  -o FILE      write to FILE instead of stdout\n"
+	"  -h, --help   this help\n",
+};
 
 static void csv_str(FILE *out, const char *s)
 {
@@ -36,7 +34,7 @@ static void csv_str(FILE *out, const char *s)
 
 static void print_csv(FILE *out, struct process *p, size_t top)
 {
-	struct cuda_stats *s = &p->cuda;
+	struct cuda_stats *s = cuda_of(p);
 	for (size_t i = 0; i < s->nkernels && i < top; i++) {
 		const struct cuda_kernel_row *k = &s->kernels[i];
 		fprintf(out, "%u,", p->hdr.pid);
@@ -54,57 +52,41 @@ static void print_csv(FILE *out, struct process *p, size_t top)
 
 int cmd_kernels(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' }, { "csv", no_argument, NULL, 'c' },
-		{ "top", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int json = 0, csv = 0, c;
-	long top = -1;
-	const char *outfile = NULL;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': json = 1; break;
-		case 'c': csv = 1; break;
-		case 't': top = strtol(optarg, NULL, 10); break;
-		case 'o': outfile = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (json && csv) {
+	struct cmd_opts o;
+	struct cmd_io io;
+	int rc = cmd_parse(&kernels_spec, argc, argv, &o);
+	if (rc >= 0)
+		return rc;
+	if (o.json && o.csv) {
 		prof_error("kernels: --json and --csv exclude each other");
 		return 2;
 	}
-	struct cmd_io io;
-	if (cmd_open(&io, argv + optind, argc - optind, outfile) < 0)
+	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
 		return 1;
-	struct process *ps = io.ps;
-	size_t n = io.n;
-	FILE *out = io.out;
-	size_t ntop = top < 0 ? SIZE_MAX : (size_t)top;
-	if (json) {
+	if (o.json) {
 		json_t *arr = json_array();
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < io.n; i++) {
+			struct process *p = &io.ps[i];
 			json_array_append_new(arr, json_pack("{s:I,s:o,s:s,s:I,s:o}",
-				"pid", (json_int_t)ps[i].hdr.pid, "exe", jstr(ps[i].exe),
-				"timing", cuda_timing_str(ps[i].cuda.timing),
-				"gpu_ns", (json_int_t)ps[i].cuda.kernel_ns,
-				"kernels", cuda_kernels_json(&ps[i], ntop)));
+				"pid", (json_int_t)p->hdr.pid, "exe", jstr(p->exe),
+				"timing", cuda_timing_str(cuda_of(p)->timing),
+				"gpu_ns", (json_int_t)cuda_of(p)->kernel_ns,
+				"kernels", cuda_kernels_json(p, o.top)));
+		}
 		cmd_write_json(&io, arr);
-	} else if (csv) {
-		fprintf(out, "pid,name,launches,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,time_pct,grid,block,timing\n");
-		for (size_t i = 0; i < n; i++)
-			print_csv(out, &ps[i], ntop);
+	} else if (o.csv) {
+		fprintf(io.out, "pid,name,launches,total_ns,avg_ns,med_ns,min_ns,max_ns,stddev_ns,time_pct,grid,block,timing\n");
+		for (size_t i = 0; i < io.n; i++)
+			print_csv(io.out, &io.ps[i], o.top);
 	} else {
-		for (size_t i = 0; i < n; i++) {
-			if (!ps[i].cuda.nkernels)
+		for (size_t i = 0; i < io.n; i++) {
+			struct process *p = &io.ps[i];
+			if (!cuda_of(p)->nkernels)
 				continue;
-			fprintf(out, "== Process %u (%s): GPU timing %s\n", ps[i].hdr.pid, ps[i].exe,
-				cuda_timing_str(ps[i].cuda.timing));
-			cuda_kernels_print(out, &ps[i], top < 0 ? SIZE_MAX : ntop);
-			fputc('\n', out);
+			fprintf(io.out, "== Process %u (%s): GPU timing %s\n", p->hdr.pid, p->exe,
+				cuda_timing_str(cuda_of(p)->timing));
+			cuda_kernels_print(io.out, p, o.top);
+			fputc('\n', io.out);
 		}
 	}
 	return cmd_close(&io, 0);

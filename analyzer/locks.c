@@ -8,24 +8,33 @@
  * latest): acquisitions, hold times, owner changes. When wait records were lost, the
  * snapshot's totals are used if they are larger. */
 #include "locks.h"
-#include "commands.h"
+#include "family.h"
+#include "format.h"
 #include "process.h"
-#include "report.h"
+#include "stackfmt.h"
+#include "timeline.h"
 #include "trace.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-void locks_init(struct lock_stats *s)
+struct lock_stats *locks_of(const struct process *p)
 {
+	return process_family_state(p, &locks_family);
+}
+
+void locks_init(void *state)
+{
+	struct lock_stats *s = state;
 	memset(s, 0, sizeof(*s));
 	u64map_init(&s->locks, sizeof(struct lock_info));
 	u64map_init(&s->wait_stacks, sizeof(uint64_t));
 }
 
-void locks_free(struct lock_stats *s)
+void locks_free(void *state)
 {
+	struct lock_stats *s = state;
 	u64map_free(&s->locks);
 	u64map_free(&s->wait_stacks);
 }
@@ -44,7 +53,7 @@ static struct lock_info *lock_at(struct lock_stats *s, uint64_t addr, unsigned k
 static int on_wait(struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec_lock_wait *r = (const void *)ev->rec;
-	struct lock_info *l = lock_at(&p->lock, r->lock, r->kind);
+	struct lock_info *l = lock_at(locks_of(p), r->lock, r->kind);
 	if (!l)
 		return -1;
 	l->waits++;
@@ -58,7 +67,7 @@ static int on_wait(struct process *p, const struct trace_event *ev)
 		l->have_wait_stack = 1;
 	}
 	int created;
-	uint64_t *w = u64map_put(&p->lock.wait_stacks, r->stack, &created);
+	uint64_t *w = u64map_put(&locks_of(p)->wait_stacks, r->stack, &created);
 	if (!w)
 		return -1;
 	*w += r->wait_ns;
@@ -74,7 +83,7 @@ static int on_wait(struct process *p, const struct trace_event *ev)
 
 static int on_stats(struct process *p, const struct prof_rec_lock_stats *r)
 {
-	struct lock_info *l = lock_at(&p->lock, r->lock, r->kind);
+	struct lock_info *l = lock_at(locks_of(p), r->lock, r->kind);
 	if (!l)
 		return -1;
 	/* Cumulative: a snapshot with fewer acquisitions is older (streams interleave). */
@@ -112,10 +121,10 @@ static void on_join(struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec_thread_join *r = (const void *)ev->rec;
 	if (ev->rec->flags == PROF_THREAD_DETACH) {
-		p->lock.detaches++;
+		locks_of(p)->detaches++;
 		return;
 	}
-	p->lock.joins++;
+	locks_of(p)->joins++;
 	struct thread_info *t = process_thread(p, ev->stream / 2);
 	if (t)
 		t->join_wait_ns += r->wait_ns;
@@ -123,7 +132,7 @@ static void on_join(struct process *p, const struct trace_event *ev)
 
 int locks_on_record(struct process *p, const struct trace_event *ev)
 {
-	p->lock.records++;
+	locks_of(p)->records++;
 	switch (ev->rec->type) {
 	case PROF_REC_LOCK_WAIT:
 		return on_wait(p, ev);
@@ -140,15 +149,9 @@ int locks_on_record(struct process *p, const struct trace_event *ev)
 	}
 }
 
-int locks_finish(struct process *p)
-{
-	(void)p;
-	return 0;
-}
-
 int locks_has_data(const struct process *p)
 {
-	return p->lock.locks.count > 0;
+	return locks_of(p)->locks.count > 0;
 }
 
 static void summarize(const struct lock_info *l, struct lock_summary *s)
@@ -198,15 +201,15 @@ static int cmp_summary(const void *a, const void *b)
 struct lock_summary *locks_sorted(struct process *p, size_t *n)
 {
 	*n = 0;
-	if (p->lock.locks.count == 0)
+	if (locks_of(p)->locks.count == 0)
 		return NULL;
-	struct lock_summary *v = malloc(sizeof(*v) * p->lock.locks.count);
+	struct lock_summary *v = malloc(sizeof(*v) * locks_of(p)->locks.count);
 	if (!v)
 		return NULL;
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
-	while (u64map_next(&p->lock.locks, &pos, &key, &val))
+	while (u64map_next(&locks_of(p)->locks, &pos, &key, &val))
 		summarize(val, &v[(*n)++]);
 	qsort(v, *n, sizeof(*v), cmp_summary);
 	return v;
@@ -293,28 +296,104 @@ void locks_print(FILE *out, struct process *p, size_t top, int frames)
 int locks_flame(struct process *p, const char *by,
 	       void (*emit)(void *ctx, uint32_t stack, uint64_t weight), void *ctx)
 {
-	if (by && strcmp(by, "wait")) {
-		prof_error("--by %s: lock graphs weigh by wait (ns)", by);
-		return -1;
-	}
+	(void)by;
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
-	while (u64map_next(&p->lock.wait_stacks, &pos, &key, &val))
+	while (u64map_next(&locks_of(p)->wait_stacks, &pos, &key, &val))
 		if (*(uint64_t *)val)
 			emit(ctx, (uint32_t)key, *(uint64_t *)val);
 	return 0;
 }
 
-const char *locks_symbol(struct process *p, uint64_t addr, char *buf, size_t len)
+/* ---- timeline and dump ------------------------------------------------------------------ */
+
+static int locks_tl_names(void *state, struct timeline *tl, const struct trace_event *ev)
 {
-	if (!addr)
-		return NULL;
-	struct sym_frame f;
-	char tmp[256];
-	if (addr_symbolize(p, addr, &f))
-		snprintf(buf, len, "%s", frame_label(&f, tmp, sizeof(tmp)));
-	else
-		snprintf(buf, len, "0x%" PRIx64, addr);
-	return buf;
+	(void)state;
+	if (ev->rec->type == PROF_REC_THREAD_NAME) {
+		const struct prof_rec_thread_name *r = (const void *)ev->rec;
+		tl_metadata(tl, "thread_name", r->tid, r->name);
+	}
+	return 0;
 }
+
+static int locks_tl_event(void *state, struct timeline *tl, const struct trace_event *ev)
+{
+	(void)state;
+	const struct prof_rec *h = ev->rec;
+	if (h->type != PROF_REC_LOCK_WAIT)
+		return 0;
+	const struct prof_rec_lock_wait *r = (const void *)h;
+	char name[96];
+	snprintf(name, sizeof(name), "%s %s 0x%" PRIx64, prof_lock_op_name(h->flags),
+		 prof_lock_kind_name(r->kind), r->lock);
+	uint64_t start = h->time > r->wait_ns ? h->time - r->wait_ns : 0;
+	tl_complete(tl, "lock", ev->tid, name, start, r->wait_ns);
+	tl_end(tl);
+	return 0;
+}
+
+static const struct family_timeline locks_timeline = {
+	.names = locks_tl_names,
+	.event = locks_tl_event,
+};
+
+static void locks_dump(FILE *out, const struct prof_rec *r)
+{
+	switch (r->type) {
+	case PROF_REC_LOCK_WAIT: {
+		const struct prof_rec_lock_wait *w = (const void *)r;
+		fprintf(out, " %s %s lock=0x%" PRIx64 " other=0x%" PRIx64 " wait_ns=%" PRIu64
+			" stack=%u result=%d", prof_lock_op_name(r->flags), prof_lock_kind_name(w->kind),
+			w->lock, w->other, w->wait_ns, w->stack, w->result);
+		break;
+	}
+	case PROF_REC_LOCK_STATS: {
+		const struct prof_rec_lock_stats *l = (const void *)r;
+		fprintf(out, " %s lock=0x%" PRIx64 " acquisitions=%" PRIu64 " contended=%" PRIu64
+			" wait_ns=%" PRIu64 " max_wait_ns=%" PRIu64 " hold_ns=%" PRIu64
+			" max_hold_ns=%" PRIu64 " holds_timed=%" PRIu64 " owner_changes=%" PRIu64
+			" busy=%" PRIu64 " first_stack=%u hold_sample=%u", prof_lock_kind_name(l->kind),
+			l->lock, l->acquisitions, l->contended, l->wait_ns, l->max_wait_ns, l->hold_ns,
+			l->max_hold_ns, l->holds_timed, l->owner_changes, l->busy, l->first_stack,
+			l->hold_sample);
+		break;
+	}
+	case PROF_REC_THREAD_NAME: {
+		const struct prof_rec_thread_name *n = (const void *)r;
+		fprintf(out, " serial=%u tid=%u name=", n->serial, n->tid);
+		fmt_quoted(out, n->name, r->size - sizeof(*n));
+		break;
+	}
+	case PROF_REC_THREAD_JOIN: {
+		const struct prof_rec_thread_join *j = (const void *)r;
+		fprintf(out, " %s serial=%u tid=%u wait_ns=%" PRIu64 " result=%d",
+			r->flags ? "detach" : "join", j->serial, j->tid, j->wait_ns, j->result);
+		break;
+	}
+	}
+}
+
+static const struct flame_kind locks_flames[] = {
+	{ "lock", "time threads waited for locks", { { "wait", "Lock wait time by stack", "ns" } },
+	  locks_flame },
+};
+
+const struct family locks_family = {
+	.name = "locks",
+	.first_type = PROF_LOCK_TYPE_FIRST,
+	.last_type = PROF_LOCK_TYPE_LAST,
+	.state_size = sizeof(struct lock_stats),
+	.init = locks_init,
+	.free = locks_free,
+	.on_record = locks_on_record,
+	.has_data = locks_has_data,
+	.json_key = "locks",
+	.json = locks_json,
+	.print = locks_print,
+	.flames = locks_flames,
+	.nflames = sizeof(locks_flames) / sizeof(locks_flames[0]),
+	.timeline = &locks_timeline,
+	.dump = locks_dump,
+};

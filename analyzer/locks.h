@@ -10,6 +10,7 @@
 #include "u64map.h"
 
 struct process;
+struct family;
 struct trace_event;
 
 /* One lock (mutex, rwlock, spinlock, condition variable, barrier or semaphore), by address. */
@@ -45,12 +46,12 @@ struct lock_stats {
 	uint64_t joins, detaches;
 };
 
-void locks_init(struct lock_stats *s);
-void locks_free(struct lock_stats *s);
+extern const struct family locks_family;
+struct lock_stats *locks_of(const struct process *p);
+void locks_init(void *state);  /* a struct lock_stats */
+void locks_free(void *state);
 /* A record of this family: consume it (0), or -1 if out of memory. Other types: not called. */
 int locks_on_record(struct process *p, const struct trace_event *ev);
-/* After the last record. */
-int locks_finish(struct process *p);
 int locks_has_data(const struct process *p);
 /* Every lock of p, merged, by total wait (then acquisitions, then address); *n set. Caller
  * frees; NULL with *n == 0 when there are none or memory ran out. */
@@ -62,7 +63,4 @@ void locks_print(FILE *out, struct process *p, size_t top, int frames);
  * returns -1 (with a message printed) if `by` is not supported. */
 int locks_flame(struct process *p, const char *by,
 	       void (*emit)(void *ctx, uint32_t stack, uint64_t weight), void *ctx);
-/* The function at code address addr of p ("worker", or "module+0x..."), in buf. */
-const char *locks_symbol(struct process *p, uint64_t addr, char *buf, size_t len);
-
 #endif

@@ -2,6 +2,7 @@
  * the model it belongs to; memory grows with threads, modules, stacks and live blocks only. */
 #include "process.h"
 #include "commands.h"
+#include "family.h"
 #include "trace.h"
 
 #include <stdlib.h>
@@ -23,10 +24,13 @@ static int grow_array(void **arr, size_t *cap, size_t elem)
 
 struct thread_info *process_thread(struct process *p, uint32_t serial)
 {
-	for (size_t i = p->nthreads; i-- > 0;)
-		if (p->threads[i].serial == serial)
-			return &p->threads[i];
-	return NULL;
+	const uint32_t *i = u64map_get(&p->thread_index, serial);
+	return i ? &p->threads[*i] : NULL;
+}
+
+void *process_family_state(const struct process *p, const struct family *f)
+{
+	return p->family_state[family_index(f)];
 }
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id)
@@ -34,7 +38,7 @@ const struct stack_info *process_stack(const struct process *p, uint32_t id)
 	return id ? u64map_get(&p->stacks, id) : NULL;
 }
 
-static uint64_t rel(const struct process *p, uint64_t t)
+uint64_t process_rel_time(const struct process *p, uint64_t t)
 {
 	return t > p->hdr.start_ns ? t - p->hdr.start_ns : 0;
 }
@@ -43,12 +47,17 @@ static int on_thread_start(struct process *p, const struct prof_rec_thread_start
 {
 	if (GROW(p->threads, p->nthreads, p->threads_cap) < 0)
 		return -1;
+	/* A serial seen again (a fork child's copy of its parent's thread) names the latest. */
+	uint32_t *slot = u64map_put(&p->thread_index, r->serial, NULL);
+	if (!slot)
+		return -1;
+	*slot = (uint32_t)p->nthreads;
 	struct thread_info *t = &p->threads[p->nthreads++];
 	memset(t, 0, sizeof(*t));
 	t->serial = r->serial;
 	t->tid = r->tid;
 	t->parent_serial = r->parent_serial;
-	t->start_ns = rel(p, r->h.time);
+	t->start_ns = process_rel_time(p, r->h.time);
 	t->create_stack = r->stack;
 	t->start_routine = r->start_routine;
 	return 0;
@@ -60,10 +69,84 @@ static void on_thread_end(struct process *p, const struct prof_rec_thread_end *r
 	if (!t)
 		return;
 	t->ended = 1;
-	t->end_ns = rel(p, r->h.time);
+	t->end_ns = process_rel_time(p, r->h.time);
 	t->cpu_ns = r->cpu_ns;
 	memcpy(t->name, r->name, sizeof(r->name));
 	t->name[16] = '\0';
+}
+
+/* Adds module m (an index into p->modules) to ix, keeping it sorted by start. */
+static int index_add(struct process *p, struct module_index *ix, uint32_t m)
+{
+	if (ix->n == ix->cap) {
+		size_t cap = ix->cap ? ix->cap * 2 : 64;
+		uint32_t *order = realloc(ix->order, cap * sizeof(*order));
+		if (order)
+			ix->order = order;
+		uint64_t *max_end = realloc(ix->max_end, cap * sizeof(*max_end));
+		if (max_end)
+			ix->max_end = max_end;
+		if (!order || !max_end)
+			return -1;
+		ix->cap = cap;
+	}
+	uint64_t start = p->modules[m].start;
+	size_t at = ix->n;
+	while (at > 0 && p->modules[ix->order[at - 1]].start > start)
+		at--;
+	memmove(ix->order + at + 1, ix->order + at, (ix->n - at) * sizeof(*ix->order));
+	ix->order[at] = m;
+	ix->n++;
+	for (size_t i = at; i < ix->n; i++) {
+		uint64_t end = p->modules[ix->order[i]].end;
+		uint64_t before = i ? ix->max_end[i - 1] : 0;
+		ix->max_end[i] = end > before ? end : before;
+	}
+	return 0;
+}
+
+static void index_remove(struct process *p, struct module_index *ix, uint32_t m)
+{
+	size_t at = 0;
+	while (at < ix->n && ix->order[at] != m)
+		at++;
+	if (at == ix->n)
+		return;
+	ix->n--;
+	memmove(ix->order + at, ix->order + at + 1, (ix->n - at) * sizeof(*ix->order));
+	for (size_t i = at; i < ix->n; i++) {
+		uint64_t end = p->modules[ix->order[i]].end;
+		uint64_t before = i ? ix->max_end[i - 1] : 0;
+		ix->max_end[i] = end > before ? end : before;
+	}
+}
+
+/* The latest-added module of ix holding addr: binary search for the last start <= addr,
+ * then back while an earlier module may still reach addr (max_end). Modules rarely
+ * overlap, so this is one or two steps. */
+static uint32_t index_find(const struct process *p, const struct module_index *ix, uint64_t addr)
+{
+	size_t lo = 0, hi = ix->n;  /* first position whose start > addr */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->modules[ix->order[mid]].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	uint32_t best = ~0u;
+	for (size_t i = lo; i-- > 0 && ix->max_end[i] > addr;) {
+		uint32_t m = ix->order[i];
+		if (addr < p->modules[m].end && (best == ~0u || m > best))
+			best = m;
+	}
+	return best;
+}
+
+static void index_free(struct module_index *ix)
+{
+	free(ix->order);
+	free(ix->max_end);
 }
 
 static int on_module(struct process *p, const struct prof_rec_module *r)
@@ -81,27 +164,26 @@ static int on_module(struct process *p, const struct prof_rec_module *r)
 	m->build_id_len = r->build_id_len;
 	memcpy(m->build_id, r->build_id, r->build_id_len);
 	m->present = 1;
-	p->nmodules++;
-	return 0;
+	uint32_t i = (uint32_t)p->nmodules++;
+	return index_add(p, &p->loaded, i) < 0 || index_add(p, &p->seen, i) < 0 ? -1 : 0;
 }
 
 static void on_module_unload(struct process *p, const struct prof_rec_module_unload *r)
 {
-	for (size_t i = p->nmodules; i-- > 0;)
-		if (p->modules[i].id == r->id && p->modules[i].present) {
-			p->modules[i].present = 0;
+	for (size_t i = p->loaded.n; i-- > 0;) {
+		uint32_t m = p->loaded.order[i];
+		if (p->modules[m].id == r->id) {
+			p->modules[m].present = 0;
+			index_remove(p, &p->loaded, m);
 			return;
 		}
+	}
 }
 
 uint32_t process_module_at(const struct process *p, uint64_t addr, int loaded_only)
 {
-	for (size_t i = p->nmodules; i-- > 0;) {
-		const struct module_info *m = &p->modules[i];
-		if ((m->present || !loaded_only) && addr >= m->start && addr < m->end)
-			return m->id;
-	}
-	return ~0u;
+	uint32_t m = index_find(p, loaded_only ? &p->loaded : &p->seen, addr);
+	return m == ~0u ? ~0u : p->modules[m].id;
 }
 
 static int on_stack(struct process *p, const struct prof_rec_stack *r)
@@ -126,7 +208,7 @@ static int on_stack(struct process *p, const struct prof_rec_stack *r)
 static int on_record(struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
-	uint64_t t = rel(p, h->time);
+	uint64_t t = process_rel_time(p, h->time);
 	if (t > p->end_ns)
 		p->end_ns = t;
 	switch (h->type) {
@@ -147,13 +229,6 @@ static int on_record(struct process *p, const struct trace_event *ev)
 	case PROF_REC_THREAD_END:
 		on_thread_end(p, (const void *)h);
 		return 0;
-	case PROF_REC_ALLOC: {
-		const struct prof_rec_alloc *r = (const void *)h;
-		return heap_alloc(&p->heap, ev->stream, t, r->ptr, r->size, r->stack);
-	}
-	case PROF_REC_FREE:
-		return heap_release(&p->heap, ev->stream, ((const struct prof_rec_free *)h)->ptr,
-				    (h->flags & PROF_FREE_REALLOC) != 0);
 	case PROF_REC_EXIT: {
 		const struct prof_rec_exit *r = (const void *)h;
 		p->exit_kind = r->how == 0 ? EXIT_CODE : EXIT_SIGNAL;
@@ -173,16 +248,13 @@ static int on_record(struct process *p, const struct trace_event *ev)
 			return -1;
 		p->children[p->nchildren++] = ((const struct prof_rec_fork *)h)->child_pid;
 		return 0;
-	default:
-		/* Each event family owns a range of record types (prof_format.h). */
-		if (h->type >= 20 && h->type < 40 && prof_rec_known(h->type))
-			return locks_on_record(p, ev);
-		if (h->type >= 40 && h->type < 60 && prof_rec_known(h->type))
-			return io_on_record(p, ev);
-		if (h->type >= 60 && h->type < 90 && prof_rec_known(h->type))
-			return cuda_on_record(p, ev);
+	default: {
+		const struct family *f = family_of_type(h->type);
+		if (f && prof_rec_known(h->type))
+			return f->on_record(p, ev);
 		p->unknown_records++;
 		return 0;
+	}
 	}
 }
 
@@ -205,11 +277,15 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
 	u64map_init(&p->stacks, sizeof(struct stack_info));
-	heap_init(&p->heap);
-	locks_init(&p->lock);
-	io_init(&p->io);
-	cuda_init(&p->cuda);
-	if (!(p->path = strdup(path))) {
+	u64map_init(&p->thread_index, sizeof(uint32_t));
+	int ok = (p->path = strdup(path)) != NULL;
+	for (size_t i = 0; ok && families[i]; i++) {
+		if ((p->family_state[i] = calloc(1, families[i]->state_size)))
+			families[i]->init(p->family_state[i]);
+		else
+			ok = 0;
+	}
+	if (!ok) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
@@ -223,14 +299,9 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		rc = on_record(p, &ev);
 	if (rc == 0 && got < 0)
 		rc = -2;
-	if (rc == 0)
-		rc = heap_finish(&p->heap);
-	if (rc == 0)
-		rc = locks_finish(p);
-	if (rc == 0)
-		rc = io_finish(p);
-	if (rc == 0)
-		rc = cuda_finish(p);
+	for (size_t i = 0; rc == 0 && families[i]; i++)
+		if (families[i]->finish)
+			rc = families[i]->finish(p);
 	/* The exec'd image carries on in another trace; what ran here ended normally. */
 	if (p->exit_kind == EXIT_EXEC && p->hdr.state == PROF_STATE_EXECED)
 		p->complete = 1;
@@ -252,6 +323,9 @@ void process_free(struct process *p)
 	free(p->argv);
 	free(p->exec_path);
 	free(p->threads);
+	u64map_free(&p->thread_index);
+	index_free(&p->loaded);
+	index_free(&p->seen);
 	for (size_t i = 0; i < p->nmodules; i++)
 		free(p->modules[i].path);
 	free(p->modules);
@@ -265,10 +339,11 @@ void process_free(struct process *p)
 	}
 	u64map_free(&p->stacks);
 	free(p->children);
-	heap_free(&p->heap);
-	locks_free(&p->lock);
-	io_free(&p->io);
-	cuda_free(&p->cuda);
+	for (size_t i = 0; families[i]; i++)
+		if (p->family_state[i]) {
+			families[i]->free(p->family_state[i]);
+			free(p->family_state[i]);
+		}
 	if (p->sym)
 		sym_free(p->sym);
 	memset(p, 0, sizeof(*p));

@@ -9,9 +9,7 @@
 #include "prof_format.h"
 #include "symbolize.h"
 #include "u64map.h"
-#include "locks.h"
-#include "io.h"
-#include "cuda.h"
+#include "family.h"
 
 struct thread_info {
 	uint32_t serial, tid, parent_serial;
@@ -40,28 +38,11 @@ struct stack_info {
 	uint32_t *modules;  /* module id of each frame when the stack was recorded; ~0u unknown */
 };
 
-struct heap_site {
-	uint64_t calls, bytes, frees, temporary, leaked_bytes, leaked_blocks;
-	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
-	uint64_t cur;         /* bytes it has allocated now */
-	int dirty;            /* cur changed since the last peak snapshot */
-};
-
-struct live_block {
-	uint64_t size;
-	uint32_t stack;
-};
-
-struct heap_stats {
-	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
-	uint64_t leaked_bytes, leaked_blocks, temporary, unmatched_frees;
-	int snapped;          /* the sites' peak_bytes hold the current peak */
-	uint32_t *dirty;      /* stacks of the sites whose cur changed since the last snapshot */
-	size_t ndirty, dirty_cap;
-	struct u64map live;   /* address -> struct live_block */
-	struct u64map sites;  /* stack id -> struct heap_site */
-	uint64_t *last;       /* stream -> address of its latest allocation (temporaries) */
-	size_t nlast;
+/* Modules sorted by start address, for lookups by address in O(log n). */
+struct module_index {
+	uint32_t *order;     /* indexes into process.modules, by start */
+	uint64_t *max_end;   /* max_end[i]: the largest end among order[0..i] */
+	size_t n, cap;
 };
 
 enum exit_kind { EXIT_UNKNOWN, EXIT_CODE, EXIT_SIGNAL, EXIT_EXEC };
@@ -82,16 +63,15 @@ struct process {
 
 	struct thread_info *threads;
 	size_t nthreads, threads_cap;
+	struct u64map thread_index; /* serial -> index in threads (uint32_t) */
 	struct module_info *modules;
 	size_t nmodules, modules_cap;
+	struct module_index loaded, seen;  /* lookups by address: loaded now / ever */
 	struct u64map stacks;       /* id -> struct stack_info */
 	uint32_t *children;
 	size_t nchildren, children_cap;
 
-	struct heap_stats heap;
-	struct lock_stats lock;     /* threads and locks: locks.c */
-	struct io_stats io;         /* file and network I/O: io.c */
-	struct cuda_stats cuda;     /* CUDA API, kernels, copies, device memory: cuda.c */
+	void *family_state[FAMILY_MAX];  /* each event family's analysis, as families[] */
 	struct symbolizer *sym;     /* made on first use */
 };
 
@@ -109,27 +89,10 @@ struct thread_info *process_thread(struct process *p, uint32_t serial);
  * still loaded (loaded_only: as a stack is being recorded) or all the trace has seen. */
 uint32_t process_module_at(const struct process *p, uint64_t addr, int loaded_only);
 
-/* heap.c: the heap analysis, fed by process_load(). */
-void heap_init(struct heap_stats *h);
-void heap_free(struct heap_stats *h);
-int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, uint64_t size,
-	       uint32_t stack);
-int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
-int heap_finish(struct heap_stats *h);
+/* A record time relative to the process start (0 if before it). */
+uint64_t process_rel_time(const struct process *p, uint64_t t);
 
-/* stackfmt.c: symbolized stacks. Frames are expanded (inlined calls), innermost first. */
-int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);
-/* One code address that is not a return address (a thread's start routine): its innermost
- * source frame. Returns 1, or 0 when nothing is known of it. */
-int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out);
-void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames,
-		 const char *indent);
-/* "function" or "module+0xoffset": the label of a frame in flame graphs and summaries. */
-const char *frame_label(const struct sym_frame *f, char *buf, size_t len);
-
-/* format.c: numbers for people. */
-const char *fmt_bytes(uint64_t n, char *buf, size_t len);   /* "1.50 MiB", "48 B" */
-const char *fmt_count(uint64_t n, char *buf, size_t len);   /* "1,234,567" */
-const char *fmt_ns(uint64_t ns, char *buf, size_t len);     /* "1.23 s", "45.6 us" */
+/* The state of family f in p (made by process_load()). */
+void *process_family_state(const struct process *p, const struct family *f);
 
 #endif

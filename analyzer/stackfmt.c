@@ -1,8 +1,10 @@
-/* Symbolized stacks: the process's symbolizer, frame expansion and the text form shared by
- * every command. */
+/* Symbolized stacks: the process's symbolizer, frame expansion, and the text and JSON forms
+ * shared by every command. */
+#include "stackfmt.h"
 #include "process.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct symbolizer *process_symbolizer(struct process *p)
@@ -36,6 +38,19 @@ int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out)
 {
 	struct symbolizer *sym = process_symbolizer(p);
 	return sym && sym_lookup(sym, process_module_at(p, addr, 0), addr, 0, out, 1) >= 1;
+}
+
+const char *addr_label(struct process *p, uint64_t addr, char *buf, size_t len)
+{
+	if (!addr)
+		return NULL;
+	struct sym_frame f;
+	char tmp[256];
+	if (addr_symbolize(p, addr, &f))
+		snprintf(buf, len, "%s", frame_label(&f, tmp, sizeof(tmp)));
+	else
+		snprintf(buf, len, "0x%" PRIx64, addr);
+	return buf;
 }
 
 const char *frame_label(const struct sym_frame *f, char *buf, size_t len)
@@ -76,4 +91,42 @@ void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames
 	}
 	if (n > max_frames)
 		fprintf(out, "%s... (more frames: --frames N)\n", indent);
+}
+
+json_t *jstr(const char *s)
+{
+	if (!s)
+		return json_null();
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *copy = strdup(s);
+	if (!copy)
+		return json_null();
+	for (char *c = copy; *c; c++)
+		if ((unsigned char)*c >= 0x80)
+			*c = '?';
+	j = json_string(copy);
+	free(copy);
+	return j ? j : json_null();
+}
+
+json_t *stack_json(struct process *p, uint32_t stack_id)
+{
+	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
+	int n = stack_symbolize(p, stack_id, frames, PROF_MAX_STACK_DEPTH * 2);
+	json_t *arr = json_array();
+	for (int i = 0; i < n; i++) {
+		const struct sym_frame *f = &frames[i];
+		char addr[32];
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
+		json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:s}", "function", jstr(f->function),
+				      "file", jstr(f->file),
+				      "line", f->line > 0 ? json_integer(f->line) : json_null(),
+				      "module", jstr(f->module), "address", addr);
+		if (f->inlined)
+			json_object_set_new(o, "inlined", json_true());
+		json_array_append_new(arr, o);
+	}
+	return arr;
 }

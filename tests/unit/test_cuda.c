@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cuda.h"
 #include "process.h"
 #include "tracegen.h"
 
@@ -76,8 +77,8 @@ Test(cuda_analysis, cupti_kernels_join_their_launch_through_xcorr)
 	tg_exit(tg, 0, T0 + 7000, 0, 0);
 	struct process p;
 	load(tg, &p);
-	cr_assert_eq(p.cuda.nkernels, 1);
-	const struct cuda_kernel_row *k = &p.cuda.kernels[0];
+	cr_assert_eq(cuda_of(&p)->nkernels, 1);
+	const struct cuda_kernel_row *k = &cuda_of(&p)->kernels[0];
 	cr_expect_eq(k->launches, 3);
 	cr_expect_eq(k->h.n, 3);
 	cr_expect_eq((uint64_t)k->h.sum, 600);
@@ -101,11 +102,11 @@ Test(cuda_analysis, one_allocation_seen_by_both_layers_counts_once)
 	tg_exit(tg, 0, T0 + 10, 0, 0);
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.cuda.alloc_calls, 2);
-	cr_expect_eq(p.cuda.free_calls, 1);
-	cr_expect_eq(p.cuda.peak, 4196);
-	cr_expect_eq(p.cuda.leaked_bytes, 100);
-	cr_expect_eq(p.cuda.leaked_blocks, 1);
+	cr_expect_eq(cuda_of(&p)->alloc_calls, 2);
+	cr_expect_eq(cuda_of(&p)->free_calls, 1);
+	cr_expect_eq(cuda_of(&p)->peak, 4196);
+	cr_expect_eq(cuda_of(&p)->leaked_bytes, 100);
+	cr_expect_eq(cuda_of(&p)->leaked_blocks, 1);
 	process_free(&p);
 }
 
@@ -120,10 +121,10 @@ Test(cuda_analysis, the_gpu_resolves_a_default_direction)
 	tg_exit(tg, 0, T0 + 3000, 0, 0);
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.cuda.copy[PROF_CUDA_COPY_UNKNOWN].count, 0);
-	cr_expect_eq(p.cuda.copy[PROF_CUDA_COPY_DTOH].count, 1);
-	cr_expect_eq(p.cuda.copy[PROF_CUDA_COPY_DTOH].bytes, 1 << 20);
-	cr_expect_eq((uint64_t)p.cuda.copy[PROF_CUDA_COPY_DTOH].h.sum, 1000);
+	cr_expect_eq(cuda_of(&p)->copy[PROF_CUDA_COPY_UNKNOWN].count, 0);
+	cr_expect_eq(cuda_of(&p)->copy[PROF_CUDA_COPY_DTOH].count, 1);
+	cr_expect_eq(cuda_of(&p)->copy[PROF_CUDA_COPY_DTOH].bytes, 1 << 20);
+	cr_expect_eq((uint64_t)cuda_of(&p)->copy[PROF_CUDA_COPY_DTOH].h.sum, 1000);
 	process_free(&p);
 }
 

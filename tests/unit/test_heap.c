@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdio.h>
 
+#include "heap.h"
 #include "process.h"
 #include "tracegen.h"
 
@@ -32,7 +33,7 @@ static void load(struct tg *tg, struct process *p)
 
 static const struct heap_site *site(const struct process *p, uint32_t stack)
 {
-	return u64map_get(&p->heap.sites, stack);
+	return u64map_get(&heap_of(p)->sites, stack);
 }
 
 Test(heap_analysis, counts_follow_valgrinds_rules)
@@ -46,12 +47,12 @@ Test(heap_analysis, counts_follow_valgrinds_rules)
 	tg_exit(tg, 2, T0 + 6, 0, 0);
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.heap.alloc_calls, 3);
-	cr_expect_eq(p.heap.free_calls, 2);
-	cr_expect_eq(p.heap.bytes_allocated, 400);
-	cr_expect_eq(p.heap.unmatched_frees, 1);
-	cr_expect_eq(p.heap.leaked_blocks, 1);
-	cr_expect_eq(p.heap.leaked_bytes, 0);
+	cr_expect_eq(heap_of(&p)->alloc_calls, 3);
+	cr_expect_eq(heap_of(&p)->free_calls, 2);
+	cr_expect_eq(heap_of(&p)->bytes_allocated, 400);
+	cr_expect_eq(heap_of(&p)->unmatched_frees, 1);
+	cr_expect_eq(heap_of(&p)->leaked_blocks, 1);
+	cr_expect_eq(heap_of(&p)->leaked_bytes, 0);
 	cr_expect(p.complete);
 	process_free(&p);
 }
@@ -69,7 +70,7 @@ Test(heap_analysis, temporaries_are_freed_before_the_next_allocation_of_their_th
 	tg_realloc(tg, 2, T0 + 8, 0x2000, 0x4000, 20, 2);   /* a resize is not a temporary */
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.heap.temporary, 1);
+	cr_expect_eq(heap_of(&p)->temporary, 1);
 	cr_expect_eq(site(&p, 1)->temporary, 1);
 	cr_expect_eq(site(&p, 2)->temporary, 0);
 	process_free(&p);
@@ -87,12 +88,12 @@ Test(heap_analysis, peak_and_the_sites_that_held_it)
 	tg_alloc(tg, 2, T0 + 70, 0x5000, 100, 1);
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.heap.peak, 2000);
-	cr_expect_eq(p.heap.peak_ns, 50);
+	cr_expect_eq(heap_of(&p)->peak, 2000);
+	cr_expect_eq(heap_of(&p)->peak_ns, 50);
 	cr_expect_eq(site(&p, 1)->peak_bytes, 0);
 	cr_expect_eq(site(&p, 2)->peak_bytes, 800);
 	cr_expect_eq(site(&p, 3)->peak_bytes, 1200);
-	cr_expect_eq(p.heap.leaked_bytes, 900);
+	cr_expect_eq(heap_of(&p)->leaked_bytes, 900);
 	cr_expect_eq(site(&p, 2)->leaked_blocks, 2);
 	process_free(&p);
 }
@@ -107,11 +108,11 @@ Test(heap_analysis, address_reuse_across_threads)
 	}
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.heap.alloc_calls, 1000);
-	cr_expect_eq(p.heap.free_calls, 1000);
-	cr_expect_eq(p.heap.leaked_blocks, 0);
-	cr_expect_eq(p.heap.unmatched_frees, 0);
-	cr_expect_eq(p.heap.peak, 8);
+	cr_expect_eq(heap_of(&p)->alloc_calls, 1000);
+	cr_expect_eq(heap_of(&p)->free_calls, 1000);
+	cr_expect_eq(heap_of(&p)->leaked_blocks, 0);
+	cr_expect_eq(heap_of(&p)->unmatched_frees, 0);
+	cr_expect_eq(heap_of(&p)->peak, 8);
 	process_free(&p);
 }
 
@@ -124,7 +125,7 @@ Test(heap_analysis, trace_without_exit_is_incomplete_with_its_data)
 	load(tg, &p);
 	cr_expect_not(p.complete);
 	cr_expect_eq(p.exit_kind, EXIT_UNKNOWN);
-	cr_expect_eq(p.heap.leaked_bytes, 128);
+	cr_expect_eq(heap_of(&p)->leaked_bytes, 128);
 	process_free(&p);
 }
 
@@ -140,7 +141,7 @@ Test(heap_analysis, peak_sites_across_a_sawtooth_ending_at_the_peak)
 	tg_alloc(tg, 2, T0 + 6, 0xd, 300, 1);   /* peak 550, and the end */
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.heap.peak, 550);
+	cr_expect_eq(heap_of(&p)->peak, 550);
 	cr_expect_eq(site(&p, 1)->peak_bytes, 300);
 	cr_expect_eq(site(&p, 2)->peak_bytes, 0);
 	cr_expect_eq(site(&p, 3)->peak_bytes, 250);

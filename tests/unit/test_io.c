@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family.h"
 #include "io.h"
 #include "process.h"
 #include "tracegen.h"
@@ -128,9 +129,9 @@ static void unload(struct process *p)
 
 static const struct io_file *file(const struct process *p, const char *path)
 {
-	for (size_t i = 0; i < p->io.nfiles; i++)
-		if (p->io.files[i].merged_into < 0 && !strcmp(p->io.files[i].path, path))
-			return &p->io.files[i];
+	for (size_t i = 0; i < io_of(p)->nfiles; i++)
+		if (io_of(p)->files[i].merged_into < 0 && !strcmp(io_of(p)->files[i].path, path))
+			return &io_of(p)->files[i];
 	return NULL;
 }
 
@@ -169,7 +170,7 @@ Test(io_analysis, bytes_calls_and_latency_per_file)
 	const struct io_file *bad = file(&p, "(not open: fd -1)");
 	cr_assert_not_null(bad);
 	cr_expect_eq(bad->errors, 1);
-	cr_expect_eq(p.io.calls, 15);
+	cr_expect_eq(io_of(&p)->calls, 15);
 
 	json_t *j = io_json(&p, 10);
 	json_t *files = json_object_get(j, "files");
@@ -240,13 +241,18 @@ Test(io_analysis, flame_weights_by_time_or_bytes)
 	struct process p;
 	load(tg, &p);
 	uint64_t t[4] = { 0 }, b[4] = { 0 };
-	cr_assert_eq(io_flame(&p, NULL, sum_weights, t), 0);
+	cr_assert_eq(io_flame(&p, "time", sum_weights, t), 0);
 	cr_expect_eq(t[1], 400);
 	cr_expect_eq(t[2], 700);
 	cr_assert_eq(io_flame(&p, "bytes", sum_weights, b), 0);
 	cr_expect_eq(b[1], 1000);
 	cr_expect_eq(b[2], 4000);
-	cr_expect_eq(io_flame(&p, "calls", sum_weights, b), -1);
+	/* time and bytes are the io weights; prof flame refuses any other --by. */
+	const struct flame_kind *k = flame_kind_find("io", NULL);
+	cr_assert_not_null(k);
+	cr_expect_str_eq(k->weights[0].by, "time");
+	cr_expect_str_eq(k->weights[1].by, "bytes");
+	cr_expect_null(k->weights[2].by);
 	unload(&p);
 }
 
@@ -260,7 +266,7 @@ Test(io_analysis, slowest_calls_are_a_bounded_top_n)
 	tg_exit(tg, 0, T0 + 5000, 0, 0);
 	struct process p;
 	load(tg, &p);
-	cr_expect_eq(p.io.nslow, IO_SLOWEST_KEPT);
+	cr_expect_eq(io_of(&p)->nslow, IO_SLOWEST_KEPT);
 	json_t *j = io_json(&p, 5);
 	json_t *slow = json_object_get(j, "slowest");
 	cr_assert_eq(json_array_size(slow), 5);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "family.h"
+#include "locks.h"
 #include "process.h"
 #include "trace.h"
 #include "tracegen.h"
@@ -178,7 +180,7 @@ Test(lock_analysis, cond_waits_timeouts_names_and_joins)
 	cr_expect_str_eq(t2->name, "worker-7");
 	cr_expect_eq(t2->parent_serial, 1);
 	cr_expect_eq(t1->join_wait_ns, 777);
-	cr_expect_eq(p.lock.joins, 1);
+	cr_expect_eq(locks_of(&p)->joins, 1);
 	process_free(&p);
 }
 
@@ -203,10 +205,16 @@ Test(lock_analysis, flame_weights_are_wait_ns_per_stack)
 	load(tg, &p);
 	flame_total = 0;
 	flame_calls = 0;
-	cr_assert_eq(locks_flame(&p, NULL, emit, NULL), 0);
+	cr_assert_eq(locks_flame(&p, "wait", emit, NULL), 0);
 	cr_expect_eq(flame_total, 350);
 	cr_expect_eq(flame_calls, 2);
-	cr_expect_eq(locks_flame(&p, "bytes", emit, NULL), -1);
+	/* The family offers one weight, wait time: prof flame refuses any other --by. */
+	const struct family *owner = NULL;
+	const struct flame_kind *k = flame_kind_find("lock", &owner);
+	cr_assert_not_null(k);
+	cr_expect_eq(owner, &locks_family);
+	cr_expect_str_eq(k->weights[0].by, "wait");
+	cr_expect_null(k->weights[1].by);
 	json_t *j = locks_json(&p, 1);
 	cr_expect_eq(json_array_size(j), 1);
 	json_t *l = json_array_get(j, 0);

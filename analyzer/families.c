@@ -1,0 +1,56 @@
+/* The list of event families. A new family is its own files plus one entry here. */
+#include "family.h"
+#include "prof_format.h"
+
+#include <string.h>
+
+#define PROF_ANALYZER_FAMILIES(X) X(heap) X(locks) X(io) X(cuda)
+
+#define DECLARE(f) extern const struct family f##_family;
+PROF_ANALYZER_FAMILIES(DECLARE)
+#undef DECLARE
+
+#define ENTRY(f) &f##_family,
+const struct family *const families[] = { PROF_ANALYZER_FAMILIES(ENTRY) NULL };
+#undef ENTRY
+
+_Static_assert(sizeof(families) / sizeof(families[0]) <= FAMILY_MAX + 1, "raise FAMILY_MAX");
+
+/* Record type -> 1 + index in families[], 0 for none; made on first use. */
+static unsigned char route[256];
+static int routed;
+
+static void make_routes(void)
+{
+	for (size_t i = 0; families[i]; i++)
+		for (unsigned t = families[i]->first_type; t <= families[i]->last_type && t < 256; t++)
+			route[t] = (unsigned char)(i + 1);
+	routed = 1;
+}
+
+const struct family *family_of_type(unsigned type)
+{
+	if (!routed)
+		make_routes();
+	return type < 256 && route[type] ? families[route[type] - 1] : NULL;
+}
+
+size_t family_index(const struct family *f)
+{
+	size_t i = 0;
+	while (families[i] && families[i] != f)
+		i++;
+	return i;
+}
+
+const struct flame_kind *flame_kind_find(const char *name, const struct family **owner)
+{
+	for (size_t i = 0; families[i]; i++)
+		for (size_t k = 0; k < families[i]->nflames; k++)
+			if (!strcmp(families[i]->flames[k].name, name)) {
+				if (owner)
+					*owner = families[i];
+				return &families[i]->flames[k];
+			}
+	return NULL;
+}

@@ -1,0 +1,94 @@
+/* An event family (heap, locks, I/O, CUDA, ...) as the analyzer's commands see it: which
+ * records it owns, how it folds them into its state, and what it adds to each command's
+ * output. Every family is described once, by a `struct family` in its own file, and listed
+ * once in families.c; process, report, leaks, flame, export and dump loop over that list.
+ * A hook a family does not need is NULL. */
+#ifndef PROF_FAMILY_H
+#define PROF_FAMILY_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct process;
+struct trace_event;
+struct prof_rec;
+struct timeline;
+
+/* Flame graphs: emit(ctx, stack id, weight) once per stack. */
+typedef void (*flame_emit_fn)(void *ctx, uint32_t stack, uint64_t weight);
+
+/* A weight a flame kind can be drawn by (`--by NAME`); the first one is the default. */
+struct flame_weight {
+	const char *by, *title, *unit;
+};
+
+#define FLAME_WEIGHTS_MAX 3
+struct flame_kind {
+	const char *name;     /* `prof flame --kind NAME` */
+	const char *help;     /* one line for `prof flame --help` */
+	struct flame_weight weights[FLAME_WEIGHTS_MAX];
+	/* by: one of weights[].by. Returns 0, or -1 when out of memory. */
+	int (*collect)(struct process *p, const char *by, flame_emit_fn emit, void *ctx);
+};
+
+/* The family's part of `prof export --format chrome`: the records it owns, in two passes
+ * over the trace (names first, wherever they stand, then events), with state of its own. */
+struct family_timeline {
+	size_t state_size;
+	int (*init)(void *state);
+	void (*free)(void *state);
+	int (*names)(void *state, struct timeline *tl, const struct trace_event *ev);
+	int (*event)(void *state, struct timeline *tl, const struct trace_event *ev);
+	int (*finish)(void *state, struct timeline *tl);  /* after the last record */
+};
+
+struct family {
+	const char *name;               /* "heap", "locks", ... */
+	unsigned first_type, last_type; /* the record types it owns (prof_fmt_*.h constants) */
+
+	/* Analysis: state_size bytes, zeroed, then init(); every record it owns, in time
+	 * order; finish() after the last one. on_record/finish return 0, or -1 when out of
+	 * memory. */
+	size_t state_size;
+	void (*init)(void *state);
+	void (*free)(void *state);
+	int (*on_record)(struct process *p, const struct trace_event *ev);
+	int (*finish)(struct process *p);
+
+	/* prof report: a section when has_data(); the JSON value under json_key (always, so
+	 * the SPEC's keys are there even without data); a clause of the --brief line. */
+	int (*has_data)(const struct process *p);
+	const char *json_key;
+	json_t *(*json)(struct process *p, size_t top);
+	void (*print)(FILE *out, struct process *p, size_t top, int frames);
+	void (*brief)(FILE *out, const struct process *p);
+
+	/* prof leaks: what is still allocated, as text records (with the family's summary
+	 * line) and as entries of processes[].leaks (adding the family's totals to proc). */
+	void (*leaks_print)(FILE *out, struct process *p, size_t top, int frames);
+	void (*leaks_json)(struct process *p, json_t *proc, json_t *leaks, size_t top);
+
+	const struct flame_kind *flames;
+	size_t nflames;
+
+	const struct family_timeline *timeline;
+
+	/* prof dump: the fields of one record it owns, after the common columns. */
+	void (*dump)(FILE *out, const struct prof_rec *r);
+};
+
+/* Every family, NULL-terminated, in the order reports show them (families.c). */
+extern const struct family *const families[];
+
+/* The family owning record type `type`, or NULL (core records, unknown types). */
+const struct family *family_of_type(unsigned type);
+/* The position of f in families[]; the index of its state in a process. */
+size_t family_index(const struct family *f);
+#define FAMILY_MAX 16
+
+/* A flame kind by name, from any family; NULL if none has it. *owner set if found. */
+const struct flame_kind *flame_kind_find(const char *name, const struct family **owner);
+
+#endif

@@ -1,0 +1,16 @@
+/* Numbers and strings for people. */
+#ifndef PROF_FORMAT_TEXT_H
+#define PROF_FORMAT_TEXT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+const char *fmt_bytes(uint64_t n, char *buf, size_t len);   /* "1.50 MiB", "48 B" */
+const char *fmt_count(uint64_t n, char *buf, size_t len);   /* "1,234,567" */
+const char *fmt_ns(uint64_t ns, char *buf, size_t len);     /* "1.23 s", "45.6 us" */
+/* A string from a trace, quoted, with anything unprintable escaped so that it stays on one
+ * line; at most max bytes (stops earlier at a NUL). */
+void fmt_quoted(FILE *out, const char *s, size_t max);
+
+#endif

@@ -1,0 +1,336 @@
+/* The heap family as the commands show it: the report section (totals, the peak, top sites
+ * by five measures), leaks in valgrind's words, alloc and leak flame graphs, the heap-size
+ * counter of the timeline, and ALLOC/FREE in dumps. The analysis itself is heap.c. */
+#include "heap.h"
+#include "family.h"
+#include "format.h"
+#include "process.h"
+#include "stackfmt.h"
+#include "timeline.h"
+#include "trace.h"
+
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct heap_stats *heap_of(const struct process *p)
+{
+	return process_family_state(p, &heap_family);
+}
+
+static int heap_on_record(struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec *h = ev->rec;
+	uint64_t t = process_rel_time(p, h->time);
+	if (h->type == PROF_REC_ALLOC) {
+		const struct prof_rec_alloc *r = (const void *)h;
+		return heap_alloc(heap_of(p), ev->stream, t, r->ptr, r->size, r->stack);
+	}
+	return heap_release(heap_of(p), ev->stream, ((const struct prof_rec_free *)h)->ptr,
+			    (h->flags & PROF_FREE_REALLOC) != 0);
+}
+
+static int heap_family_finish(struct process *p)
+{
+	return heap_finish(heap_of(p));
+}
+
+static int heap_has_data(const struct process *p)
+{
+	return (p->hdr.events & PROF_EV_ALLOC) != 0;
+}
+
+/* ---- sites, sorted ---------------------------------------------------------------------- */
+
+uint64_t site_key_bytes(const struct heap_site *s) { return s->bytes; }
+uint64_t site_key_calls(const struct heap_site *s) { return s->calls; }
+uint64_t site_key_leaked(const struct heap_site *s) { return s->leaked_bytes; }
+uint64_t site_key_temporary(const struct heap_site *s) { return s->temporary; }
+uint64_t site_key_peak(const struct heap_site *s) { return s->peak_bytes; }
+
+static uint64_t (*sort_key)(const struct heap_site *);
+
+static int cmp_sites(const void *a, const void *b)
+{
+	const struct site_ref *x = a, *y = b;
+	uint64_t kx = sort_key(x->s), ky = sort_key(y->s);
+	if (kx != ky)
+		return kx < ky ? 1 : -1;
+	if (x->s->bytes != y->s->bytes)
+		return x->s->bytes < y->s->bytes ? 1 : -1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* All sites of the process sorted by key (largest first); *n set. Caller frees. */
+struct site_ref *heap_sites_sorted(const struct process *p, uint64_t (*key)(const struct heap_site *),
+				   size_t *n)
+{
+	struct site_ref *v = malloc(sizeof(*v) * (heap_of(p)->sites.count ? heap_of(p)->sites.count : 1));
+	*n = 0;
+	if (!v)
+		return NULL;
+	size_t pos = 0;
+	uint64_t stack;
+	void *val;
+	while (u64map_next(&heap_of(p)->sites, &pos, &stack, &val))
+		v[(*n)++] = (struct site_ref){ (uint32_t)stack, val };
+	sort_key = key;
+	qsort(v, *n, sizeof(*v), cmp_sites);
+	return v;
+}
+
+/* ---- report ----------------------------------------------------------------------------- */
+
+static json_t *heap_json(struct process *p, size_t top)
+{
+	const struct heap_stats *h = heap_of(p);
+	json_t *sites = json_array();
+	size_t n;
+	struct site_ref *v = heap_sites_sorted(p, site_key_bytes, &n);
+	for (size_t i = 0; v && i < n && i < top; i++) {
+		const struct heap_site *s = v[i].s;
+		json_array_append_new(sites, json_pack("{s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+			"stack", stack_json(p, v[i].stack), "calls", (json_int_t)s->calls,
+			"bytes", (json_int_t)s->bytes, "frees", (json_int_t)s->frees,
+			"peak_bytes", (json_int_t)s->peak_bytes,
+			"temporary", (json_int_t)s->temporary,
+			"leaked_bytes", (json_int_t)s->leaked_bytes,
+			"leaked_blocks", (json_int_t)s->leaked_blocks));
+	}
+	free(v);
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o}",
+			 "alloc_calls", (json_int_t)h->alloc_calls, "free_calls", (json_int_t)h->free_calls,
+			 "bytes_allocated", (json_int_t)h->bytes_allocated, "peak_bytes", (json_int_t)h->peak,
+			 "peak_ns", (json_int_t)h->peak_ns, "leaked_bytes", (json_int_t)h->leaked_bytes,
+			 "leaked_blocks", (json_int_t)h->leaked_blocks, "temporary", (json_int_t)h->temporary,
+			 "unmatched_frees", (json_int_t)h->unmatched_frees, "sites", sites);
+}
+
+static void print_sites(FILE *out, struct process *p, const char *title,
+			uint64_t (*key)(const struct heap_site *), size_t top, int frames)
+{
+	size_t n;
+	struct site_ref *v = heap_sites_sorted(p, key, &n);
+	size_t shown = 0;
+	for (size_t i = 0; v && i < n && shown < top; i++) {
+		const struct heap_site *s = v[i].s;
+		if (key(s) == 0)
+			break;
+		if (shown++ == 0)
+			fprintf(out, "\n   %s:\n", title);
+		char a[32], b[32], c[32], d[32], e[32], f[32];
+		fprintf(out, "   #%zu %s in %s calls; %s at peak; %s temporary; leaked %s in %s blocks\n",
+			shown, fmt_bytes(s->bytes, a, sizeof(a)), fmt_count(s->calls, b, sizeof(b)),
+			fmt_bytes(s->peak_bytes, f, sizeof(f)),
+			fmt_count(s->temporary, d, sizeof(d)), fmt_bytes(s->leaked_bytes, c, sizeof(c)),
+			fmt_count(s->leaked_blocks, e, sizeof(e)));
+		stack_print(out, p, v[i].stack, frames, "       ");
+	}
+	free(v);
+}
+
+static void heap_print(FILE *out, struct process *p, size_t top, int frames)
+{
+	const struct heap_stats *h = heap_of(p);
+	char a[32], b[32], c[32];
+	fprintf(out, "\n-- Heap\n");
+	fprintf(out, "   allocation calls  %s\n", fmt_count(h->alloc_calls, a, sizeof(a)));
+	fprintf(out, "   frees             %s\n", fmt_count(h->free_calls, a, sizeof(a)));
+	fprintf(out, "   bytes allocated   %s (%s bytes)\n", fmt_bytes(h->bytes_allocated, a, sizeof(a)),
+		fmt_count(h->bytes_allocated, b, sizeof(b)));
+	fprintf(out, "   peak heap         %s at %s\n", fmt_bytes(h->peak, a, sizeof(a)),
+		fmt_ns(h->peak_ns, b, sizeof(b)));
+	fprintf(out, "   %-17s %s in %s blocks\n", p->complete ? "leaked" : "in use at end",
+		fmt_bytes(h->leaked_bytes, a, sizeof(a)), fmt_count(h->leaked_blocks, b, sizeof(b)));
+	fprintf(out, "   temporary         %s allocations (%.1f%% of calls)\n",
+		fmt_count(h->temporary, c, sizeof(c)),
+		h->alloc_calls ? 100.0 * (double)h->temporary / (double)h->alloc_calls : 0.0);
+	if (h->unmatched_frees)
+		fprintf(out, "   (%s frees of blocks allocated before recording began)\n",
+			fmt_count(h->unmatched_frees, a, sizeof(a)));
+	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames);
+	print_sites(out, p, "Top sites by bytes allocated", site_key_bytes, top, frames);
+	print_sites(out, p, "Top sites by allocation calls", site_key_calls, top, frames);
+	print_sites(out, p, "Top sites by leaked bytes", site_key_leaked, top, frames);
+	print_sites(out, p, "Top sites by temporary allocations", site_key_temporary, top, frames);
+}
+
+static void heap_brief(FILE *out, const struct process *p)
+{
+	char a[32], b[32], c[32], d[32], e[32];
+	const struct heap_stats *h = heap_of(p);
+	fprintf(out, "; heap: %s allocs, %s allocated, peak %s, %s %s in %s blocks",
+		fmt_count(h->alloc_calls, a, sizeof(a)), fmt_bytes(h->bytes_allocated, b, sizeof(b)),
+		fmt_bytes(h->peak, c, sizeof(c)), p->complete ? "leaked" : "in use",
+		fmt_bytes(h->leaked_bytes, d, sizeof(d)), fmt_count(h->leaked_blocks, e, sizeof(e)));
+}
+
+/* ---- leaks ------------------------------------------------------------------------------ */
+
+static void heap_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top)
+{
+	const struct heap_stats *h = heap_of(p);
+	size_t n;
+	struct site_ref *v = heap_sites_sorted(p, site_key_leaked, &n);
+	for (size_t i = 0; v && i < n && i < top && v[i].s->leaked_blocks; i++)
+		json_array_append_new(leaks, json_pack("{s:s,s:I,s:I,s:o}", "kind", "host",
+			"bytes", (json_int_t)v[i].s->leaked_bytes,
+			"blocks", (json_int_t)v[i].s->leaked_blocks, "stack", stack_json(p, v[i].stack)));
+	free(v);
+	json_object_set_new(proc, "leaked_bytes", json_integer((json_int_t)h->leaked_bytes));
+	json_object_set_new(proc, "leaked_blocks", json_integer((json_int_t)h->leaked_blocks));
+}
+
+static void heap_leaks_print(FILE *out, struct process *p, size_t top, int frames)
+{
+	const struct heap_stats *h = heap_of(p);
+	char a[32], b[32], c[32];
+	size_t n;
+	struct site_ref *v = heap_sites_sorted(p, site_key_leaked, &n);
+	size_t records = 0;
+	for (size_t i = 0; v && i < n && v[i].s->leaked_blocks; i++)
+		records++;
+	for (size_t i = 0; i < records && i < top; i++) {
+		const struct heap_site *s = v[i].s;
+		fprintf(out, "\n%s bytes in %s blocks %s, record %zu of %zu, from:\n",
+			fmt_count(s->leaked_bytes, a, sizeof(a)), fmt_count(s->leaked_blocks, b, sizeof(b)),
+			p->complete ? "still allocated at exit" : "in use", i + 1, records);
+		stack_print(out, p, v[i].stack, frames, "   ");
+	}
+	fprintf(out, "\nLEAK SUMMARY: %s bytes (%s) in %s blocks from %zu allocation site%s\n",
+		fmt_count(h->leaked_bytes, a, sizeof(a)), fmt_bytes(h->leaked_bytes, c, sizeof(c)),
+		fmt_count(h->leaked_blocks, b, sizeof(b)), records, records == 1 ? "" : "s");
+	free(v);
+}
+
+/* ---- flame graphs ----------------------------------------------------------------------- */
+
+static int sites_flame(struct process *p, uint64_t (*key)(const struct heap_site *),
+		       flame_emit_fn emit, void *ctx)
+{
+	size_t n;
+	struct site_ref *v = heap_sites_sorted(p, key, &n);
+	if (!v)
+		return -1;
+	for (size_t j = 0; j < n; j++)
+		emit(ctx, v[j].stack, key(v[j].s));
+	free(v);
+	return 0;
+}
+
+static int alloc_flame(struct process *p, const char *by, flame_emit_fn emit, void *ctx)
+{
+	return sites_flame(p, strcmp(by, "calls") ? site_key_bytes : site_key_calls, emit, ctx);
+}
+
+static int leak_flame(struct process *p, const char *by, flame_emit_fn emit, void *ctx)
+{
+	(void)by;
+	return sites_flame(p, site_key_leaked, emit, ctx);
+}
+
+static const struct flame_kind heap_flames[] = {
+	{ "alloc", "bytes allocated (--by calls: allocation calls)",
+	  { { "bytes", "Heap: bytes allocated by stack", "bytes" },
+	    { "calls", "Heap: allocation calls by stack", "allocations" } }, alloc_flame },
+	{ "leak", "bytes still allocated at exit",
+	  { { "bytes", "Heap: bytes leaked by stack", "bytes" } }, leak_flame },
+};
+
+/* ---- timeline: the heap-size counter ---------------------------------------------------- */
+
+#define HEAP_SAMPLE_NS 50000u  /* at most one counter sample per 50 us (and every new peak) */
+
+struct heap_timeline {
+	struct heap_stats heap;
+	uint64_t last_sample, sampled_bytes, last_time;
+};
+
+static int heap_tl_init(void *state)
+{
+	struct heap_timeline *s = state;
+	heap_init(&s->heap);
+	s->sampled_bytes = UINT64_MAX;
+	return 0;
+}
+
+static void heap_tl_free(void *state)
+{
+	heap_free(&((struct heap_timeline *)state)->heap);
+}
+
+static void heap_tl_sample(struct heap_timeline *s, struct timeline *tl, uint64_t time)
+{
+	tl_counter(tl, "heap", time, "bytes", s->heap.current);
+	s->last_sample = time;
+	s->sampled_bytes = s->heap.current;
+}
+
+static int heap_tl_event(void *state, struct timeline *tl, const struct trace_event *ev)
+{
+	struct heap_timeline *s = state;
+	const struct prof_rec *h = ev->rec;
+	int rc;
+	if (h->type == PROF_REC_ALLOC) {
+		const struct prof_rec_alloc *r = (const void *)h;
+		rc = heap_alloc(&s->heap, ev->stream, h->time, r->ptr, r->size, r->stack);
+	} else {
+		rc = heap_release(&s->heap, ev->stream, ((const struct prof_rec_free *)h)->ptr,
+				  (h->flags & PROF_FREE_REALLOC) != 0);
+	}
+	s->last_time = h->time;
+	if (s->heap.current != s->sampled_bytes &&
+	    (h->time >= s->last_sample + HEAP_SAMPLE_NS || s->heap.current == s->heap.peak))
+		heap_tl_sample(s, tl, h->time);
+	return rc;
+}
+
+static int heap_tl_finish(void *state, struct timeline *tl)
+{
+	struct heap_timeline *s = state;
+	if (s->sampled_bytes != UINT64_MAX && s->heap.current != s->sampled_bytes)
+		heap_tl_sample(s, tl, s->last_time);  /* where the heap ended */
+	return 0;
+}
+
+static const struct family_timeline heap_timeline = {
+	sizeof(struct heap_timeline), heap_tl_init, heap_tl_free, NULL, heap_tl_event,
+	heap_tl_finish,
+};
+
+/* ---- dump ------------------------------------------------------------------------------- */
+
+static void heap_dump(FILE *out, const struct prof_rec *r)
+{
+	if (r->type == PROF_REC_ALLOC) {
+		const struct prof_rec_alloc *a = (const void *)r;
+		fprintf(out, " %s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
+			prof_alloc_fn_name(r->flags), a->ptr, a->size, a->stack);
+	} else {
+		fprintf(out, " ptr=0x%" PRIx64 "%s", ((const struct prof_rec_free *)r)->ptr,
+			r->flags & PROF_FREE_REALLOC ? " (realloc)" : "");
+	}
+}
+
+const struct family heap_family = {
+	.name = "heap",
+	.first_type = PROF_HEAP_TYPE_FIRST,
+	.last_type = PROF_HEAP_TYPE_LAST,
+	.state_size = sizeof(struct heap_stats),
+	.init = heap_init,
+	.free = heap_free,
+	.on_record = heap_on_record,
+	.finish = heap_family_finish,
+	.has_data = heap_has_data,
+	.json_key = "heap",
+	.json = heap_json,
+	.print = heap_print,
+	.brief = heap_brief,
+	.leaks_print = heap_leaks_print,
+	.leaks_json = heap_leaks_json,
+	.flames = heap_flames,
+	.nflames = sizeof(heap_flames) / sizeof(heap_flames[0]),
+	.timeline = &heap_timeline,
+	.dump = heap_dump,
+};

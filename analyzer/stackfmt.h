@@ -1,0 +1,33 @@
+/* Stacks and code addresses as people and JSON see them, shared by every command and family:
+ * symbolized frames (inlined calls expanded, innermost first), their text form, and the
+ * SPEC's JSON frames. */
+#ifndef PROF_STACKFMT_H
+#define PROF_STACKFMT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "symbolize.h"
+
+struct process;
+
+int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);
+/* One code address that is not a return address (a thread's start routine): its innermost
+ * source frame. Returns 1, or 0 when nothing is known of it. */
+int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out);
+/* The function at code address addr ("worker", or "module+0x..." or "0x..."), in buf; NULL
+ * when addr is 0. */
+const char *addr_label(struct process *p, uint64_t addr, char *buf, size_t len);
+void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames,
+		 const char *indent);
+/* "function" or "module+0xoffset": the label of a frame in flame graphs and summaries. */
+const char *frame_label(const struct sym_frame *f, char *buf, size_t len);
+
+/* A JSON string that is always valid: bytes that are not UTF-8 become '?'. */
+json_t *jstr(const char *s);
+/* A symbolized stack as SPEC.md's list of frames, innermost first. */
+json_t *stack_json(struct process *p, uint32_t stack_id);
+
+#endif
