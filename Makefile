@@ -67,7 +67,7 @@ $(BUILD)/test-unit: $(UNIT_SRC) $(ANALYZER_OBJ)
 	$(CC) $(ANALYZER_CFLAGS) $(LDFLAGS) -Itests -o $@ $^ -lcriterion $(ANALYZER_LIBS)
 
 $(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h
-	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson
+	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson -lm
 
 demo: all $(BUILD)/progs/demo
 	scripts/prof-run -o $(BUILD)/demo-run -- $(BUILD)/progs/demo
