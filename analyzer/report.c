@@ -4,7 +4,6 @@
 #include "family.h"
 #include "format.h"
 #include "process.h"
-#include "report.h"
 #include "stackfmt.h"
 
 #include <inttypes.h>
@@ -55,7 +54,7 @@ static json_t *exit_json(const struct process *p)
 	}
 }
 
-json_t *process_json(struct process *p, size_t top)
+static json_t *process_json(struct process *p, size_t top)
 {
 	json_t *argv = json_array();
 	for (uint32_t i = 0; i < p->argc; i++)
