@@ -18,6 +18,37 @@ struct cuda_name_ent {
 	unsigned kind;
 };
 
+/* How GPU activity meets its call, streaming.
+ *
+ * Records of one call (corr) come from the calling thread, one call at a time: the driver's
+ * CUDA_LAUNCH / CUDA_COPY and CUDA_API, then the runtime's (same corr), then the next call.
+ * So each thread (stream) has one open call, merged from both layers' records; it closes when
+ * that stream writes a record of another call (or goes quiet while many streams are open, or
+ * the trace ends). Closing counts it: the launch into its kernel row (final once both layers
+ * were seen: a record with a name replaces one without), the copy into its direction, the
+ * call into "correlated" when both layers wrote an API record.
+ *
+ * A closed call that launched or copied waits (struct cuda_wait: its row, stack and copy,
+ * ~40 bytes) for its GPU activity, which comes later from any thread (event pairs drained at
+ * syncs; CUPTI buffers, through CUDA_XCORR). The first kernel or copy record releases it
+ * (graph launches keep waiting: each node of a graph has a kernel record of the graph's
+ * corr). GPU activity that comes before its call closed, or before the CUDA_XCORR naming its
+ * call, waits for it (struct cuda_pend). Whatever GPU activity never finds a call counts as
+ * a call of its own (a kernel row from what the GPU record says; a copy by its direction),
+ * as before.
+ *
+ * Bounds, so memory follows what is outstanding rather than the trace: when the process says
+ * nothing is timed (CUDA_STATE "none") a call waits for nothing; otherwise a call that got no
+ * GPU activity while WAIT_MAX/2 later calls closed is let go (counted, untimed); GPU activity
+ * that found no call while PEND_MAX/2 later GPU records came counts on its own (unless its
+ * call is still open); a CUDA_XCORR is forgotten after XCORR_MAX/2 later ones. Within those
+ * windows the result is the same as joining everything at the end. */
+#define WAIT_MAX (1u << 18)
+#define PEND_MAX (1u << 16)
+#define XCORR_MAX (1u << 17)
+#define OPEN_SWEEP 1024                  /* open calls before looking for quiet streams */
+#define OPEN_IDLE_NS 1000000000ull       /* quiet for this long: the thread's call is over */
+
 struct cuda_launch {
 	uint32_t name, stack, grid[3], block[3];
 	int graph;
@@ -26,6 +57,32 @@ struct cuda_launch {
 struct cuda_copy {
 	uint64_t bytes;
 	uint16_t kind;
+};
+
+struct cuda_open {
+	uint64_t corr, last_ns;
+	uint8_t layers;              /* bit 0 runtime API record seen, bit 1 driver */
+	uint8_t has_launch, has_copy;
+	struct cuda_launch launch;
+	struct cuda_copy copy;
+};
+
+struct cuda_wait {
+	uint64_t seq, copy_bytes;
+	uint32_t row, stack;         /* the launch's kernel row and stack */
+	uint16_t copy_kind;
+	uint8_t launch, copy, graph; /* launch / copy still waiting */
+};
+
+struct cuda_pend {
+	uint64_t seq;                /* of the first */
+	struct cuda_gpu_ev first;
+	struct cuda_gpu_ev *more;
+	uint32_t nmore, capmore;
+};
+
+struct cuda_xc {
+	uint64_t seq, corr;
 };
 
 struct cuda_block {
@@ -141,14 +198,29 @@ void cuda_init(void *state)
 	memset(s, 0, sizeof(*s));
 	u64map_init(&s->names, sizeof(struct cuda_name_ent));
 	u64map_init(&s->api, sizeof(struct cuda_api_row));
-	u64map_init(&s->launches, sizeof(struct cuda_launch));
-	u64map_init(&s->copies, sizeof(struct cuda_copy));
-	u64map_init(&s->xcorr, sizeof(uint64_t));
-	u64map_init(&s->corr_layers, sizeof(uint8_t));
+	u64map_init(&s->open, sizeof(struct cuda_open));
+	u64map_init(&s->open_corr, sizeof(uint64_t));
+	u64map_init(&s->waiting, sizeof(struct cuda_wait));
+	u64map_init(&s->pend_ours, sizeof(struct cuda_pend));
+	u64map_init(&s->pend_cupti, sizeof(struct cuda_pend));
+	u64map_init(&s->xcorr, sizeof(struct cuda_xc));
 	u64map_init(&s->live, sizeof(struct cuda_block));
 	u64map_init(&s->nvtx, sizeof(struct cuda_nvtx_row));
+	u64map_init(&s->kernel_index, sizeof(size_t));
 	u64map_init(&s->gpu_by_stack, sizeof(uint64_t));
 	u64map_init(&s->leak_sites, sizeof(struct cuda_leak_site));
+	s->open_limit = OPEN_SWEEP;
+	s->pend_limit = PEND_MAX;
+}
+
+static void pend_map_free(struct u64map *m)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(m, &pos, &key, &val))
+		free(((struct cuda_pend *)val)->more);
+	u64map_free(m);
 }
 
 void cuda_free(void *state)
@@ -174,16 +246,18 @@ void cuda_free(void *state)
 	for (int i = 0; i < PROF_CUDA_COPY_KIND_COUNT; i++)
 		cuda_hist_free(&s->copy[i].h);
 	free(s->kernels);
-	free(s->gpu);
 	free(s->timing_detail);
 	u64map_free(&s->names);
 	u64map_free(&s->api);
-	u64map_free(&s->launches);
-	u64map_free(&s->copies);
+	u64map_free(&s->open);
+	u64map_free(&s->open_corr);
+	u64map_free(&s->waiting);
+	pend_map_free(&s->pend_ours);
+	pend_map_free(&s->pend_cupti);
 	u64map_free(&s->xcorr);
-	u64map_free(&s->corr_layers);
 	u64map_free(&s->live);
 	u64map_free(&s->nvtx);
+	u64map_free(&s->kernel_index);
 	u64map_free(&s->gpu_by_stack);
 	u64map_free(&s->leak_sites);
 	memset(s, 0, sizeof(*s));
@@ -215,7 +289,318 @@ static int on_name(struct cuda_stats *s, const struct prof_rec_cuda_name *r)
 	return 0;
 }
 
-static int on_api(struct cuda_stats *s, const struct prof_rec_cuda_api *r)
+/* The row of (name, graph, grid, block), made if new; -1 if out of memory. */
+static int kernel_row(struct cuda_stats *s, uint32_t name, int graph, const uint32_t grid[3],
+		      const uint32_t block[3])
+{
+	uint64_t key = hash_bytes(1469598103934665603ull, &name, sizeof(name));
+	key = hash_bytes(key, &graph, sizeof(graph));
+	key = hash_bytes(key, grid, 12);
+	key = hash_bytes(key, block, 12);
+	int created;
+	size_t *idx = u64map_put(&s->kernel_index, key, &created);
+	if (!idx)
+		return -1;
+	if (created) {
+		if (s->nkernels == s->kernels_cap) {
+			size_t cap = s->kernels_cap ? s->kernels_cap * 2 : 16;
+			struct cuda_kernel_row *v = realloc(s->kernels, cap * sizeof(*v));
+			if (!v) {
+				u64map_del(&s->kernel_index, key, NULL);
+				return -1;
+			}
+			s->kernels = v;
+			s->kernels_cap = cap;
+		}
+		struct cuda_kernel_row *k = &s->kernels[s->nkernels];
+		memset(k, 0, sizeof(*k));
+		k->name = name;
+		k->graph = graph;
+		memcpy(k->grid, grid, 12);
+		memcpy(k->block, block, 12);
+		*idx = s->nkernels++;
+	}
+	return (int)*idx;
+}
+
+/* One GPU record, joined to the waiting call corr (0 or not waiting: a call of its own).
+ * *released: the call had nothing left to wait for and went. */
+static int gpu_apply(struct cuda_stats *s, const struct cuda_gpu_ev *g, uint64_t corr, int *released)
+{
+	struct cuda_wait *w = corr ? u64map_get(&s->waiting, corr) : NULL;
+	uint64_t dur = g->end - g->start;
+	if (released)
+		*released = 0;
+	if (g->activity == PROF_CUDA_ACT_KERNEL) {
+		int row;
+		uint32_t stack = 0;
+		if (w && w->launch) {
+			row = (int)w->row;
+			stack = w->stack;
+			if (!s->kernels[row].name && g->name)
+				s->kernels[row].name = g->name;
+			if (!w->graph)
+				w->launch = 0;
+		} else {  /* a launch we did not see (CUPTI): a row of its own */
+			if ((row = kernel_row(s, g->name, 0, g->grid, g->block)) < 0)
+				return -1;
+			s->kernels[row].launches++;
+		}
+		struct cuda_kernel_row *k = &s->kernels[row];
+		if (cuda_hist_add(&k->h, dur) < 0)
+			return -1;
+		if (g->timing > k->timing)
+			k->timing = g->timing;
+		s->kernel_ns += dur;
+		int created;
+		uint64_t *wt = u64map_put(&s->gpu_by_stack, stack, &created);
+		if (!wt)
+			return -1;
+		*wt += dur;
+	} else if (g->activity == PROF_CUDA_ACT_COPY) {
+		unsigned kind = g->copy_kind;
+		if (w && w->copy) {
+			unsigned ck = w->copy_kind;
+			if (kind == PROF_CUDA_COPY_UNKNOWN || ck == PROF_CUDA_COPY_MEMSET)
+				kind = ck;
+			if (ck != kind && ck != PROF_CUDA_COPY_UNKNOWN)
+				kind = ck;
+			if (ck == PROF_CUDA_COPY_UNKNOWN && kind != PROF_CUDA_COPY_UNKNOWN) {
+				/* the GPU knew the direction the call did not say */
+				s->copy[PROF_CUDA_COPY_UNKNOWN].count--;
+				s->copy[PROF_CUDA_COPY_UNKNOWN].bytes -= w->copy_bytes;
+				s->copy[kind].count++;
+				s->copy[kind].bytes += w->copy_bytes;
+			}
+			w->copy = 0;
+		} else {
+			s->copy[kind].count++;
+			s->copy[kind].bytes += g->bytes;
+		}
+		struct cuda_copy_row *row = &s->copy[kind];
+		row->timed++;
+		if (g->timing > row->timing)
+			row->timing = g->timing;
+		if (cuda_hist_add(&row->h, dur) < 0)
+			return -1;
+	}
+	if (w && !w->launch && !w->copy) {
+		u64map_del(&s->waiting, corr, NULL);
+		if (released)
+			*released = 1;
+	}
+	return 0;
+}
+
+static int pend_add(struct cuda_stats *s, struct u64map *m, uint64_t key, const struct cuda_gpu_ev *g)
+{
+	int created;
+	struct cuda_pend *p = u64map_put(m, key, &created);
+	if (!p)
+		return -1;
+	if (created) {
+		p->seq = ++s->pend_seq;
+		p->first = *g;
+	} else {
+		if (p->nmore == p->capmore) {
+			uint32_t cap = p->capmore ? p->capmore * 2 : 4;
+			struct cuda_gpu_ev *v = realloc(p->more, cap * sizeof(*v));
+			if (!v)
+				return -1;
+			p->more = v;
+			p->capmore = cap;
+		}
+		p->more[p->nmore++] = *g;
+		s->pend_seq++;
+	}
+	s->npend++;
+	return 0;
+}
+
+/* Applies a taken-out pending list to corr (0: each on its own) and frees it. */
+static int pend_apply(struct cuda_stats *s, struct cuda_pend *p, uint64_t corr)
+{
+	int rc = gpu_apply(s, &p->first, corr, NULL);
+	for (uint32_t i = 0; rc == 0 && i < p->nmore; i++)
+		rc = gpu_apply(s, &p->more[i], corr, NULL);
+	s->npend -= 1 + (uint64_t)p->nmore;
+	free(p->more);
+	p->more = NULL;
+	return rc;
+}
+
+/* GPU activity of our corr: joined now if its call waits, else kept until the call closes. */
+static int gpu_for_corr(struct cuda_stats *s, const struct cuda_gpu_ev *g, uint64_t corr, int *released)
+{
+	if (released)
+		*released = 0;
+	if (!corr || u64map_get(&s->waiting, corr))
+		return gpu_apply(s, g, corr, released);
+	return pend_add(s, &s->pend_ours, corr, g);
+}
+
+/* Keeps the entries of a map whose seq (first field of the value) is above cutoff; the
+ * others go to drop() (may be NULL). */
+static int map_keep_newer(struct cuda_stats *s, struct u64map *m, uint64_t cutoff,
+			  int (*keep)(struct cuda_stats *, uint64_t key, void *val),
+			  int (*drop)(struct cuda_stats *, uint64_t key, void *val))
+{
+	struct u64map n;
+	u64map_init(&n, m->vsize);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	int rc = 0;
+	while (u64map_next(m, &pos, &key, &val)) {
+		uint64_t seq;
+		memcpy(&seq, val, sizeof(seq));
+		if (seq > cutoff || (keep && keep(s, key, val))) {
+			void *v = u64map_put(&n, key, NULL);
+			if (!v) {
+				rc = -1;
+				break;
+			}
+			memcpy(v, val, m->vsize);
+		} else {
+			s->expired++;
+			if (drop && drop(s, key, val) < 0)
+				rc = -1;
+		}
+	}
+	if (rc < 0) {  /* leave m as it was (values already handed to drop() are gone) */
+		u64map_free(&n);
+		return -1;
+	}
+	u64map_free(m);
+	*m = n;
+	return 0;
+}
+
+static int pend_is_open(struct cuda_stats *s, uint64_t corr, void *val)
+{
+	(void)val;
+	return u64map_get(&s->open_corr, corr) != NULL;
+}
+
+static int pend_drop(struct cuda_stats *s, uint64_t key, void *val)
+{
+	(void)key;
+	return pend_apply(s, val, 0);
+}
+
+static int pend_bound(struct cuda_stats *s)
+{
+	if (s->npend < s->pend_limit)
+		return 0;
+	uint64_t cutoff = s->pend_seq - PEND_MAX / 2;
+	if (map_keep_newer(s, &s->pend_ours, cutoff, pend_is_open, pend_drop) < 0 ||
+	    map_keep_newer(s, &s->pend_cupti, cutoff, NULL, pend_drop) < 0)
+		return -1;
+	/* what open calls keep does not make every record sweep again */
+	s->pend_limit = s->npend > PEND_MAX / 2 ? s->npend + PEND_MAX / 2 : PEND_MAX;
+	return 0;
+}
+
+/* A call is over: count it, join what GPU activity came early, and let it wait for more. */
+static int close_call(struct cuda_stats *s, struct cuda_open *o)
+{
+	u64map_del(&s->open_corr, o->corr, NULL);
+	if (o->layers == 3)
+		s->correlated++;
+	struct cuda_pend early;
+	int have_early = u64map_del(&s->pend_ours, o->corr, &early);
+	if (!o->has_launch && !o->has_copy)
+		return have_early ? pend_apply(s, &early, 0) : 0;
+	int row = 0;
+	if (o->has_launch) {
+		const struct cuda_launch *l = &o->launch;
+		if ((row = kernel_row(s, l->name, l->graph, l->grid, l->block)) < 0)
+			goto fail;
+		s->kernels[row].launches++;
+	}
+	if (o->has_copy) {
+		s->copy[o->copy.kind].count++;
+		s->copy[o->copy.kind].bytes += o->copy.bytes;
+	}
+	struct cuda_wait *w = u64map_put(&s->waiting, o->corr, NULL);
+	if (!w)
+		goto fail;
+	w->seq = ++s->wait_seq;
+	w->row = (uint32_t)row;
+	w->stack = o->launch.stack;
+	w->graph = o->has_launch && o->launch.graph;
+	w->launch = o->has_launch;
+	w->copy = o->has_copy;
+	w->copy_kind = o->copy.kind;
+	w->copy_bytes = o->copy.bytes;
+	if (have_early && pend_apply(s, &early, o->corr) < 0)
+		return -1;
+	if (s->have_state && s->timing == PROF_CUDA_TIMING_NONE)
+		u64map_del(&s->waiting, o->corr, NULL);  /* nothing is timed: no GPU record comes */
+	if (s->waiting.count >= WAIT_MAX &&
+	    map_keep_newer(s, &s->waiting, s->wait_seq - WAIT_MAX / 2, NULL, NULL) < 0)
+		return -1;
+	return 0;
+fail:
+	if (have_early)
+		free(early.more);
+	return -1;
+}
+
+/* Closes the calls of streams quiet for OPEN_IDLE_NS (threads that ended), but not except's. */
+static int open_sweep(struct cuda_stats *s, uint64_t except)
+{
+	uint64_t *quiet = malloc(s->open.count * sizeof(*quiet));
+	size_t n = 0, pos = 0;
+	uint64_t key;
+	void *val;
+	if (!quiet)
+		return -1;
+	while (u64map_next(&s->open, &pos, &key, &val)) {
+		const struct cuda_open *o = val;
+		if (key != except && o->last_ns + OPEN_IDLE_NS < s->now)
+			quiet[n++] = key;
+	}
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct cuda_open o;
+		u64map_del(&s->open, quiet[i], &o);
+		rc = close_call(s, &o);
+	}
+	free(quiet);
+	if (s->open_limit < 2 * s->open.count)
+		s->open_limit = 2 * s->open.count;
+	return rc;
+}
+
+/* The open call of this record's stream, closing the stream's previous call if corr differs. */
+static struct cuda_open *open_call(struct cuda_stats *s, const struct trace_event *ev, uint64_t corr)
+{
+	if (s->open.count >= s->open_limit && open_sweep(s, ev->stream) < 0)
+		return NULL;
+	int created;
+	struct cuda_open *o = u64map_put(&s->open, ev->stream, &created);
+	if (!o)
+		return NULL;
+	if (!created && o->corr != corr) {
+		if (close_call(s, o) < 0)
+			return NULL;
+		memset(o, 0, sizeof(*o));
+		created = 1;
+	}
+	if (created) {
+		o->corr = corr;
+		uint64_t *st = u64map_put(&s->open_corr, corr, NULL);
+		if (!st)
+			return NULL;
+		*st = ev->stream;
+	}
+	if (ev->rec->time > o->last_ns)
+		o->last_ns = ev->rec->time;
+	return o;
+}
+
+static int on_api(struct cuda_stats *s, const struct trace_event *ev, const struct prof_rec_cuda_api *r)
 {
 	int created;
 	struct cuda_api_row *row = u64map_put(&s->api, r->name, &created);
@@ -226,38 +611,42 @@ static int on_api(struct cuda_stats *s, const struct prof_rec_cuda_api *r)
 	if (r->result != 0)
 		row->errors++;
 	s->api_ns += r->duration_ns;
-	uint8_t *l = u64map_put(&s->corr_layers, r->corr, &created);
-	if (!l)
+	if (cuda_hist_add(&row->h, r->duration_ns) < 0)
 		return -1;
-	*l |= (uint8_t)(1u << (r->h.flags & 1));
-	return cuda_hist_add(&row->h, r->duration_ns);
+	struct cuda_open *o = open_call(s, ev, r->corr);
+	if (!o)
+		return -1;
+	o->layers |= (uint8_t)(1u << (r->h.flags & 1));
+	return 0;
 }
 
-static int on_launch(struct cuda_stats *s, const struct prof_rec_cuda_launch *r)
+static int on_launch(struct cuda_stats *s, const struct trace_event *ev,
+		     const struct prof_rec_cuda_launch *r)
 {
-	int created;
-	struct cuda_launch *l = u64map_put(&s->launches, r->corr, &created);
-	if (!l)
+	struct cuda_open *o = open_call(s, ev, r->corr);
+	if (!o)
 		return -1;
-	if (created || (!l->name && r->name)) {
+	struct cuda_launch *l = &o->launch;
+	if (!o->has_launch || (!l->name && r->name)) {
 		l->name = r->name;
 		l->stack = r->stack;
 		memcpy(l->grid, r->grid, sizeof(l->grid));
 		memcpy(l->block, r->block, sizeof(l->block));
 		l->graph = r->graph != 0;
+		o->has_launch = 1;
 	}
 	return 0;
 }
 
-static int on_copy(struct cuda_stats *s, const struct prof_rec_cuda_copy *r)
+static int on_copy(struct cuda_stats *s, const struct trace_event *ev, const struct prof_rec_cuda_copy *r)
 {
-	int created;
-	struct cuda_copy *c = u64map_put(&s->copies, r->corr, &created);
-	if (!c)
+	struct cuda_open *o = open_call(s, ev, r->corr);
+	if (!o)
 		return -1;
-	if (created || c->kind == PROF_CUDA_COPY_UNKNOWN) {
-		c->kind = r->kind < PROF_CUDA_COPY_KIND_COUNT ? r->kind : PROF_CUDA_COPY_UNKNOWN;
-		c->bytes = r->bytes;
+	if (!o->has_copy || o->copy.kind == PROF_CUDA_COPY_UNKNOWN) {
+		o->copy.kind = r->kind < PROF_CUDA_COPY_KIND_COUNT ? r->kind : PROF_CUDA_COPY_UNKNOWN;
+		o->copy.bytes = r->bytes;
+		o->has_copy = 1;
 	}
 	return 0;
 }
@@ -302,26 +691,58 @@ static int on_free(struct cuda_stats *s, const struct prof_rec_cuda_free *r)
 
 static int on_gpu(struct cuda_stats *s, const struct prof_rec_cuda_gpu *r)
 {
-	if (s->ngpu == s->gpu_cap) {
-		size_t cap = s->gpu_cap ? s->gpu_cap * 2 : 1024;
-		struct cuda_gpu_ev *v = realloc(s->gpu, cap * sizeof(*v));
-		if (!v)
+	if (r->activity != PROF_CUDA_ACT_KERNEL && r->activity != PROF_CUDA_ACT_COPY)
+		return 0;  /* nothing is counted of the rest */
+	struct cuda_gpu_ev g;
+	memset(&g, 0, sizeof(g));
+	g.corr = r->corr;
+	g.start = r->start;
+	g.end = r->end >= r->start ? r->end : r->start;
+	g.bytes = r->bytes;
+	g.name = r->name;
+	memcpy(g.grid, r->grid, sizeof(g.grid));
+	memcpy(g.block, r->block, sizeof(g.block));
+	g.activity = r->activity;
+	g.copy_kind = r->copy_kind < PROF_CUDA_COPY_KIND_COUNT ? r->copy_kind : 0;
+	g.timing = (uint8_t)(r->h.flags & 0xff);
+	g.cupti_corr = (r->h.flags & PROF_CUDA_GPU_CUPTI_CORR) != 0;
+	if (!g.cupti_corr)
+		return gpu_for_corr(s, &g, g.corr, NULL);
+	struct cuda_xc *x = u64map_get(&s->xcorr, g.corr);
+	if (!x)  /* its CUDA_XCORR may come later */
+		return pend_add(s, &s->pend_cupti, g.corr, &g);
+	int released;
+	if (gpu_for_corr(s, &g, x->corr, &released) < 0)
+		return -1;
+	if (released)  /* the call is done: so is CUPTI's name for it */
+		u64map_del(&s->xcorr, g.corr, NULL);
+	return 0;
+}
+
+static int on_xcorr(struct cuda_stats *s, const struct prof_rec_cuda_xcorr *r)
+{
+	struct cuda_xc *x = u64map_put(&s->xcorr, r->cupti_corr, NULL);
+	if (!x)
+		return -1;
+	x->corr = r->corr;
+	x->seq = ++s->xcorr_seq;
+	struct cuda_pend p;
+	if (u64map_del(&s->pend_cupti, r->cupti_corr, &p)) {  /* GPU activity that came first */
+		int rc = 0, released = 0;
+		for (uint32_t i = 0; i <= p.nmore && rc == 0; i++) {
+			const struct cuda_gpu_ev *g = i ? &p.more[i - 1] : &p.first;
+			rc = gpu_for_corr(s, g, r->corr, &released);
+		}
+		s->npend -= 1 + (uint64_t)p.nmore;
+		free(p.more);
+		if (rc < 0)
 			return -1;
-		s->gpu = v;
-		s->gpu_cap = cap;
+		if (released)
+			u64map_del(&s->xcorr, r->cupti_corr, NULL);
 	}
-	struct cuda_gpu_ev *g = &s->gpu[s->ngpu++];
-	g->corr = r->corr;
-	g->start = r->start;
-	g->end = r->end >= r->start ? r->end : r->start;
-	g->bytes = r->bytes;
-	g->name = r->name;
-	memcpy(g->grid, r->grid, sizeof(g->grid));
-	memcpy(g->block, r->block, sizeof(g->block));
-	g->activity = r->activity;
-	g->copy_kind = r->copy_kind < PROF_CUDA_COPY_KIND_COUNT ? r->copy_kind : 0;
-	g->timing = (uint8_t)(r->h.flags & 0xff);
-	g->cupti_corr = (r->h.flags & PROF_CUDA_GPU_CUPTI_CORR) != 0;
+	if (s->xcorr.count >= XCORR_MAX &&
+	    map_keep_newer(s, &s->xcorr, s->xcorr_seq - XCORR_MAX / 2, NULL, NULL) < 0)
+		return -1;
 	return 0;
 }
 
@@ -342,35 +763,29 @@ static int on_nvtx(struct cuda_stats *s, const struct prof_rec_cuda_nvtx *r)
 	return cuda_hist_add(&row->h, r->end >= r->start ? r->end - r->start : 0);
 }
 
-int cuda_on_record(struct process *p, const struct trace_event *ev)
+static int dispatch(struct process *p, const struct trace_event *ev)
 {
 	struct cuda_stats *s = cuda_of(p);
 	const struct prof_rec *h = ev->rec;
-	s->records++;
 	switch (h->type) {
 	case PROF_REC_CUDA_NAME:
 		return on_name(s, (const void *)h);
 	case PROF_REC_CUDA_API:
-		return on_api(s, (const void *)h);
+		return on_api(s, ev, (const void *)h);
 	case PROF_REC_CUDA_LAUNCH:
-		return on_launch(s, (const void *)h);
+		return on_launch(s, ev, (const void *)h);
 	case PROF_REC_CUDA_COPY:
-		return on_copy(s, (const void *)h);
+		return on_copy(s, ev, (const void *)h);
 	case PROF_REC_CUDA_MALLOC:
 		return on_malloc(p, s, (const void *)h);
 	case PROF_REC_CUDA_FREE:
 		return on_free(s, (const void *)h);
 	case PROF_REC_CUDA_GPU:
-		return on_gpu(s, (const void *)h);
-	case PROF_REC_CUDA_XCORR: {
-		const struct prof_rec_cuda_xcorr *r = (const void *)h;
-		int created;
-		uint64_t *v = u64map_put(&s->xcorr, r->cupti_corr, &created);
-		if (!v)
+		if (on_gpu(s, (const void *)h) < 0)
 			return -1;
-		*v = r->corr;
-		return 0;
-	}
+		return pend_bound(s);
+	case PROF_REC_CUDA_XCORR:
+		return on_xcorr(s, (const void *)h);
 	case PROF_REC_CUDA_NVTX:
 		return on_nvtx(s, (const void *)h);
 	case PROF_REC_CUDA_STATE: {
@@ -385,32 +800,32 @@ int cuda_on_record(struct process *p, const struct trace_event *ev)
 	}
 }
 
-/* ---- finish: join GPU activity to launches and copies ---------------------------------- */
-
-static int kernel_row_index(struct cuda_stats *s, struct u64map *index, uint32_t name, int graph,
-			    const uint32_t grid[3], const uint32_t block[3])
+static uint64_t held(const struct cuda_stats *s)
 {
-	uint64_t key = hash_bytes(1469598103934665603ull, &name, sizeof(name));
-	key = hash_bytes(key, &graph, sizeof(graph));
-	key = hash_bytes(key, grid, 12);
-	key = hash_bytes(key, block, 12);
-	int created;
-	size_t *idx = u64map_put(index, key, &created);
-	if (!idx)
-		return -1;
-	if (created) {
-		struct cuda_kernel_row *v = realloc(s->kernels, (s->nkernels + 1) * sizeof(*v));
-		if (!v)
-			return -1;
-		s->kernels = v;
-		memset(&v[s->nkernels], 0, sizeof(v[0]));
-		v[s->nkernels].name = name;
-		v[s->nkernels].graph = graph;
-		memcpy(v[s->nkernels].grid, grid, 12);
-		memcpy(v[s->nkernels].block, block, 12);
-		*idx = s->nkernels++;
-	}
-	return (int)*idx;
+	return s->open.count + s->open_corr.count + s->waiting.count + s->npend + s->xcorr.count;
+}
+
+int cuda_on_record(struct process *p, const struct trace_event *ev)
+{
+	struct cuda_stats *s = cuda_of(p);
+	s->records++;
+	if (ev->rec->time > s->now)
+		s->now = ev->rec->time;
+	int rc = dispatch(p, ev);
+	uint64_t n = held(s);
+	if (n > s->pending_peak)
+		s->pending_peak = n;
+	return rc;
+}
+
+/* ---- finish ---------------------------------------------------------------------------- */
+
+static int cmp_dims(const uint32_t *a, const uint32_t *b)
+{
+	for (int i = 0; i < 3; i++)
+		if (a[i] != b[i])
+			return a[i] < b[i] ? -1 : 1;
+	return 0;
 }
 
 static int cmp_kernel(const void *a, const void *b)
@@ -419,99 +834,64 @@ static int cmp_kernel(const void *a, const void *b)
 	uint64_t tx = (uint64_t)x->h.sum, ty = (uint64_t)y->h.sum;
 	if (tx != ty)
 		return tx > ty ? -1 : 1;
-	return x->launches > y->launches ? -1 : x->launches < y->launches;
+	if (x->launches != y->launches)
+		return x->launches > y->launches ? -1 : 1;
+	if (x->name != y->name)
+		return x->name < y->name ? -1 : 1;
+	if (x->graph != y->graph)
+		return x->graph < y->graph ? -1 : 1;
+	int c = cmp_dims(x->grid, y->grid);
+	return c ? c : cmp_dims(x->block, y->block);
+}
+
+static int cmp_pend(const void *a, const void *b)
+{
+	const struct cuda_pend *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Applies (each on its own) and empties a map of pending GPU records, oldest first. */
+static int pend_flush(struct cuda_stats *s, struct u64map *m)
+{
+	size_t n = m->count, k = 0, pos = 0;
+	struct cuda_pend *v = malloc((n ? n : 1) * sizeof(*v));
+	uint64_t key;
+	void *val;
+	if (!v)
+		return -1;
+	while (u64map_next(m, &pos, &key, &val))
+		v[k++] = *(struct cuda_pend *)val;
+	u64map_free(m);  /* the lists are in v now */
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_pend);
+	int rc = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (rc == 0)
+			rc = pend_apply(s, &v[i], 0);
+		else
+			free(v[i].more);
+	}
+	free(v);
+	return rc;
 }
 
 int cuda_finish(struct process *p)
 {
 	struct cuda_stats *s = cuda_of(p);
-	struct u64map index, launch_row;
-	u64map_init(&index, sizeof(size_t));
-	u64map_init(&launch_row, sizeof(size_t));
-	int rc = -1;
 	size_t pos = 0;
 	uint64_t key;
 	void *val;
-	/* launches -> rows */
-	while (u64map_next(&s->launches, &pos, &key, &val)) {
-		struct cuda_launch *l = val;
-		int i = kernel_row_index(s, &index, l->name, l->graph, l->grid, l->block);
-		if (i < 0)
-			goto out;
-		s->kernels[i].launches++;
-		int created;
-		size_t *lr = u64map_put(&launch_row, key, &created);
-		if (!lr)
-			goto out;
-		*lr = (size_t)i;
-	}
-	/* copies by direction */
-	for (pos = 0; u64map_next(&s->copies, &pos, &key, &val);) {
-		struct cuda_copy *c = val;
-		s->copy[c->kind].count++;
-		s->copy[c->kind].bytes += c->bytes;
-	}
-	/* GPU activity */
-	for (size_t i = 0; i < s->ngpu; i++) {
-		struct cuda_gpu_ev *g = &s->gpu[i];
-		uint64_t corr = g->corr;
-		if (g->cupti_corr) {
-			uint64_t *ours = u64map_get(&s->xcorr, corr);
-			corr = ours ? *ours : 0;
-		}
-		uint64_t dur = g->end - g->start;
-		if (g->activity == PROF_CUDA_ACT_KERNEL) {
-			size_t *lr = corr ? u64map_get(&launch_row, corr) : NULL;
-			int row;
-			if (lr) {
-				row = (int)*lr;
-				if (!s->kernels[row].name && g->name)
-					s->kernels[row].name = g->name;
-			} else {  /* a launch we did not see (CUPTI): a row of its own */
-				row = kernel_row_index(s, &index, g->name, 0, g->grid, g->block);
-				if (row < 0)
-					goto out;
-				s->kernels[row].launches++;
-			}
-			struct cuda_kernel_row *k = &s->kernels[row];
-			if (cuda_hist_add(&k->h, dur) < 0)
-				goto out;
-			if (g->timing > k->timing)
-				k->timing = g->timing;
-			s->kernel_ns += dur;
-			struct cuda_launch *l = corr ? u64map_get(&s->launches, corr) : NULL;
-			int created;
-			uint64_t *w = u64map_put(&s->gpu_by_stack, l ? l->stack : 0, &created);
-			if (!w)
-				goto out;
-			*w += dur;
-		} else if (g->activity == PROF_CUDA_ACT_COPY) {
-			struct cuda_copy *c = corr ? u64map_get(&s->copies, corr) : NULL;
-			unsigned kind = g->copy_kind;
-			if (c && (kind == PROF_CUDA_COPY_UNKNOWN || c->kind == PROF_CUDA_COPY_MEMSET))
-				kind = c->kind;
-			if (c && c->kind != kind && c->kind != PROF_CUDA_COPY_UNKNOWN)
-				kind = c->kind;
-			if (c && c->kind == PROF_CUDA_COPY_UNKNOWN && kind != PROF_CUDA_COPY_UNKNOWN) {
-				/* the GPU knew the direction the call did not say */
-				s->copy[PROF_CUDA_COPY_UNKNOWN].count--;
-				s->copy[PROF_CUDA_COPY_UNKNOWN].bytes -= c->bytes;
-				s->copy[kind].count++;
-				s->copy[kind].bytes += c->bytes;
-				c->kind = (uint16_t)kind;
-			}
-			if (!c) {
-				s->copy[kind].count++;
-				s->copy[kind].bytes += g->bytes;
-			}
-			struct cuda_copy_row *row = &s->copy[kind];
-			row->timed++;
-			if (g->timing > row->timing)
-				row->timing = g->timing;
-			if (cuda_hist_add(&row->h, dur) < 0)
-				goto out;
-		}
-	}
+	/* the calls still open, then GPU activity that found no call */
+	for (pos = 0; u64map_next(&s->open, &pos, &key, &val);)
+		if (close_call(s, val) < 0)
+			return -1;
+	u64map_free(&s->open);
+	u64map_free(&s->open_corr);
+	if (pend_flush(s, &s->pend_cupti) < 0 || pend_flush(s, &s->pend_ours) < 0)
+		return -1;
+	u64map_free(&s->waiting);  /* untimed calls, already counted */
+	u64map_free(&s->xcorr);
+	u64map_free(&s->kernel_index);
 	if (s->nkernels)  /* qsort(NULL, 0, ...) is undefined */
 		qsort(s->kernels, s->nkernels, sizeof(*s->kernels), cmp_kernel);
 	/* leaks: device blocks still live */
@@ -522,20 +902,11 @@ int cuda_finish(struct process *p)
 		int created;
 		struct cuda_leak_site *site = u64map_put(&s->leak_sites, b->stack, &created);
 		if (!site)
-			goto out;
+			return -1;
 		site->bytes += b->size;
 		site->blocks++;
 	}
-	/* driver calls made inside a runtime call */
-	uint64_t corr_key;
-	for (pos = 0; u64map_next(&s->corr_layers, &pos, &corr_key, &val);)
-		if (*(uint8_t *)val == 3)
-			s->correlated++;
-	rc = 0;
-out:
-	u64map_free(&index);
-	u64map_free(&launch_row);
-	return rc;
+	return 0;
 }
 
 int cuda_has_data(const struct process *p)

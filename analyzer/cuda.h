@@ -66,16 +66,24 @@ struct cuda_gpu_ev {
 	uint8_t timing, cupti_corr;
 };
 
+/* GPU activity is joined to its call as the records stream in, so memory follows what is
+ * still outstanding (cuda.c explains what is kept per correlation id and when it goes). */
 struct cuda_stats {
 	uint64_t records;  /* records of this family seen */
 	struct u64map names;     /* id -> struct cuda_name_ent */
 	struct u64map api;       /* name id -> struct cuda_api_row */
-	struct u64map launches;  /* corr -> struct cuda_launch */
-	struct u64map copies;    /* corr -> struct cuda_copy */
-	struct u64map xcorr;     /* CUPTI corr -> our corr */
-	struct u64map corr_layers; /* corr -> bit 0 runtime call seen, bit 1 driver call seen */
-	struct cuda_gpu_ev *gpu;
-	size_t ngpu, gpu_cap;
+	struct u64map open;      /* stream -> struct cuda_open: the call in progress per thread */
+	struct u64map open_corr; /* corr -> stream, for the calls in open */
+	struct u64map waiting;   /* corr -> struct cuda_wait: counted, awaiting GPU activity */
+	struct u64map pend_ours; /* corr -> struct cuda_pend: GPU activity before its call closed */
+	struct u64map pend_cupti; /* CUPTI corr -> struct cuda_pend: before its CUDA_XCORR */
+	struct u64map xcorr;     /* CUPTI corr -> struct cuda_xc */
+	uint64_t now;            /* latest record time seen */
+	uint64_t wait_seq, pend_seq, xcorr_seq;
+	uint64_t npend;          /* GPU records in pend_ours and pend_cupti */
+	size_t open_limit, pend_limit;
+	uint64_t pending_peak;   /* most entries held at once in the maps above but names, api */
+	uint64_t expired;        /* calls and GPU records let go by the bounds (cuda.c) */
 	/* device memory */
 	struct u64map live;      /* ptr -> struct cuda_block */
 	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
@@ -87,9 +95,10 @@ struct cuda_stats {
 	unsigned timing;
 	char *timing_detail;
 	int have_state;
-	/* results, made by cuda_finish() */
+	/* kernel rows, filled while loading, sorted by cuda_finish() */
 	struct cuda_kernel_row *kernels;
-	size_t nkernels;
+	size_t nkernels, kernels_cap;
+	struct u64map kernel_index; /* hash(name, graph, grid, block) -> row index */
 	uint64_t kernel_ns;      /* all timed kernel time */
 	struct cuda_copy_row copy[PROF_CUDA_COPY_KIND_COUNT];
 	struct u64map gpu_by_stack; /* launching stack -> GPU ns */

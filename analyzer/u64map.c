@@ -3,17 +3,49 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
-static size_t slot_of(uint64_t stored, size_t cap)
+/* The splitmix64 finalizer: every input bit reaches every output bit. */
+static inline uint64_t mix(uint64_t x)
 {
-	uint64_t h = stored * 0x9e3779b97f4a7c15ull;
-	return (size_t)(h ^ (h >> 29)) & (cap - 1);
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+static inline size_t slot_of(const struct u64map *m, uint64_t key)
+{
+	return (size_t)mix(key ^ m->seed) & (m->cap - 1);
+}
+
+/* Drawn once per process; each map mixes in its own address too. */
+static uint64_t process_seed(void)
+{
+	static uint64_t seed;
+	static int have;
+	if (!have) {
+		uint64_t s = 0;
+		if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid();
+		}
+		seed = mix(s + 0x9e3779b97f4a7c15ull);
+		have = 1;
+	}
+	return seed;
 }
 
 void u64map_init(struct u64map *m, size_t vsize)
 {
 	memset(m, 0, sizeof(*m));
 	m->vsize = vsize;
+	m->seed = mix(process_seed() ^ (uint64_t)(uintptr_t)m);
 }
 
 void u64map_free(struct u64map *m)
@@ -23,13 +55,15 @@ void u64map_free(struct u64map *m)
 	m->keys = NULL;
 	m->vals = NULL;
 	m->cap = m->count = 0;
+	m->has_zero = 0;
 }
 
-static size_t find(const struct u64map *m, uint64_t stored)
+/* The slot holding key (non-zero), or the empty slot where it would go. */
+static inline size_t find(const struct u64map *m, uint64_t key)
 {
-	size_t i = slot_of(stored, m->cap);
-	while (m->keys[i] && m->keys[i] != stored)
-		i = (i + 1) & (m->cap - 1);
+	size_t mask = m->cap - 1, i = slot_of(m, key);
+	while (m->keys[i] && m->keys[i] != key)
+		i = (i + 1) & mask;
 	return i;
 }
 
@@ -37,7 +71,9 @@ void *u64map_get(const struct u64map *m, uint64_t key)
 {
 	if (!m->cap)
 		return NULL;
-	size_t i = find(m, key + 1);
+	if (!key)
+		return m->has_zero ? m->vals + m->cap * m->vsize : NULL;
+	size_t i = find(m, key);
 	return m->keys[i] ? m->vals + i * m->vsize : NULL;
 }
 
@@ -45,7 +81,7 @@ static int grow(struct u64map *m)
 {
 	size_t ncap = m->cap ? m->cap * 2 : 64;
 	uint64_t *keys = calloc(ncap, sizeof(*keys));
-	char *vals = malloc(ncap * m->vsize);
+	char *vals = malloc((ncap + 1) * m->vsize);
 	if (!keys || !vals) {
 		free(keys);
 		free(vals);
@@ -62,6 +98,8 @@ static int grow(struct u64map *m)
 		m->keys[j] = old.keys[i];
 		memcpy(m->vals + j * m->vsize, old.vals + i * m->vsize, m->vsize);
 	}
+	if (old.has_zero)
+		memcpy(m->vals + ncap * m->vsize, old.vals + old.cap * m->vsize, m->vsize);
 	free(old.keys);
 	free(old.vals);
 	return 0;
@@ -71,12 +109,23 @@ void *u64map_put(struct u64map *m, uint64_t key, int *created)
 {
 	if ((m->count + 1) * 4 > m->cap * 3 && grow(m) < 0)
 		return NULL;
-	size_t i = find(m, key + 1);
+	if (!key) {
+		void *v = m->vals + m->cap * m->vsize;
+		if (created)
+			*created = !m->has_zero;
+		if (!m->has_zero) {
+			m->has_zero = 1;
+			memset(v, 0, m->vsize);
+			m->count++;
+		}
+		return v;
+	}
+	size_t i = find(m, key);
 	void *v = m->vals + i * m->vsize;
 	if (created)
 		*created = !m->keys[i];
 	if (!m->keys[i]) {
-		m->keys[i] = key + 1;
+		m->keys[i] = key;
 		memset(v, 0, m->vsize);
 		m->count++;
 	}
@@ -87,19 +136,28 @@ int u64map_del(struct u64map *m, uint64_t key, void *out)
 {
 	if (!m->cap)
 		return 0;
-	size_t i = find(m, key + 1);
+	if (!key) {
+		if (!m->has_zero)
+			return 0;
+		if (out)
+			memcpy(out, m->vals + m->cap * m->vsize, m->vsize);
+		m->has_zero = 0;
+		m->count--;
+		return 1;
+	}
+	size_t i = find(m, key);
 	if (!m->keys[i])
 		return 0;
 	if (out)
 		memcpy(out, m->vals + i * m->vsize, m->vsize);
 	/* Shift later members of the probe run back, so lookups never stop early. */
-	size_t j = i;
+	size_t mask = m->cap - 1, j = i;
 	for (;;) {
-		j = (j + 1) & (m->cap - 1);
+		j = (j + 1) & mask;
 		if (!m->keys[j])
 			break;
-		size_t home = slot_of(m->keys[j], m->cap);
-		if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
+		size_t home = slot_of(m, m->keys[j]);
+		if (((j - home) & mask) >= ((j - i) & mask)) {
 			m->keys[i] = m->keys[j];
 			memcpy(m->vals + i * m->vsize, m->vals + j * m->vsize, m->vsize);
 			i = j;
@@ -110,13 +168,20 @@ int u64map_del(struct u64map *m, uint64_t key, void *out)
 	return 1;
 }
 
+/* Slots 0..cap-1, then position cap for key 0. */
 int u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, void **val)
 {
 	for (; *pos < m->cap; (*pos)++) {
 		if (!m->keys[*pos])
 			continue;
-		*key = m->keys[*pos] - 1;
+		*key = m->keys[*pos];
 		*val = m->vals + *pos * m->vsize;
+		(*pos)++;
+		return 1;
+	}
+	if (*pos == m->cap && m->has_zero) {
+		*key = 0;
+		*val = m->vals + m->cap * m->vsize;
 		(*pos)++;
 		return 1;
 	}

@@ -1,5 +1,10 @@
 /* An open-addressing hash map from 64-bit keys to fixed-size values, with deletion; the
- * analyzer's live-block and per-stack tables. Memory grows with the entries, not the events. */
+ * analyzer's live-block and per-stack tables. Memory grows with the entries, not the events.
+ *
+ * Every 64-bit key is accepted (0 and UINT64_MAX included). Keys are placed by a
+ * splitmix64-style mix of key ^ seed, the seed drawn at random once per process and varied
+ * per map, so keys a hostile trace chose to collide do not turn probing quadratic. Iteration
+ * order is therefore unspecified and differs between runs: sort what you print. */
 #ifndef PROF_U64MAP_H
 #define PROF_U64MAP_H
 
@@ -7,9 +12,11 @@
 #include <stdint.h>
 
 struct u64map {
-	uint64_t *keys;  /* stored as key+1; 0 = empty slot */
-	char *vals;
-	size_t vsize, cap, count;
+	uint64_t *keys;  /* cap slots; 0 = empty (key 0 itself lives in the extra value slot) */
+	char *vals;      /* cap + 1 values: vals[cap] is key 0's */
+	size_t vsize, cap, count;  /* count includes key 0 when present */
+	uint64_t seed;
+	int has_zero;
 };
 
 void u64map_init(struct u64map *m, size_t vsize);
@@ -21,7 +28,8 @@ void *u64map_get(const struct u64map *m, uint64_t key);
 void *u64map_put(struct u64map *m, uint64_t key, int *created);
 /* Removes key; copies its value to out (if non-NULL). Returns 1 if it was there. */
 int u64map_del(struct u64map *m, uint64_t key, void *out);
-/* Iteration: for (size_t i = 0; u64map_next(m, &i, &key, &val); ) */
+/* Iteration: for (size_t i = 0; u64map_next(m, &i, &key, &val); ). Deleting or inserting
+ * during an iteration is not supported. */
 int u64map_next(const struct u64map *m, size_t *pos, uint64_t *key, void **val);
 
 #endif
