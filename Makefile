@@ -98,12 +98,13 @@ asan: deps
 test: check-exports unit asan
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
-# driver; each prints its table and writes it to build/bench/*.txt.
+# driver, the analyzer on long traces; each prints its table and writes it to build/bench/*.txt.
 bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/run.sh
 	bench/locks.sh
 	bench/io.sh
 	bench/cuda.sh
+	BUILD=$(BUILD) bench/analyzer
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/libprof

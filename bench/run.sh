@@ -207,6 +207,8 @@ print(f"{'command':<50} {'seconds':>8} {'max RSS':>10}")
 rows = [("prof report TRACE", "prof"), ("heaptrack_print FILE", "htprint")]
 for name, k in rows:
     print(f"{name:<50} {med(k + '.secs'):8.2f} {med(k + '.kb')/1024:7.1f} MB")
+print(f"prof report is {med('htprint.secs') / med('prof.secs'):.2f}x as fast as heaptrack_print "
+      f"(medians of {nan}; goal 4x)")
 e4 = one("events4x")
 print(f"{'prof report TRACE, 4x ops (%.0f events, 1 run)' % e4:<50} {one('prof4x.secs'):8.2f} "
       f"{one('prof4x.kb')/1024:7.1f} MB")
