@@ -16,23 +16,16 @@ const struct family *const families[] = { PROF_ANALYZER_FAMILIES(ENTRY) NULL };
 
 _Static_assert(sizeof(families) / sizeof(families[0]) <= FAMILY_MAX + 1, "raise FAMILY_MAX");
 
-/* Record type -> 1 + index in families[], 0 for none; made on first use. */
-static unsigned char route[256];
-static int routed;
+const struct family *family_route[FAMILY_TYPES];
+int family_routed;
 
-static void make_routes(void)
+void family_route_init(void)
 {
 	for (size_t i = 0; families[i]; i++)
-		for (unsigned t = families[i]->first_type; t <= families[i]->last_type && t < 256; t++)
-			route[t] = (unsigned char)(i + 1);
-	routed = 1;
-}
-
-const struct family *family_of_type(unsigned type)
-{
-	if (!routed)
-		make_routes();
-	return type < 256 && route[type] ? families[route[type] - 1] : NULL;
+		for (unsigned t = families[i]->first_type;
+		     t <= families[i]->last_type && t < FAMILY_TYPES; t++)
+			family_route[t] = families[i];
+	family_routed = 1;
 }
 
 size_t family_index(const struct family *f)

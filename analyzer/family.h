@@ -82,8 +82,18 @@ struct family {
 /* Every family, NULL-terminated, in the order reports show them (families.c). */
 extern const struct family *const families[];
 
-/* The family owning record type `type`, or NULL (core records, unknown types). */
-const struct family *family_of_type(unsigned type);
+/* The family owning record type `type`, or NULL (core records, unknown types): a table
+ * lookup, made on first use, since every record of a trace asks. */
+#define FAMILY_TYPES 256
+extern const struct family *family_route[FAMILY_TYPES];
+extern int family_routed;
+void family_route_init(void);
+static inline const struct family *family_of_type(unsigned type)
+{
+	if (__builtin_expect(!family_routed, 0))
+		family_route_init();
+	return type < FAMILY_TYPES ? family_route[type] : NULL;
+}
 /* The position of f in families[]; the index of its state in a process. */
 size_t family_index(const struct family *f);
 #define FAMILY_MAX 16

@@ -10,25 +10,143 @@
 #include "heap.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#define SITE_DIRECT_MAX (1u << 22)  /* stack ids indexed directly: 16 MiB of index at most */
 
 void heap_init(void *state)
 {
 	struct heap_stats *h = state;
 	*h = (struct heap_stats){ 0 };
-	u64map_init(&h->live, sizeof(struct live_block));
-	u64map_init(&h->sites, sizeof(struct heap_site));
+	u64map_init(&h->site_map, sizeof(uint32_t));
+	/* Addresses come from the trace: a seed it cannot know keeps probing short. */
+	if (getrandom(&h->live_seed, sizeof(h->live_seed), GRND_NONBLOCK) != sizeof(h->live_seed))
+		h->live_seed = (uint64_t)(uintptr_t)h * 0x9e3779b97f4a7c15ull;
 }
 
 void heap_free(void *state)
 {
 	struct heap_stats *h = state;
 	free(h->dirty);
-	u64map_free(&h->live);
-	u64map_free(&h->sites);
+	free(h->live);
+	free(h->sites);
+	free(h->site_of);
+	u64map_free(&h->site_map);
 	free(h->last);
 }
 
-static int mark_dirty(struct heap_stats *h, struct heap_site *s, uint32_t stack)
+/* ---- live blocks ------------------------------------------------------------------------ */
+
+static inline size_t live_home(const struct heap_stats *h, uint64_t ptr)
+{
+	uint64_t x = ptr ^ h->live_seed;  /* the splitmix64 finalizer */
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return (size_t)(x ^ (x >> 31)) & (h->live_cap - 1);
+}
+
+/* The slot holding ptr, or the empty slot where it would go. */
+static inline struct live_block *live_find(const struct heap_stats *h, uint64_t ptr)
+{
+	size_t mask = h->live_cap - 1, i = live_home(h, ptr);
+	while (h->live[i].site && h->live[i].ptr != ptr)
+		i = (i + 1) & mask;
+	return &h->live[i];
+}
+
+static int live_grow(struct heap_stats *h)
+{
+	size_t cap = h->live_cap ? h->live_cap * 2 : 1024;
+	struct live_block *old = h->live, *v = calloc(cap, sizeof(*v));
+	if (!v)
+		return -1;
+	size_t old_cap = h->live_cap;
+	h->live = v;
+	h->live_cap = cap;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].site)
+			*live_find(h, old[i].ptr) = old[i];
+	free(old);
+	return 0;
+}
+
+/* Removes the block in slot b, shifting later members of its probe run back. */
+static void live_remove(struct heap_stats *h, struct live_block *b)
+{
+	size_t mask = h->live_cap - 1, i = (size_t)(b - h->live), j = i;
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!h->live[j].site)
+			break;
+		size_t home = live_home(h, h->live[j].ptr);
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			h->live[i] = h->live[j];
+			i = j;
+		}
+	}
+	h->live[i].site = 0;
+	h->live_count--;
+}
+
+/* ---- sites ------------------------------------------------------------------------------ */
+
+/* The index of the site of stack, made if new; -1 when out of memory. */
+static int64_t site_index(struct heap_stats *h, uint32_t stack)
+{
+	uint32_t *slot;
+	if (stack < SITE_DIRECT_MAX) {
+		if (stack < h->site_of_cap && h->site_of[stack])
+			return h->site_of[stack] - 1;
+		if (stack >= h->site_of_cap) {
+			size_t cap = h->site_of_cap ? h->site_of_cap : 1024;
+			while (cap <= stack)
+				cap *= 2;
+			uint32_t *v = realloc(h->site_of, cap * sizeof(*v));
+			if (!v)
+				return -1;
+			memset(v + h->site_of_cap, 0, (cap - h->site_of_cap) * sizeof(*v));
+			h->site_of = v;
+			h->site_of_cap = cap;
+		}
+		slot = &h->site_of[stack];
+	} else {
+		int created;
+		uint32_t *i = u64map_put(&h->site_map, stack, &created);
+		if (!i)
+			return -1;
+		if (!created)
+			return *i;
+		*i = (uint32_t)h->nsites;  /* the index itself: this map has no "none" */
+		slot = NULL;
+	}
+	if (h->nsites == h->sites_cap) {
+		size_t cap = h->sites_cap ? h->sites_cap * 2 : 256;
+		struct heap_site *v = realloc(h->sites, cap * sizeof(*v));
+		if (!v) {
+			if (!slot)
+				u64map_del(&h->site_map, stack, NULL);
+			return -1;
+		}
+		h->sites = v;
+		h->sites_cap = cap;
+	}
+	h->sites[h->nsites] = (struct heap_site){ .stack = stack };
+	if (slot)
+		*slot = (uint32_t)h->nsites + 1;
+	return (int64_t)h->nsites++;
+}
+
+const struct heap_site *heap_site_of(const struct heap_stats *h, uint32_t stack)
+{
+	if (stack < SITE_DIRECT_MAX)
+		return stack < h->site_of_cap && h->site_of[stack] ? &h->sites[h->site_of[stack] - 1]
+								     : NULL;
+	const uint32_t *i = u64map_get(&h->site_map, stack);
+	return i ? &h->sites[*i] : NULL;
+}
+
+static int mark_dirty(struct heap_stats *h, struct heap_site *s)
 {
 	if (s->dirty)
 		return 0;
@@ -40,7 +158,7 @@ static int mark_dirty(struct heap_stats *h, struct heap_site *s, uint32_t stack)
 		h->dirty = d;
 		h->dirty_cap = ncap;
 	}
-	h->dirty[h->ndirty++] = stack;
+	h->dirty[h->ndirty++] = (uint32_t)(s - h->sites);
 	s->dirty = 1;
 	return 0;
 }
@@ -51,29 +169,22 @@ static void snapshot_if_at_peak(struct heap_stats *h)
 	if (h->snapped || h->current != h->peak)
 		return;
 	for (size_t i = 0; i < h->ndirty; i++) {
-		struct heap_site *s = u64map_get(&h->sites, h->dirty[i]);
-		if (s) {
-			s->peak_bytes = s->cur;
-			s->dirty = 0;
-		}
+		struct heap_site *s = &h->sites[h->dirty[i]];
+		s->peak_bytes = s->cur;
+		s->dirty = 0;
 	}
 	h->ndirty = 0;
 	h->snapped = 1;
 }
 
 /* A block leaves the live set: the site's current bytes and the heap's. */
-static int block_gone(struct heap_stats *h, const struct live_block *b, struct heap_site **out)
+static struct heap_site *block_gone(struct heap_stats *h, const struct live_block *b)
 {
 	snapshot_if_at_peak(h);
 	h->current -= b->size;
-	struct heap_site *s = u64map_get(&h->sites, b->stack);
-	if (s) {
-		s->cur -= b->size;
-		if (mark_dirty(h, s, b->stack) < 0)
-			return -1;
-	}
-	*out = s;
-	return 0;
+	struct heap_site *s = &h->sites[b->site - 1];
+	s->cur -= b->size;
+	return mark_dirty(h, s) < 0 ? NULL : s;
 }
 
 /* The slot of a stream's latest allocation: streams are small numbers (thread serial * 2). */
@@ -95,28 +206,27 @@ static uint64_t *last_of(struct heap_stats *h, uint32_t stream)
 int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, uint64_t size,
 	       uint32_t stack)
 {
-	int created;
-	struct live_block *b = u64map_put(&h->live, ptr, &created);
-	if (!b)
+	if ((h->live_count + 1) * 4 > h->live_cap * 3 && live_grow(h) < 0)
 		return -1;
-	if (!created) {
-		/* An address allocated twice without a free between: the free was not seen (lost). */
-		struct live_block old = *b;
-		struct heap_site *gone;
-		if (block_gone(h, &old, &gone) < 0)
-			return -1;
-	}
-	struct heap_site *s = u64map_put(&h->sites, stack, NULL);
+	int64_t si = site_index(h, stack);
 	uint64_t *last = last_of(h, stream);
-	if (!s || !last)
+	if (si < 0 || !last)
 		return -1;
-	b->size = size;
-	b->stack = stack;
+	struct live_block *b = live_find(h, ptr);
+	if (b->site) {
+		/* An address allocated twice without a free between: the free was not seen (lost). */
+		if (!block_gone(h, b))
+			return -1;
+	} else {
+		h->live_count++;
+	}
+	struct heap_site *s = &h->sites[si];
+	*b = (struct live_block){ .ptr = ptr, .size = size, .site = (uint32_t)si + 1 };
 	*last = ptr;
 	s->calls++;
 	s->bytes += size;
 	s->cur += size;
-	if (mark_dirty(h, s, stack) < 0)
+	if (mark_dirty(h, s) < 0)
 		return -1;
 	h->alloc_calls++;
 	h->bytes_allocated += size;
@@ -133,25 +243,24 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
  * recording began, or lost) are counted apart, not as frees: valgrind would not see them either. */
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half)
 {
-	struct live_block b;
-	struct heap_site *s;
-	if (!u64map_del(&h->live, ptr, &b)) {
+	struct live_block *b = h->live_cap ? live_find(h, ptr) : NULL;
+	if (!b || !b->site) {
 		h->unmatched_frees++;
 		return 0;
 	}
 	h->free_calls++;
-	if (block_gone(h, &b, &s) < 0)
+	struct heap_site *s = block_gone(h, b);
+	live_remove(h, b);
+	if (!s)
 		return -1;
-	if (s)
-		s->frees++;
+	s->frees++;
 	/* Temporary: freed by the thread that made it, before it allocated anything else (a
 	 * realloc is a resize, not the end of the block's use). */
 	uint64_t *last = stream < h->nlast ? &h->last[stream] : NULL;
 	if (last && *last == ptr && !realloc_half) {
 		*last = 0;
 		h->temporary++;
-		if (s)
-			s->temporary++;
+		s->temporary++;
 	}
 	return 0;
 }
@@ -159,14 +268,11 @@ int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int reallo
 int heap_finish(struct heap_stats *h)
 {
 	snapshot_if_at_peak(h);  /* the process ended at its peak */
-	size_t pos = 0;
-	uint64_t key;
-	void *val;
-	while (u64map_next(&h->live, &pos, &key, &val)) {
-		const struct live_block *b = val;
-		struct heap_site *s = u64map_put(&h->sites, b->stack, NULL);
-		if (!s)
-			return -1;
+	for (size_t i = 0; i < h->live_cap; i++) {
+		const struct live_block *b = &h->live[i];
+		if (!b->site)
+			continue;
+		struct heap_site *s = &h->sites[b->site - 1];
 		s->leaked_bytes += b->size;
 		s->leaked_blocks++;
 		h->leaked_bytes += b->size;

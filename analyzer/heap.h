@@ -16,22 +16,34 @@ struct heap_site {
 	uint64_t calls, bytes, frees, temporary, leaked_bytes, leaked_blocks;
 	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
 	uint64_t cur;         /* bytes it has allocated now */
+	uint32_t stack;       /* its allocation stack */
 	int dirty;            /* cur changed since the last peak snapshot */
 };
 
+/* A live block: one slot of the open-addressing table of live blocks, keyed by address. */
 struct live_block {
-	uint64_t size;
-	uint32_t stack;
+	uint64_t ptr, size;
+	uint32_t site;        /* index into sites, + 1; 0 marks an empty slot */
+	uint32_t pad;
 };
 
 struct heap_stats {
 	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
 	uint64_t leaked_bytes, leaked_blocks, temporary, unmatched_frees;
 	int snapped;          /* the sites' peak_bytes hold the current peak */
-	uint32_t *dirty;      /* stacks of the sites whose cur changed since the last snapshot */
+	uint32_t *dirty;      /* sites whose cur changed since the last snapshot */
 	size_t ndirty, dirty_cap;
-	struct u64map live;   /* address -> struct live_block */
-	struct u64map sites;  /* stack id -> struct heap_site */
+	/* Live blocks: linear probing, backward-shift deletion, keys mixed with a seed. */
+	struct live_block *live;
+	size_t live_cap, live_count;
+	uint64_t live_seed;
+	/* Sites, one per allocation stack: stack ids below SITE_DIRECT_MAX index site_of
+	 * directly (writers number stacks densely from 1); others go through site_map. */
+	struct heap_site *sites;
+	size_t nsites, sites_cap;
+	uint32_t *site_of;    /* stack id -> site index + 1 (0: none yet) */
+	size_t site_of_cap;
+	struct u64map site_map;  /* stack id -> site index (uint32_t), for large ids */
 	uint64_t *last;       /* stream -> address of its latest allocation (temporaries) */
 	size_t nlast;
 };
@@ -42,6 +54,9 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 	       uint32_t stack);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
 int heap_finish(struct heap_stats *h);
+
+/* The site of an allocation stack, or NULL if it allocated nothing. */
+const struct heap_site *heap_site_of(const struct heap_stats *h, uint32_t stack);
 
 /* The heap of a loaded process. */
 struct heap_stats *heap_of(const struct process *p);

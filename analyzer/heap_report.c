@@ -66,17 +66,16 @@ static int cmp_sites(const void *a, const void *b)
 struct site_ref *heap_sites_sorted(const struct process *p, uint64_t (*key)(const struct heap_site *),
 				   size_t *n)
 {
-	struct site_ref *v = malloc(sizeof(*v) * (heap_of(p)->sites.count ? heap_of(p)->sites.count : 1));
+	const struct heap_stats *h = heap_of(p);
+	struct site_ref *v = malloc(sizeof(*v) * (h->nsites ? h->nsites : 1));
 	*n = 0;
 	if (!v)
 		return NULL;
-	size_t pos = 0;
-	uint64_t stack;
-	void *val;
-	while (u64map_next(&heap_of(p)->sites, &pos, &stack, &val))
-		v[(*n)++] = (struct site_ref){ (uint32_t)stack, val };
+	for (size_t i = 0; i < h->nsites; i++)
+		v[(*n)++] = (struct site_ref){ h->sites[i].stack, &h->sites[i] };
 	sort_key = key;
-	qsort(v, *n, sizeof(*v), cmp_sites);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_sites);
 	return v;
 }
 

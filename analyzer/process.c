@@ -211,6 +211,14 @@ static int on_record(struct process *p, const struct trace_event *ev)
 	uint64_t t = process_rel_time(p, h->time);
 	if (t > p->end_ns)
 		p->end_ns = t;
+	/* Each event family owns a range of record types (family.h, families.c). */
+	const struct family *f = family_of_type(h->type);
+	if (f) {
+		if (prof_rec_known(h->type))
+			return f->on_record(p, ev);
+		p->unknown_records++;
+		return 0;
+	}
 	switch (h->type) {
 	case PROF_REC_PAD:
 		return 0;
@@ -248,13 +256,9 @@ static int on_record(struct process *p, const struct trace_event *ev)
 			return -1;
 		p->children[p->nchildren++] = ((const struct prof_rec_fork *)h)->child_pid;
 		return 0;
-	default: {
-		const struct family *f = family_of_type(h->type);
-		if (f && prof_rec_known(h->type))
-			return f->on_record(p, ev);
+	default:
 		p->unknown_records++;
 		return 0;
-	}
 	}
 }
 

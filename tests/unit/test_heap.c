@@ -33,7 +33,7 @@ static void load(struct tg *tg, struct process *p)
 
 static const struct heap_site *site(const struct process *p, uint32_t stack)
 {
-	return u64map_get(&heap_of(p)->sites, stack);
+	return heap_site_of(heap_of(p), stack);
 }
 
 Test(heap_analysis, counts_follow_valgrinds_rules)
