@@ -35,12 +35,16 @@ static inline int prof_enabled(unsigned family)
 	       (prof_cfg.events & family);
 }
 
-/* A stream is where one thread appends records: its current chunk and position. */
+/* A stream is where one thread appends records: its current chunk and position. Chunks are
+ * claimed in runs (writer.c): the chunks after `chunk` up to `run_end` are the stream's too. */
 struct prof_stream {
-	char *chunk;      /* NULL until the first chunk is claimed */
-	uint32_t used;    /* bytes used in chunk, including its header */
-	uint32_t seq;     /* sequence number of the current chunk */
-	uint64_t lost;    /* records dropped since the last one written */
+	char *chunk;        /* NULL until the first chunk is claimed */
+	char *run_end;      /* end of the run `chunk` belongs to */
+	uint32_t used;      /* bytes used in chunk, including its header */
+	uint32_t seq;       /* sequence number of the current chunk */
+	uint64_t lost;      /* records dropped since the last LOST record written */
+	uint32_t unsummed;  /* dropped and not yet added to header.lost_records */
+	uint32_t summed;    /* some loss of this stream reached the header already */
 };
 
 /* Per-thread state; initial-exec TLS, so touching it never allocates. */
@@ -82,8 +86,18 @@ static inline struct prof_thread *prof_recording(unsigned family)
 /* writer.c: the trace file. */
 int prof_writer_open(uint32_t ppid, int argc, char **argv);
 void *prof_reserve(struct prof_thread *th, uint32_t size);
+/* Set once the trace can take no more chunks (size limit, full disk): events are then only
+ * counted as lost, and nothing that costs (unwinding) is done for them. */
+extern int prof_trace_full;
+static inline int prof_writer_full(void)
+{
+	return unlikely(__atomic_load_n(&prof_trace_full, __ATOMIC_RELAXED));
+}
+int prof_writer_has_room(struct prof_thread *th, uint32_t size);  /* without a new chunk */
+void prof_writer_thread_done(struct prof_thread *th);  /* unused chunks back, losses summed */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
+int prof_writer_disabled(void);  /* the writer gave up (state DISABLED): the end is unknown */
 void prof_writer_close(int other_threads_alive);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
 const char *prof_writer_path(void);
