@@ -26,8 +26,11 @@ struct prof_config {
 extern struct prof_config prof_cfg;
 
 /* Recording is on only while prof_active is set (after a successful start, until exit or a
- * fatal writer error). Hooks test it first and pass straight through when it is off. */
+ * fatal writer error). Hooks test it first and pass straight through when it is off.
+ * PROF_ACTIVE_FULL: the trace can take no more chunks (size limit, full disk); events are
+ * then only counted as lost, at the cost of that same test (prof_recording()). */
 extern _Atomic int prof_active;
+#define PROF_ACTIVE_FULL 2
 
 static inline int prof_enabled(unsigned family)
 {
@@ -73,25 +76,28 @@ void prof_start(void);
  * dlsym, or a libc function we hooked calling another hooked one). Starts recording on the
  * first call if no constructor has yet. A hook that gets a thread: in_hook++, save errno,
  * call the real function, record, restore errno, in_hook--. */
+struct prof_thread *prof_recording_full(struct prof_thread *th);  /* writer.c */
+
 static inline struct prof_thread *prof_recording(unsigned family)
 {
 	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
 		prof_start();
-	if (!prof_enabled(family))
+	int active = atomic_load_explicit(&prof_active, memory_order_relaxed);
+	if (!likely(active) || !(prof_cfg.events & family))
 		return NULL;
 	struct prof_thread *th = &prof_self;
-	return th->in_hook ? NULL : th;
+	if (th->in_hook)
+		return NULL;
+	return unlikely(active == PROF_ACTIVE_FULL) ? prof_recording_full(th) : th;
 }
 
 /* writer.c: the trace file. */
 int prof_writer_open(uint32_t ppid, int argc, char **argv);
 void *prof_reserve(struct prof_thread *th, uint32_t size);
-/* Set once the trace can take no more chunks (size limit, full disk): events are then only
- * counted as lost, and nothing that costs (unwinding) is done for them. */
-extern int prof_trace_full;
+/* Whether the trace can take no more chunks: see PROF_ACTIVE_FULL. */
 static inline int prof_writer_full(void)
 {
-	return unlikely(__atomic_load_n(&prof_trace_full, __ATOMIC_RELAXED));
+	return unlikely(atomic_load_explicit(&prof_active, memory_order_relaxed) == PROF_ACTIVE_FULL);
 }
 int prof_writer_has_room(struct prof_thread *th, uint32_t size);  /* without a new chunk */
 void prof_writer_thread_done(struct prof_thread *th);  /* unused chunks back, losses summed */

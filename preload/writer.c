@@ -45,8 +45,6 @@ static struct {
 	uint32_t pooled;                    /* runs in the pool: 0 lets claims skip it */
 } w = { .fd = -1, .growing = ATOMIC_FLAG_INIT };
 
-int prof_trace_full;
-
 const char *prof_writer_path(void)
 {
 	return w.path;
@@ -208,7 +206,8 @@ static int extend_file(uint64_t chunks)
  * and every other event is counted as lost. Said once. */
 static void warn_full(int err)
 {
-	__atomic_store_n(&prof_trace_full, 1, __ATOMIC_RELAXED);
+	int on = 1;
+	atomic_compare_exchange_strong(&prof_active, &on, PROF_ACTIVE_FULL);
 	if (atomic_exchange(&w.warned_full, 1))
 		return;
 	if (err == -EFBIG) {
@@ -423,6 +422,16 @@ int prof_writer_has_room(struct prof_thread *th, uint32_t size)
 	return s->chunk && (s->used + size <= w.chunk_size || s->chunk + w.chunk_size < s->run_end);
 }
 
+/* A hook's event once the trace is full (prof_recording()): recorded while the thread's
+ * chunks have room, else counted as one lost record and passed through. */
+struct prof_thread *prof_recording_full(struct prof_thread *th)
+{
+	if (prof_writer_has_room(th, 1024))
+		return th;
+	count_lost(&th->streams[th->in_signal > 0]);
+	return NULL;
+}
+
 /* The thread ends: the chunks of its runs it never wrote go to the pool for the next thread,
  * and its losses reach the header. Records it writes later (other destructors) claim anew. */
 void prof_writer_thread_done(struct prof_thread *th)
@@ -569,7 +578,6 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
 	atomic_store(&w.capacity, GROW_MIN / CHUNK_SIZE);
 	atomic_store(&w.warned_full, 0);
-	__atomic_store_n(&prof_trace_full, 0, __ATOMIC_RELAXED);
 	return 0;
 fail:
 	prof_log("cannot set up trace file %s: %s; profiling disabled", w.path, strerror(errno));
@@ -619,5 +627,4 @@ void prof_writer_forget(void)
 	for (uint32_t i = 0; i < POOL_SLOTS; i++)
 		__atomic_store_n(&w.pool[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&w.pooled, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&prof_trace_full, 0, __ATOMIC_RELAXED);
 }

@@ -30,6 +30,7 @@ void shim_fail(int fatal, const char *file, int line, const char *expr, const ch
 #define cr_assert(c, ...) SHIM_CHECK(1, (c), #c, __VA_ARGS__)
 #define cr_expect(c, ...) SHIM_CHECK(0, (c), #c, __VA_ARGS__)
 #define cr_assert_not_null(p, ...) SHIM_CHECK(1, (p) != NULL, #p " != NULL", __VA_ARGS__)
+#define cr_assert_null(p, ...) SHIM_CHECK(1, (p) == NULL, #p " == NULL", __VA_ARGS__)
 #define cr_expect_not_null(p, ...) SHIM_CHECK(0, (p) != NULL, #p " != NULL", __VA_ARGS__)
 #define SHIM_CMP(fatal, a, op, b, ...) SHIM_CHECK(fatal, (a) op (b), #a " " #op " " #b, __VA_ARGS__)
 #define cr_assert_eq(a, b, ...) SHIM_CMP(1, a, ==, b, __VA_ARGS__)

@@ -212,3 +212,24 @@ Test(writer, thread_churn_costs_little_and_recycles_runs)
 	free(wk);
 	free(rb);
 }
+
+/* Once the trace is full and the thread's chunks have no room, a hook gets no thread from
+ * prof_recording() (it passes straight through) and its event is counted as lost. */
+Test(writer, full_trace_hooks_pass_through_and_count)
+{
+	core_open(4u << 20);
+	struct prof_thread *th = core_thread_begin();
+	uint64_t lost = 0;
+	for (uint32_t i = 0; !prof_writer_full(); i++)
+		lost += !core_alloc(th, (uint64_t)th->serial << 32 | i, 8);
+	for (uint32_t i = 0; prof_writer_has_room(th, 1024); i++)
+		lost += !core_alloc(th, 0, 8);
+	for (int i = 0; i < 1000; i++)
+		cr_assert_null(prof_recording(PROF_EV_ALLOC), "a full trace records nothing more");
+	core_thread_end(th);
+	const char *path = core_close();
+	struct trace *t = core_read(path);
+	cr_expect_eq(trace_header(t)->lost_records, lost + 1000, "lost_records %" PRIu64 ", want %" PRIu64,
+		     trace_header(t)->lost_records, lost + 1000);
+	trace_close(t);
+}
