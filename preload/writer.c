@@ -516,7 +516,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->start_realtime_ns = realtime;
 	h->start_ns = start;
 	h->clock_id = CLOCK_MONOTONIC;
-	h->state = PROF_STATE_RUNNING;
+	__atomic_store_n(&h->state, PROF_STATE_RUNNING, __ATOMIC_RELAXED);
 	h->events = prof_cfg.events;
 	h->stack_depth = prof_cfg.stack_depth;
 	h->rank = rank ? atoi(rank) : -1;
