@@ -76,7 +76,7 @@ void prof_start(void);
  * dlsym, or a libc function we hooked calling another hooked one). Starts recording on the
  * first call if no constructor has yet. A hook that gets a thread: in_hook++, save errno,
  * call the real function, record, restore errno, in_hook--. */
-struct prof_thread *prof_recording_full(struct prof_thread *th);  /* writer.c */
+struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family);  /* writer.c */
 
 static inline struct prof_thread *prof_recording(unsigned family)
 {
@@ -88,7 +88,7 @@ static inline struct prof_thread *prof_recording(unsigned family)
 	struct prof_thread *th = &prof_self;
 	if (th->in_hook)
 		return NULL;
-	return unlikely(active == PROF_ACTIVE_FULL) ? prof_recording_full(th) : th;
+	return unlikely(active == PROF_ACTIVE_FULL) ? prof_recording_full(th, family) : th;
 }
 
 /* writer.c: the trace file. */

@@ -423,10 +423,12 @@ int prof_writer_has_room(struct prof_thread *th, uint32_t size)
 }
 
 /* A hook's event once the trace is full (prof_recording()): recorded while the thread's
- * chunks have room, else counted as one lost record and passed through. */
-struct prof_thread *prof_recording_full(struct prof_thread *th)
+ * chunks have room, else counted as one lost record and passed through. Lock hooks go on:
+ * they count in memory and write only now and then (their records are counted lost then),
+ * and a lock taken but not seen released would leave their state wrong. */
+struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
 {
-	if (prof_writer_has_room(th, 1024))
+	if (family == PROF_EV_LOCK || prof_writer_has_room(th, 1024))
 		return th;
 	count_lost(&th->streams[th->in_signal > 0]);
 	return NULL;
