@@ -122,3 +122,43 @@ Test(writer, fork_is_recorded_in_the_parent_with_the_childs_pid)
 	cr_expect_not_null(strstr(text, want), "'%s' not in the report", want);
 	free(text);
 }
+
+/* PROF_MAX_SIZE reached: the program runs unchanged, one line on stderr says so, the trace
+ * stays within the limit, reads as a normal exit, and counts what it dropped. */
+Test(writer, size_limit_keeps_the_program_unchanged_and_counts_losses)
+{
+	const char *dir = e2e_tmpdir();
+	char out1[PATH_MAX + 16], out2[PATH_MAX + 16], err[PATH_MAX + 16];
+	snprintf(out1, sizeof(out1), "%s/plain.out", dir);
+	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
+	snprintf(err, sizeof(err), "%s/prof.err", dir);
+	const char *argv[] = { e2e_prog("heap_threads"), "4", "40000", NULL };
+	const char *env[] = { "PROF_MAX_SIZE=4M", NULL };
+	int st1 = e2e_run(argv, NULL, out1, NULL);
+	int st2 = e2e_profile(dir, argv, env, out2, err);
+	cr_expect_eq(st1, st2);
+	char *a = e2e_read_file(out1), *b = e2e_read_file(out2), *e = e2e_read_file(err);
+	cr_assert(a && b && e);
+	cr_expect_str_eq(a, b);
+	cr_expect_eq(e2e_count_lines(e), 1, "one warning: %s", e);
+	cr_expect_not_null(strstr(e, "size limit"), "%s", e);
+	char traces[2][PATH_MAX];
+	cr_assert_eq(list_traces(dir, traces, 2), 1);
+	struct stat sb;
+	cr_assert_eq(stat(traces[0], &sb), 0);
+	cr_expect_leq(sb.st_size, 4L << 20);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(json_is_true(json_object_get(p, "complete")));
+	cr_expect_eq(e2e_int(p, "exit.code"), 0);
+	long recorded = e2e_int(p, "heap.alloc_calls") + e2e_int(p, "heap.free_calls");
+	long lost = e2e_int(p, "lost_records");
+	cr_expect_gt(lost, 0);
+	/* 4 threads x 40000 malloc/free pairs, and a few more: recorded or counted as lost. */
+	cr_expect_geq(recorded + lost, 4 * 40000 * 2, "recorded %ld + lost %ld", recorded, lost);
+	json_decref(doc);
+	free(a);
+	free(b);
+	free(e);
+}
