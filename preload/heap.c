@@ -23,7 +23,7 @@ static struct {
  * requests from a static arena. Its blocks are never freed; free() recognises them. */
 static _Alignas(64) char arena[64 * 1024];
 static _Atomic size_t arena_used;
-static int resolving;
+static int resolving;  /* a thread is in resolve(): __atomic, as are the real.malloc tests */
 
 static void *arena_alloc(size_t size)
 {
@@ -39,11 +39,17 @@ static int in_arena(const void *p)
 	return (const char *)p >= arena && (const char *)p < arena + sizeof(arena);
 }
 
+static inline int resolved(void)
+{
+	return __atomic_load_n(&real.malloc, __ATOMIC_ACQUIRE) != NULL;
+}
+
 static void resolve(void)
 {
-	if (real.malloc || resolving)
+	int idle = 0;
+	if (resolved() || !__atomic_compare_exchange_n(&resolving, &idle, 1, 0, __ATOMIC_ACQUIRE,
+						       __ATOMIC_RELAXED))
 		return;
-	resolving = 1;
 #define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
 	RESOLVE(free);
 	RESOLVE(calloc);
@@ -54,9 +60,11 @@ static void resolve(void)
 	RESOLVE(memalign);
 	RESOLVE(valloc);
 	RESOLVE(pvalloc);
-	RESOLVE(malloc);  /* last: its being set means all are */
+	/* malloc last, released: its being set means all are. */
+	__atomic_store_n(&real.malloc, (__typeof__(real.malloc))dlsym(RTLD_NEXT, "malloc"),
+			 __ATOMIC_RELEASE);
 #undef RESOLVE
-	resolving = 0;
+	__atomic_store_n(&resolving, 0, __ATOMIC_RELEASE);
 }
 
 /* ld.so sizes each new thread's DTV (calloc(n, sizeof(dtv_t)), 16 bytes) by the number of
@@ -129,9 +137,9 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 
 PROF_EXPORT void *malloc(size_t size)
 {
-	if (unlikely(!real.malloc)) {
+	if (unlikely(!resolved())) {
 		resolve();
-		if (!real.malloc)
+		if (!resolved())
 			return arena_alloc(size);
 	}
 	ALLOC_HOOK(PROF_ALLOC_MALLOC, real.malloc(size), size);
@@ -139,9 +147,9 @@ PROF_EXPORT void *malloc(size_t size)
 
 PROF_EXPORT void *calloc(size_t n, size_t size)
 {
-	if (unlikely(!real.malloc)) {
+	if (unlikely(!resolved())) {
 		resolve();
-		if (!real.malloc) {
+		if (!resolved()) {
 			size_t total;
 			if (__builtin_mul_overflow(n, size, &total))
 				return NULL;
@@ -197,7 +205,7 @@ PROF_EXPORT void free(void *ptr)
 {
 	if (!ptr || unlikely(in_arena(ptr)))
 		return;
-	if (unlikely(!real.free))
+	if (unlikely(!resolved()))
 		resolve();
 	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
 	if (!th) {
@@ -249,9 +257,9 @@ static void *call_reallocarray(void *old, size_t n, size_t size)
 
 PROF_EXPORT void *realloc(void *old, size_t size)
 {
-	if (unlikely(!real.malloc) || unlikely(in_arena(old))) {
+	if (unlikely(!resolved()) || unlikely(in_arena(old))) {
 		resolve();
-		if (!real.malloc)
+		if (!resolved())
 			return arena_alloc(size);
 		if (in_arena(old)) {  /* moving an early block out of the arena */
 			void *p = malloc(size);

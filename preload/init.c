@@ -163,6 +163,7 @@ void prof_thread_end(struct prof_thread *th)
 		prctl(PR_GET_NAME, r->name);
 		prof_commit(r, PROF_REC_THREAD_END, 0, sizeof(*r), prof_now());
 	}
+	prof_writer_thread_done(th);
 	atomic_fetch_sub(&threads_alive, 1);
 }
 
@@ -187,6 +188,9 @@ static void thread_key_destructor(void *arg)
 
 static void write_exit(unsigned how, int code)
 {
+	/* A trace the writer gave up on (full disk) must not claim a normal end. */
+	if (prof_writer_disabled())
+		return;
 	struct prof_thread *th = prof_thread_get();
 	struct prof_rec_exit *r = prof_reserve(th, sizeof(*r));
 	if (!r)
@@ -355,6 +359,43 @@ void prof_start(void)
 __attribute__((constructor)) static void prof_constructor(void)
 {
 	prof_start();
+}
+
+/* ---- fork ------------------------------------------------------------------------------- */
+
+/* The parent alone knows the child's pid: it writes the FORK record. The child starts a trace
+ * of its own in atfork_child(). */
+static void record_fork(pid_t child, uint64_t t)
+{
+	if (!atomic_load(&prof_active) || prof_self.in_hook ||
+	    (uint32_t)getpid() != prof_writer_pid())
+		return;
+	struct prof_thread *th = prof_thread_get();
+	th->in_hook++;
+	struct prof_rec_fork *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->child_pid = (uint32_t)child;
+		r->pad = 0;
+		prof_commit(r, PROF_REC_FORK, 0, sizeof(*r), t);
+	}
+	th->in_hook--;
+}
+
+PROF_EXPORT pid_t fork(void)
+{
+	static pid_t (*real)(void);
+	pid_t (*fn)(void) = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+	if (!fn) {
+		fn = (pid_t (*)(void))dlsym(RTLD_NEXT, "fork");
+		__atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+	}
+	pid_t pid = fn();
+	if (pid > 0) {
+		int saved = errno;
+		record_fork(pid, prof_now());
+		errno = saved;
+	}
+	return pid;
 }
 
 /* ---- exec ------------------------------------------------------------------------------- */

@@ -18,26 +18,27 @@
 struct module {
 	uintptr_t start, end, bias;
 	uint64_t name_hash;
-	int present;
+	int present;  /* read by any thread, cleared by a rescan: __atomic */
 	int seen;  /* in the current rescan */
 };
 
 static struct module modules[MAX_MODULES];
 static _Atomic uint32_t module_count;
 static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
-static uintptr_t ours_start, ours_end;
+static uintptr_t ours_start, ours_end;  /* set by a rescan, read by any thread: __atomic */
 static char exe_path[PATH_MAX];
 
 int prof_addr_is_ours(uintptr_t ip)
 {
-	return ip >= ours_start && ip < ours_end;
+	return ip >= __atomic_load_n(&ours_start, __ATOMIC_RELAXED) &&
+	       ip < __atomic_load_n(&ours_end, __ATOMIC_RELAXED);
 }
 
 int prof_addr_known(uintptr_t ip)
 {
 	uint32_t n = atomic_load_explicit(&module_count, memory_order_acquire);
 	for (uint32_t i = 0; i < n; i++)
-		if (modules[i].present && ip >= modules[i].start && ip < modules[i].end)
+		if (__atomic_load_n(&modules[i].present, __ATOMIC_RELAXED) && ip >= modules[i].start && ip < modules[i].end)
 			return 1;
 	return 0;
 }
@@ -138,8 +139,8 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	atomic_store_explicit(&module_count, n + 1, memory_order_release);
 	write_module(n, m, path, build_id, blen);
 	if ((uintptr_t)prof_addr_is_ours >= lo && (uintptr_t)prof_addr_is_ours < hi) {
-		ours_start = lo;
-		ours_end = hi;
+		__atomic_store_n(&ours_end, hi, __ATOMIC_RELAXED);
+		__atomic_store_n(&ours_start, lo, __ATOMIC_RELAXED);
 	}
 	return 0;
 }
@@ -154,7 +155,7 @@ static void rescan_locked(void)
 	for (uint32_t i = 0; i < n; i++) {
 		if (!modules[i].present || modules[i].seen)
 			continue;
-		modules[i].present = 0;
+		__atomic_store_n(&modules[i].present, 0, __ATOMIC_RELAXED);
 		struct prof_thread *th = prof_thread_get();
 		struct prof_rec_module_unload *r = prof_reserve(th, sizeof(*r));
 		if (r) {

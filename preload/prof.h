@@ -26,8 +26,11 @@ struct prof_config {
 extern struct prof_config prof_cfg;
 
 /* Recording is on only while prof_active is set (after a successful start, until exit or a
- * fatal writer error). Hooks test it first and pass straight through when it is off. */
+ * fatal writer error). Hooks test it first and pass straight through when it is off.
+ * PROF_ACTIVE_FULL: the trace can take no more chunks (size limit, full disk); events are
+ * then only counted as lost, at the cost of that same test (prof_recording()). */
 extern _Atomic int prof_active;
+#define PROF_ACTIVE_FULL 2
 
 static inline int prof_enabled(unsigned family)
 {
@@ -35,12 +38,16 @@ static inline int prof_enabled(unsigned family)
 	       (prof_cfg.events & family);
 }
 
-/* A stream is where one thread appends records: its current chunk and position. */
+/* A stream is where one thread appends records: its current chunk and position. Chunks are
+ * claimed in runs (writer.c): the chunks after `chunk` up to `run_end` are the stream's too. */
 struct prof_stream {
-	char *chunk;      /* NULL until the first chunk is claimed */
-	uint32_t used;    /* bytes used in chunk, including its header */
-	uint32_t seq;     /* sequence number of the current chunk */
-	uint64_t lost;    /* records dropped since the last one written */
+	char *chunk;        /* NULL until the first chunk is claimed */
+	char *run_end;      /* end of the run `chunk` belongs to */
+	uint32_t used;      /* bytes used in chunk, including its header */
+	uint32_t seq;       /* sequence number of the current chunk */
+	uint64_t lost;      /* records dropped since the last LOST record written */
+	uint32_t unsummed;  /* dropped and not yet added to header.lost_records */
+	uint32_t summed;    /* some loss of this stream reached the header already */
 };
 
 /* Per-thread state; initial-exec TLS, so touching it never allocates. */
@@ -69,21 +76,34 @@ void prof_start(void);
  * dlsym, or a libc function we hooked calling another hooked one). Starts recording on the
  * first call if no constructor has yet. A hook that gets a thread: in_hook++, save errno,
  * call the real function, record, restore errno, in_hook--. */
+struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family);  /* writer.c */
+
 static inline struct prof_thread *prof_recording(unsigned family)
 {
 	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
 		prof_start();
-	if (!prof_enabled(family))
+	int active = atomic_load_explicit(&prof_active, memory_order_relaxed);
+	if (!likely(active) || !(prof_cfg.events & family))
 		return NULL;
 	struct prof_thread *th = &prof_self;
-	return th->in_hook ? NULL : th;
+	if (th->in_hook)
+		return NULL;
+	return unlikely(active == PROF_ACTIVE_FULL) ? prof_recording_full(th, family) : th;
 }
 
 /* writer.c: the trace file. */
 int prof_writer_open(uint32_t ppid, int argc, char **argv);
 void *prof_reserve(struct prof_thread *th, uint32_t size);
+/* Whether the trace can take no more chunks: see PROF_ACTIVE_FULL. */
+static inline int prof_writer_full(void)
+{
+	return unlikely(atomic_load_explicit(&prof_active, memory_order_relaxed) == PROF_ACTIVE_FULL);
+}
+int prof_writer_has_room(struct prof_thread *th, uint32_t size);  /* without a new chunk */
+void prof_writer_thread_done(struct prof_thread *th);  /* unused chunks back, losses summed */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
+int prof_writer_disabled(void);  /* the writer gave up (state DISABLED): the end is unknown */
 void prof_writer_close(int other_threads_alive);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
 const char *prof_writer_path(void);

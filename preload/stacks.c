@@ -53,6 +53,8 @@ static uint64_t hash_frames(void *const *frames, int n)
 	return h | 1;  /* never 0, the empty-slot mark */
 }
 
+#define ID_FAILED UINT32_MAX  /* a slot whose STACK record could not be written */
+
 static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
 {
 	/* A frame in an object we have not described (dlopen'ed since) needs its MODULE record
@@ -63,16 +65,25 @@ static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
 				prof_modules_rescan();
 				break;
 			}
-	uint32_t id = atomic_fetch_add(&next_id, 1);
 	uint32_t size = (uint32_t)(sizeof(struct prof_rec_stack) + 8u * (uint32_t)n);
 	struct prof_rec_stack *r = prof_reserve(th, size);
 	if (!r)
 		return 0;
+	uint32_t id = atomic_fetch_add(&next_id, 1);
 	r->id = id;
 	r->depth = (uint32_t)n;
 	for (int i = 0; i < n; i++)
 		r->frames[i] = (uint64_t)(uintptr_t)frames[i];
 	prof_commit(r, PROF_REC_STACK, 0, size, prof_now());
+	return id;
+}
+
+/* Writes the stack of a slot this thread claimed and gives the slot its id; a lost record
+ * marks the slot ID_FAILED, so the next lookup writes it rather than every lookup a copy. */
+static uint32_t publish(struct prof_thread *th, struct slot *s, void *const *frames, int n)
+{
+	uint32_t id = write_stack(th, frames, n);
+	atomic_store_explicit(&s->id, id ? id : ID_FAILED, memory_order_release);
 	return id;
 }
 
@@ -87,6 +98,12 @@ static inline uint64_t *prediction(struct prof_thread *th, uintptr_t call_site)
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 {
 	if (prof_cfg.stack_depth == 0)
+		return 0;
+	/* A full trace takes no STACK record and no event that would name one: skip unwinding,
+	 * unless the thread's chunk still has room for both. */
+	if (prof_writer_full() &&
+	    !prof_writer_has_room(th, (uint32_t)sizeof(struct prof_rec_stack) +
+					  8u * prof_cfg.stack_depth + 256u))
 		return 0;
 	uint64_t *guess = prediction(th, call_site);
 	if (table && *guess && call_site)
@@ -115,13 +132,17 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 				if (cur != h)
 					continue;
 			} else {
-				uint32_t id = write_stack(th, frames, n);
-				atomic_store_explicit(&s->id, id, memory_order_release);
-				return id;
+				return publish(th, s, frames, n);
 			}
 		}
 		if (cur == h) {
 			uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+			/* Its record was lost: one lookup (the one that takes the mark) writes it
+			 * again, and the slot serves every later one. */
+			if (id == ID_FAILED) {
+				if (atomic_compare_exchange_strong(&s->id, &id, 0))
+					return publish(th, s, frames, n);
+			}
 			/* Still being written by another thread: write our own copy rather than wait. */
 			return id ? id : write_stack(th, frames, n);
 		}

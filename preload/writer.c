@@ -1,5 +1,11 @@
 /* The trace writer: one mmap'd file per process, chunks claimed without a lock, records
- * committed by a release store of their prefix so a SIGKILL leaves a readable file. */
+ * committed by a release store of their prefix so a SIGKILL leaves a readable file.
+ *
+ * Chunks are small (CHUNK_SIZE) so that a thread that lives briefly costs little: a stream's
+ * first claim takes one chunk, and each later claim twice as many as the stream has used, up
+ * to RUN_MAX, in one CAS. A thread that ends gives the chunks of its run it never wrote back
+ * to a pool that the next claims take first. Once the trace is full, events are counted per
+ * stream and summed into header.lost_records in batches: no claims, no shared counter. */
 #include "prof.h"
 
 #include <errno.h>
@@ -16,6 +22,12 @@
 #include <unistd.h>
 
 #define HEADER_AREA (64u * 1024u)  /* header + strings; argv past this is cut */
+#define CHUNK_SIZE PROF_DEFAULT_CHUNK_SIZE
+#define RUN_MAX 16u                 /* chunks a busy stream claims at once: 64 KiB */
+#define POOL_SLOTS 64u              /* runs given back by ended threads */
+#define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
+#define GROW_MIN (1ull << 20)       /* file growth steps, bytes */
+#define GROW_MAX (64ull << 20)
 
 static struct {
 	int fd;
@@ -25,9 +37,12 @@ static struct {
 	char *base;                        /* the whole reserved mapping */
 	uint64_t map_size;
 	struct prof_file_header *hdr;
+	uint32_t chunk_size;               /* = hdr->chunk_size, without the pointer chase */
 	_Atomic uint64_t capacity;          /* chunks backed by the file; 0 once closing */
 	atomic_flag growing;
 	_Atomic int warned_full;
+	uint64_t pool[POOL_SLOTS];          /* first chunk << 8 | count; 0 empty (__atomic) */
+	uint32_t pooled;                    /* runs in the pool: 0 lets claims skip it */
 } w = { .fd = -1, .growing = ATOMIC_FLAG_INIT };
 
 const char *prof_writer_path(void)
@@ -175,7 +190,7 @@ static int writer_fd(void)
  * so a full disk is an error here rather than a SIGBUS in the middle of a record. */
 static int extend_file(uint64_t chunks)
 {
-	uint64_t size = w.hdr->data_offset + chunks * w.hdr->chunk_size;
+	uint64_t size = w.hdr->data_offset + chunks * w.chunk_size;
 	if (size > w.map_size)
 		return -EFBIG;
 	int fd = writer_fd();
@@ -187,22 +202,28 @@ static int extend_file(uint64_t chunks)
 	return -err;
 }
 
+/* The trace can take no more chunks: from now on streams write only into chunks they hold,
+ * and every other event is counted as lost. Said once. */
 static void warn_full(int err)
 {
+	int on = 1;
+	atomic_compare_exchange_strong(&prof_active, &on, PROF_ACTIVE_FULL);
 	if (atomic_exchange(&w.warned_full, 1))
 		return;
-	if (err == -EFBIG)
+	if (err == -EFBIG) {
 		prof_log("trace %s reached its size limit (PROF_MAX_SIZE); later events are counted as lost",
 			 w.path);
-	else {
-		prof_log("cannot extend trace %s (%s); profiling disabled", w.path, strerror(-err));
-		atomic_store(&prof_active, 0);
-		w.hdr->state = PROF_STATE_DISABLED;
+	} else {
+		prof_log("cannot extend trace %s (%s); recording disabled, later events are counted as lost",
+			 w.path, strerror(-err));
+		prof_writer_set_state(PROF_STATE_DISABLED);
 	}
 }
 
-/* Adds file space for more chunks. Only one thread grows at a time; a signal handler never
- * waits for it (the thread it interrupted may be the one growing). */
+/* Adds file space until the file holds `need` chunks (and a step more, so growing is rare).
+ * Only one thread grows at a time; a signal handler never waits for it (the thread it
+ * interrupted may be the one growing). At the size limit the file grows to the limit, and the
+ * trace is full: -1, though claims may still take what is left below the limit. */
 static int grow(uint64_t need, int may_wait)
 {
 	while (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire)) {
@@ -214,83 +235,157 @@ static int grow(uint64_t need, int may_wait)
 	uint64_t cap = atomic_load(&w.capacity);
 	if (cap == 0) {
 		rc = -1;  /* closing */
-	} else if (cap <= need) {
-		uint64_t step = cap / 8 < 16 ? 16 : cap / 8;  /* chunks; at least 1 MiB at 64 KiB */
-		if (step > 1024)
-			step = 1024;
-		uint64_t target = need + step;
-		int err = extend_file(target);
-		if (err == -EFBIG && need + 1 <= (w.map_size - w.hdr->data_offset) / w.hdr->chunk_size)
-			err = extend_file(target = (w.map_size - w.hdr->data_offset) / w.hdr->chunk_size);
-		if (err < 0) {
-			warn_full(err);
-			rc = -1;
-		} else {
+	} else if (cap < need) {
+		uint64_t max = (w.map_size - w.hdr->data_offset) / w.chunk_size;
+		uint64_t step = cap * w.chunk_size / 8;
+		step = (step < GROW_MIN ? GROW_MIN : step > GROW_MAX ? GROW_MAX : step) / w.chunk_size;
+		uint64_t target = need + step < max ? need + step : max;
+		int err = target > cap ? extend_file(target) : -EFBIG;
+		if (err == 0)
 			atomic_store(&w.capacity, target);
+		if (err < 0 || target < need) {
+			warn_full(err < 0 ? err : -EFBIG);
+			rc = -1;
 		}
 	}
 	atomic_flag_clear_explicit(&w.growing, memory_order_release);
 	return rc;
 }
 
-/* Claims the next free chunk: one CAS on the header's counter. Returns NULL when no space. */
-static char *claim_chunk(int may_wait)
+static inline char *chunk_at(uint64_t i)
 {
-	_Atomic uint64_t *claimed = (_Atomic uint64_t *)&w.hdr->chunks_claimed;
-	uint64_t n = atomic_load(claimed);
+	return w.base + w.hdr->data_offset + i * w.chunk_size;
+}
+
+static inline uint64_t chunk_index(const char *c)
+{
+	return (uint64_t)(c - w.base - w.hdr->data_offset) / w.chunk_size;
+}
+
+/* Keeps a run of never-written chunks for the next claim. Pairs with pool_take(). A full pool
+ * drops the run: its chunks stay unwritten (magic 0), which readers skip. */
+static void pool_put(uint64_t first, uint64_t count)
+{
+	uint64_t v = first << 8 | count;
+	for (uint32_t i = 0; i < POOL_SLOTS; i++) {
+		uint64_t empty = 0;
+		if (__atomic_compare_exchange_n(&w.pool[i], &empty, v, 0, __ATOMIC_RELEASE,
+						__ATOMIC_RELAXED)) {
+			__atomic_fetch_add(&w.pooled, 1, __ATOMIC_RELAXED);
+			return;
+		}
+	}
+}
+
+static int pool_take(uint64_t *first, uint32_t *count)
+{
+	if (__atomic_load_n(&w.pooled, __ATOMIC_RELAXED) == 0)
+		return 0;
+	for (uint32_t i = 0; i < POOL_SLOTS; i++) {
+		uint64_t v = __atomic_load_n(&w.pool[i], __ATOMIC_RELAXED);
+		if (v && __atomic_compare_exchange_n(&w.pool[i], &v, 0, 0, __ATOMIC_ACQUIRE,
+						     __ATOMIC_RELAXED)) {
+			__atomic_fetch_sub(&w.pooled, 1, __ATOMIC_RELAXED);
+			*first = v >> 8;
+			*count = (uint32_t)(v & 0xff);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Claims a run of up to `want` chunks: from the pool, else one CAS on the header's counter
+ * (fewer than asked where the size limit leaves fewer). Returns the first, NULL when none. */
+static char *claim_run(uint32_t want, int may_wait, uint32_t *got, int *recycled)
+{
+	uint64_t first;
+	*recycled = 0;
+	if (atomic_load(&w.capacity) == 0)
+		return NULL;
+	if (pool_take(&first, got)) {
+		*recycled = 1;
+		return chunk_at(first);
+	}
+	uint64_t n = __atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_RELAXED);
 	for (;;) {
 		uint64_t cap = atomic_load(&w.capacity);
 		if (cap == 0)
 			return NULL;
-		if (n >= cap) {
-			if (grow(n, may_wait) < 0)
-				return NULL;
-			n = atomic_load(claimed);
+		if (n + want > cap) {
+			if (grow(n + want, may_wait) < 0) {
+				cap = atomic_load(&w.capacity);
+				if (n >= cap)
+					return NULL;
+				want = (uint32_t)(cap - n);  /* what is left below the limit */
+			}
+			n = __atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (atomic_compare_exchange_weak(claimed, &n, n + 1))
+		if (__atomic_compare_exchange_n(&w.hdr->chunks_claimed, &n, n + want, 1,
+						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			break;
 	}
 	/* Pairs with prof_writer_close(): once it has zeroed capacity and read the counter, a
 	 * chunk claimed after that read may lie past the end it truncates to: don't use it. */
 	if (atomic_load(&w.capacity) == 0)
 		return NULL;
-	return w.base + w.hdr->data_offset + n * (uint64_t)w.hdr->chunk_size;
+	*got = want;
+	return chunk_at(n);
+}
+
+/* Adds the stream's uncounted losses to the header: one atomic add per LOST_BATCH losses
+ * (the first at once, so even a killed process's trace says something was lost). */
+static void sum_lost(struct prof_stream *s)
+{
+	if (s->unsummed && w.hdr)
+		__atomic_fetch_add(&w.hdr->lost_records, s->unsummed, __ATOMIC_RELAXED);
+	s->unsummed = 0;
+	s->summed = 1;
 }
 
 static void count_lost(struct prof_stream *s)
 {
 	s->lost++;
-	atomic_fetch_add((_Atomic uint64_t *)&w.hdr->lost_records, 1);
+	if (++s->unsummed >= LOST_BATCH || !s->summed)
+		sum_lost(s);
 }
 
-/* Space for one record of `size` bytes (a multiple of 8) in the thread's current stream, or
- * NULL (the record is counted as lost). Fill it, then prof_commit() it. */
-void *prof_reserve(struct prof_thread *th, uint32_t size)
+/* The stream's next chunk: the next of its run, or a new run. Writes the chunk header and
+ * the LOST record owed, then reserves `size`. Pairs with prof_reserve(). */
+static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct prof_stream *s,
+						  uint32_t size)
 {
-	struct prof_stream *s = &th->streams[th->in_signal > 0];
-	uint32_t chunk_size = w.hdr->chunk_size;
-	if (likely(s->chunk && s->used + size <= chunk_size)) {
-		void *p = s->chunk + s->used;
-		s->used += size;
-		return p;
-	}
-	if (size + sizeof(struct prof_chunk_header) + sizeof(struct prof_rec_lost) > chunk_size) {
+	uint32_t cs = w.chunk_size;
+	char *c;
+	if (size + sizeof(struct prof_chunk_header) + sizeof(struct prof_rec_lost) > cs) {
 		count_lost(s);
 		return NULL;
 	}
-	char *c = claim_chunk(th->in_signal == 0);
-	if (!c) {
-		count_lost(s);
-		return NULL;
+	if (s->chunk && s->chunk + cs < s->run_end) {
+		c = s->chunk + cs;
+	} else {
+		if (prof_writer_full() || !w.hdr) {
+			count_lost(s);
+			return NULL;
+		}
+		uint32_t want = s->chunk ? (s->seq + 1 < RUN_MAX ? s->seq + 1 : RUN_MAX) : 1, got;
+		int recycled;
+		c = claim_run(want, th->in_signal == 0, &got, &recycled);
+		if (!c) {
+			count_lost(s);
+			return NULL;
+		}
+		s->run_end = c + (uint64_t)got * cs;
+		/* One call maps the run, instead of a page fault every 4 KiB while it fills. A
+		 * recycled run was mapped by the thread that claimed it. */
+		if (!recycled)
+			madvise(c, (size_t)got * cs, MADV_POPULATE_WRITE);
 	}
-	/* One call maps the whole chunk, instead of a page fault every 4 KiB while it fills. */
-	madvise(c, chunk_size, MADV_POPULATE_WRITE);
 	struct prof_chunk_header *ch = (struct prof_chunk_header *)c;
 	ch->stream = th->serial * 2u + (th->in_signal > 0);
 	ch->seq = s->chunk ? s->seq + 1 : 0;
 	ch->tid = th->tid;
-	atomic_store_explicit((_Atomic uint32_t *)&ch->magic, PROF_CHUNK_MAGIC, memory_order_release);
+	__atomic_store_n(&ch->magic, PROF_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	s->seq = ch->seq;
 	s->chunk = c;
 	s->used = sizeof(*ch);
@@ -306,6 +401,54 @@ void *prof_reserve(struct prof_thread *th, uint32_t size)
 	return p;
 }
 
+/* Space for one record of `size` bytes (a multiple of 8) in the thread's current stream, or
+ * NULL (the record is counted as lost). Fill it, then prof_commit() it. */
+void *prof_reserve(struct prof_thread *th, uint32_t size)
+{
+	struct prof_stream *s = &th->streams[th->in_signal > 0];
+	if (likely(s->chunk && s->used + size <= w.chunk_size)) {
+		void *p = s->chunk + s->used;
+		s->used += size;
+		return p;
+	}
+	return next_chunk(th, s, size);
+}
+
+/* Whether `size` bytes fit in what the stream holds already: worth unwinding for, once the
+ * trace is full. */
+int prof_writer_has_room(struct prof_thread *th, uint32_t size)
+{
+	const struct prof_stream *s = &th->streams[th->in_signal > 0];
+	return s->chunk && (s->used + size <= w.chunk_size || s->chunk + w.chunk_size < s->run_end);
+}
+
+/* A hook's event once the trace is full (prof_recording()): recorded while the thread's
+ * chunks have room, else counted as one lost record and passed through. Lock hooks go on:
+ * they count in memory and write only now and then (their records are counted lost then),
+ * and a lock taken but not seen released would leave their state wrong. */
+struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
+{
+	if (family == PROF_EV_LOCK || prof_writer_has_room(th, 1024))
+		return th;
+	count_lost(&th->streams[th->in_signal > 0]);
+	return NULL;
+}
+
+/* The thread ends: the chunks of its runs it never wrote go to the pool for the next thread,
+ * and its losses reach the header. Records it writes later (other destructors) claim anew. */
+void prof_writer_thread_done(struct prof_thread *th)
+{
+	for (int i = 0; i < 2; i++) {
+		struct prof_stream *s = &th->streams[i];
+		if (w.hdr && s->chunk && s->chunk + w.chunk_size < s->run_end) {
+			uint64_t first = chunk_index(s->chunk) + 1;
+			pool_put(first, (uint64_t)(s->run_end - s->chunk) / w.chunk_size - 1);
+			s->run_end = s->chunk + w.chunk_size;
+		}
+		sum_lost(s);
+	}
+}
+
 /* Publishes a filled record: the prefix's first 8 bytes go last, with release order, so a
  * reader (or a SIGKILL) never sees a half-written record as valid. */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time)
@@ -314,13 +457,24 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 	r->time = time;
 	uint64_t word = (uint64_t)(uint16_t)type | (uint64_t)(uint16_t)flags << 16 |
 			(uint64_t)size << 32;
-	atomic_store_explicit((_Atomic uint64_t *)rec, word, memory_order_release);
+	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
 }
 
+int prof_writer_disabled(void)
+{
+	return w.hdr && __atomic_load_n(&w.hdr->state, __ATOMIC_RELAXED) == PROF_STATE_DISABLED;
+}
+
+/* A DISABLED trace stays so: it says the writer gave up before the end. */
 void prof_writer_set_state(enum prof_state state)
 {
-	if (w.hdr)
-		atomic_store((_Atomic uint32_t *)&w.hdr->state, state);
+	if (!w.hdr)
+		return;
+	uint32_t cur = __atomic_load_n(&w.hdr->state, __ATOMIC_RELAXED);
+	while (cur != PROF_STATE_DISABLED &&
+	       !__atomic_compare_exchange_n(&w.hdr->state, &cur, (uint32_t)state, 0,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 }
 
 static uint64_t reserve_size(void)
@@ -357,22 +511,22 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->min_version = PROF_FORMAT_MIN_VERSION;
 	h->header_size = (uint32_t)(sizeof(*h) + len);
 	h->features = 0;
-	h->chunk_size = PROF_DEFAULT_CHUNK_SIZE;
+	h->chunk_size = CHUNK_SIZE;
 	h->data_offset = HEADER_AREA;
 	h->pid = (uint32_t)getpid();
 	h->ppid = ppid;
 	h->start_realtime_ns = realtime;
 	h->start_ns = start;
 	h->clock_id = CLOCK_MONOTONIC;
-	h->state = PROF_STATE_RUNNING;
+	__atomic_store_n(&h->state, PROF_STATE_RUNNING, __ATOMIC_RELAXED);
 	h->events = prof_cfg.events;
 	h->stack_depth = prof_cfg.stack_depth;
 	h->rank = rank ? atoi(rank) : -1;
 	h->argc = kept;
 	h->strings_offset = sizeof(*h);
 	h->strings_size = (uint32_t)len;
-	h->cpu_hz = (prof_cfg.events & PROF_EV_CPU) ? prof_cfg.cpu_hz : 0;
-	atomic_store_explicit((_Atomic uint64_t *)&h->magic, PROF_MAGIC, memory_order_release);
+	h->cpu_hz = 0;  /* no CPU sampling yet: a rate here would promise samples */
+	__atomic_store_n(&h->magic, PROF_MAGIC, __ATOMIC_RELEASE);
 	return kept;
 }
 
@@ -414,16 +568,17 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 		w.base = NULL;
 		goto fail;
 	}
-	int err = posix_fallocate(w.fd, 0, HEADER_AREA + 16ull * PROF_DEFAULT_CHUNK_SIZE);
+	int err = posix_fallocate(w.fd, 0, HEADER_AREA + GROW_MIN);
 	if (err == EOPNOTSUPP || err == EINVAL)
-		err = ftruncate(w.fd, HEADER_AREA + 16ull * PROF_DEFAULT_CHUNK_SIZE) < 0 ? errno : 0;
+		err = ftruncate(w.fd, HEADER_AREA + GROW_MIN) < 0 ? errno : 0;
 	if (err) {
 		errno = err;
 		goto fail;
 	}
 	w.hdr = (struct prof_file_header *)w.base;
+	w.chunk_size = CHUNK_SIZE;
 	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
-	atomic_store(&w.capacity, 16);
+	atomic_store(&w.capacity, GROW_MIN / CHUNK_SIZE);
 	atomic_store(&w.warned_full, 0);
 	return 0;
 fail:
@@ -444,9 +599,10 @@ void prof_writer_close(int other_threads_alive)
 {
 	if (!w.hdr)
 		return;
+	prof_writer_thread_done(&prof_self);  /* the closing thread's losses */
 	atomic_store(&w.capacity, 0);
 	uint64_t used = w.hdr->data_offset +
-			atomic_load((_Atomic uint64_t *)&w.hdr->chunks_claimed) * w.hdr->chunk_size;
+			__atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_SEQ_CST) * w.chunk_size;
 	int fd = writer_fd();
 	if (fd < 0)
 		return;
@@ -470,4 +626,7 @@ void prof_writer_forget(void)
 	w.fd = -1;
 	atomic_store(&w.capacity, 0);
 	atomic_flag_clear(&w.growing);
+	for (uint32_t i = 0; i < POOL_SLOTS; i++)
+		__atomic_store_n(&w.pool[i], 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&w.pooled, 0, __ATOMIC_RELAXED);
 }

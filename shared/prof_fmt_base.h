@@ -31,7 +31,7 @@
 #define PROF_FORMAT_MIN_VERSION 1  /* oldest version a reader must understand to read our files */
 
 #define PROF_CHUNK_MAGIC 0x4b4e4843u  /* "CHNK" */
-#define PROF_DEFAULT_CHUNK_SIZE (64u * 1024u)
+#define PROF_DEFAULT_CHUNK_SIZE (4u * 1024u)  /* what libprof writes: small, so a short thread costs little */
 #define PROF_MAX_STACK_DEPTH 256
 
 /* Feature bits: the low 32 are "required" (a reader that does not know one must refuse the

@@ -1,0 +1,135 @@
+/* Stubs for what writer.c and stacks.c use from the rest of libprof, and the helpers of
+ * core.h. */
+#include "core.h"
+
+#include "ctest.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .max_size = 64ull << 30 };
+_Atomic int prof_active;
+_Atomic int prof_start_state = 2;
+__thread struct prof_thread prof_self;
+
+static _Atomic int log_count;
+static char log_last[512];
+static _Atomic uint32_t next_serial = 1;
+static char dir[64];
+static char path[4096];
+
+void prof_start(void)
+{
+}
+
+void prof_log(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(log_last, sizeof(log_last), fmt, ap);
+	va_end(ap);
+	atomic_fetch_add(&log_count, 1);
+}
+
+int prof_addr_is_ours(uintptr_t ip)
+{
+	(void)ip;
+	return 0;
+}
+
+int prof_addr_known(uintptr_t ip)
+{
+	(void)ip;
+	return 1;
+}
+
+void prof_modules_rescan(void)
+{
+}
+
+int core_log_count(void)
+{
+	return atomic_load(&log_count);
+}
+
+const char *core_log_last(void)
+{
+	return log_last;
+}
+
+const char *core_dir(void)
+{
+	return dir;
+}
+
+void core_open(uint64_t max_size)
+{
+	snprintf(dir, sizeof(dir), "/tmp/prof-core-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s/core.trace", dir);
+	if (max_size)
+		prof_cfg.max_size = max_size;
+	char *argv[] = { "core-test", NULL };
+	cr_assert_eq(prof_writer_open(0, 1, argv), 0, "cannot open the trace: %s", log_last);
+	snprintf(path, sizeof(path), "%s", prof_writer_path());
+	prof_stacks_reset();
+	atomic_store(&prof_active, 1);
+}
+
+const char *core_close(void)
+{
+	prof_writer_set_state(PROF_STATE_EXITED);
+	atomic_store(&prof_active, 0);
+	prof_writer_close(0);
+	return path;
+}
+
+struct prof_thread *core_thread_begin(void)
+{
+	struct prof_thread *th = &prof_self;
+	th->serial = atomic_fetch_add(&next_serial, 1);
+	th->tid = (uint32_t)gettid();
+	return th;
+}
+
+void core_thread_end(struct prof_thread *th)
+{
+	prof_writer_thread_done(th);
+}
+
+int core_alloc(struct prof_thread *th, uint64_t ptr, uint64_t size)
+{
+	struct prof_rec_alloc *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return 0;
+	r->ptr = ptr;
+	r->size = size;
+	r->stack = 0;
+	r->pad = 0;
+	prof_commit(r, PROF_REC_ALLOC, PROF_ALLOC_MALLOC, sizeof(*r), prof_now());
+	return 1;
+}
+
+int core_stack_record(struct prof_thread *th, uint32_t id, uint32_t depth)
+{
+	uint32_t size = (uint32_t)sizeof(struct prof_rec_stack) + 8u * depth;
+	struct prof_rec_stack *r = prof_reserve(th, size);
+	if (!r)
+		return 0;
+	r->id = id;
+	r->depth = depth;
+	for (uint32_t i = 0; i < depth; i++)
+		r->frames[i] = 0x1000u + i;
+	prof_commit(r, PROF_REC_STACK, 0, size, prof_now());
+	return 1;
+}
+
+struct trace *core_read(const char *p)
+{
+	char err[512] = "";
+	struct trace *t = trace_open(p, err, sizeof(err));
+	cr_assert_not_null(t, "reader refuses the trace: %s", err);
+	return t;
+}

@@ -1,0 +1,98 @@
+/* Stack interning (preload/stacks.c) on top of the writer: a stack is written once, a STACK
+ * record that could not be written is written once later (not once per lookup), and a full
+ * trace costs no unwinding. */
+#include "ctest.h"
+#include <stdio.h>
+#include <string.h>
+
+#include "core.h"
+
+TestSuite(stacks, .timeout = 60);
+
+/* The same call site, so the same stack, each time. */
+static __attribute__((noinline)) uint32_t lookup(struct prof_thread *th)
+{
+	uint32_t id = prof_stack_here(th);
+	__asm__ volatile("" ::: "memory");  /* not a tail call: this frame stays on the stack */
+	return id;
+}
+
+static int count_type(const char *path, unsigned type)
+{
+	struct trace *t = core_read(path);
+	struct trace_event ev;
+	char err[512] = "";
+	int n = 0, rc;
+	while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1)
+		n += ev.rec->type == type;
+	cr_assert_eq(rc, 0, "%s", err);
+	trace_close(t);
+	return n;
+}
+
+Test(stacks, one_record_per_distinct_stack)
+{
+	core_open(0);
+	struct prof_thread *th = core_thread_begin();
+	uint32_t first = 0;
+	for (int i = 0; i < 100; i++) {
+		uint32_t id = lookup(th);
+		cr_assert_neq(id, 0);
+		if (i == 0)
+			first = id;
+		cr_assert_eq(id, first, "the same stack keeps its id");
+	}
+	core_thread_end(th);
+	cr_expect_eq(count_type(core_close(), PROF_REC_STACK), 1);
+}
+
+/* The STACK record is lost (the writer has no trace), then there is a trace again: the next
+ * lookup writes the record, and the 99 after it reuse it. */
+Test(stacks, lost_stack_record_is_written_once_later)
+{
+	core_open(0);
+	struct prof_thread *th = core_thread_begin();
+	prof_writer_close(0);
+	prof_writer_forget();
+	char path[4096] = "";
+	uint32_t ids[2][100];
+	for (int round = 0; round < 2; round++) {
+		if (round == 1) {  /* a new file; the intern table stays as the loss left it */
+			char *argv[] = { "core-test", NULL };
+			snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s/second.trace", core_dir());
+			cr_assert_eq(prof_writer_open(0, 1, argv), 0);
+			snprintf(path, sizeof(path), "%s", prof_writer_path());
+		}
+		memset(th->streams, 0, sizeof(th->streams));
+		for (int i = 0; i < 100; i++)
+			ids[round][i] = lookup(th);  /* one call site: one stack */
+	}
+	for (int i = 0; i < 100; i++) {
+		cr_expect_eq(ids[0][i], 0, "no trace: no stack id");
+		cr_expect_neq(ids[1][i], 0);
+		cr_expect_eq(ids[1][i], ids[1][0], "the same stack keeps its id");
+	}
+	core_thread_end(th);
+	prof_writer_close(0);
+	cr_expect_eq(count_type(path, PROF_REC_STACK), 1, "one STACK record, not one per lookup");
+}
+
+/* A full trace: a thread without room gets no stack and claims nothing. */
+Test(stacks, full_trace_gives_no_stack_and_claims_nothing)
+{
+	core_open(4u << 20);
+	struct prof_thread *th = core_thread_begin();
+	for (uint32_t i = 0; !prof_writer_full(); i++)
+		core_alloc(th, (uint64_t)th->serial << 32 | i, 8);
+	while (core_alloc(th, 0, 8))  /* use up what this thread holds */
+		;
+	uint32_t before = count_type(prof_writer_path(), PROF_REC_STACK);
+	for (int i = 0; i < 1000; i++)
+		cr_expect_eq(lookup(th), 0);
+	core_thread_end(th);
+	const char *path = core_close();
+	cr_expect_eq((uint32_t)count_type(path, PROF_REC_STACK), before);
+	struct trace *t = core_read(path);
+	cr_expect_geq(trace_header(t)->lost_records, 1);
+	trace_close(t);
+}

@@ -1,0 +1,164 @@
+/* End-to-end tests of the trace writer: many short threads leave a small trace with exact
+ * counts, and a fork is recorded (FORK) in the parent's trace with the child's pid. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+static void teardown(void)
+{
+	e2e_cleanup();
+}
+
+TestSuite(writer, .fini = teardown, .timeout = 120);
+
+/* The traces in dir: names into out (up to max), how many. */
+static int list_traces(const char *dir, char out[][PATH_MAX], int max)
+{
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t l = strlen(e->d_name);
+		if (l > 6 && !strcmp(e->d_name + l - 6, ".trace") && n < max)
+			snprintf(out[n++], PATH_MAX, "%s/%s", dir, e->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+/* 5000 threads, 50 at a time, each allocating once: a thread costs one small chunk, not
+ * 64 KiB (the trace was 313 MiB), and every allocation is there. */
+Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
+{
+	enum { THREADS = 5000 };
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("short_threads"), "5000", "50", NULL };
+	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	char traces[2][PATH_MAX];
+	cr_assert_eq(list_traces(dir, traces, 2), 1);
+	struct stat sb;
+	cr_assert_eq(stat(traces[0], &sb), 0);
+	/* At most one 4 KiB chunk per thread, and a few MiB for the main thread. */
+	cr_expect_leq(sb.st_size, THREADS * 4096L + (4L << 20), "trace of %ld bytes", (long)sb.st_size);
+
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "lost_records"), 0);
+	cr_expect_eq(json_array_size(json_object_get(p, "threads")), THREADS + 1);
+	cr_expect_geq(e2e_int(p, "heap.alloc_calls"), THREADS);
+	int line = e2e_marker_line("short_threads.c", "SHORT-ALLOC");
+	cr_assert_gt(line, 0);
+	json_t *sites = json_object_get(json_object_get(p, "heap"), "sites"), *site;
+	size_t i;
+	long calls = 0, bytes = 0;
+	json_array_foreach(sites, i, site) {
+		json_t *frame = json_array_get(json_object_get(site, "stack"), 0);
+		if (e2e_int(frame, "line") == line) {
+			calls += e2e_int(site, "calls");
+			bytes += e2e_int(site, "bytes");
+		}
+	}
+	cr_expect_eq(calls, THREADS, "allocations from the threads: %ld", calls);
+	cr_expect_eq(bytes, THREADS * 777L);
+	json_decref(doc);
+}
+
+/* forker forks once: the parent's trace has a FORK record naming the child, whose own trace
+ * has that pid and the parent as ppid; the report lists the child under "forked:". */
+Test(writer, fork_is_recorded_in_the_parent_with_the_childs_pid)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("forker"), NULL };
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+	char traces[4][PATH_MAX], out[PATH_MAX + 16];
+	int n = list_traces(dir, traces, 4);
+	cr_assert_eq(n, 3);
+	snprintf(out, sizeof(out), "%s/dump.txt", dir);
+	long child = -1, parent = -1;
+	for (int i = 0; i < n; i++) {
+		const char *cmd[] = { e2e_prof(), "dump", traces[i], NULL };
+		cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+		char *text = e2e_read_file(out);
+		cr_assert_not_null(text);
+		char *fork = strstr(text, " FORK ");
+		if (fork) {
+			cr_expect_eq(child, -1, "one FORK record in all");
+			char *c = strstr(fork, "child_pid=");
+			cr_assert_not_null(c);
+			child = strtol(c + 10, NULL, 10);
+			char *pid = strstr(text, "\n  pid ");
+			cr_assert_not_null(pid);
+			parent = strtol(pid + 7, NULL, 10);
+		}
+		free(text);
+	}
+	cr_assert_gt(child, 0, "no FORK record in any trace");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	int found = 0;
+	for (size_t i = 0; i < 3; i++) {
+		json_t *p = e2e_process(doc, i);
+		if (e2e_int(p, "pid") == child && e2e_int(p, "ppid") == parent)
+			found = 1;
+	}
+	cr_expect(found, "no trace of child %ld with ppid %ld", child, parent);
+	json_decref(doc);
+	snprintf(out, sizeof(out), "%s/report.txt", dir);
+	const char *cmd[] = { e2e_prof(), "report", dir, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out), want[64];
+	cr_assert_not_null(text);
+	snprintf(want, sizeof(want), "forked: %ld", child);
+	cr_expect_not_null(strstr(text, want), "'%s' not in the report", want);
+	free(text);
+}
+
+/* PROF_MAX_SIZE reached: the program runs unchanged, one line on stderr says so, the trace
+ * stays within the limit, reads as a normal exit, and counts what it dropped. */
+Test(writer, size_limit_keeps_the_program_unchanged_and_counts_losses)
+{
+	const char *dir = e2e_tmpdir();
+	char out1[PATH_MAX + 16], out2[PATH_MAX + 16], err[PATH_MAX + 16];
+	snprintf(out1, sizeof(out1), "%s/plain.out", dir);
+	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
+	snprintf(err, sizeof(err), "%s/prof.err", dir);
+	const char *argv[] = { e2e_prog("heap_threads"), "4", "40000", NULL };
+	const char *env[] = { "PROF_MAX_SIZE=4M", NULL };
+	int st1 = e2e_run(argv, NULL, out1, NULL);
+	int st2 = e2e_profile(dir, argv, env, out2, err);
+	cr_expect_eq(st1, st2);
+	char *a = e2e_read_file(out1), *b = e2e_read_file(out2), *e = e2e_read_file(err);
+	cr_assert(a && b && e);
+	cr_expect_str_eq(a, b);
+	cr_expect_eq(e2e_count_lines(e), 1, "one warning: %s", e);
+	cr_expect_not_null(strstr(e, "size limit"), "%s", e);
+	char traces[2][PATH_MAX];
+	cr_assert_eq(list_traces(dir, traces, 2), 1);
+	struct stat sb;
+	cr_assert_eq(stat(traces[0], &sb), 0);
+	cr_expect_leq(sb.st_size, 4L << 20);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(json_is_true(json_object_get(p, "complete")));
+	cr_expect_eq(e2e_int(p, "exit.code"), 0);
+	long recorded = e2e_int(p, "heap.alloc_calls") + e2e_int(p, "heap.free_calls");
+	long lost = e2e_int(p, "lost_records");
+	cr_expect_gt(lost, 0);
+	/* 4 threads x 40000 malloc/free pairs, and a few more: recorded or counted as lost. */
+	cr_expect_geq(recorded + lost, 4 * 40000 * 2, "recorded %ld + lost %ld", recorded, lost);
+	json_decref(doc);
+	free(a);
+	free(b);
+	free(e);
+}
