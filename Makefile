@@ -23,7 +23,7 @@ PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
 PRELOAD_LIBS   := -Wl,--no-undefined -lunwind -ldl -lpthread
 ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer
-ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm
+ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm -pthread
 
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC))

@@ -5,6 +5,7 @@
 #include "family.h"
 #include "trace.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,65 @@ static int copy_identity(struct process *p, struct trace *t)
 	return 0;
 }
 
+/* A first lookup in a module opens its files and inflates its compressed debug sections,
+ * which on a short trace takes longer than reading it. So once the trace has shown its first
+ * stack, a second thread does that for every module (those of that stack first) while the
+ * records are read; when they are, it stops after the module at hand, and lookups do the
+ * rest as they come. */
+struct prewarm {
+	pthread_t thread;
+	struct symbolizer *sym;
+	uint32_t *ids;      /* module ids, in the order to load them */
+	size_t n;
+	int stop;           /* atomic */
+	int running;
+};
+
+static void *prewarm_run(void *arg)
+{
+	struct prewarm *w = arg;
+	for (size_t i = 0; i < w->n && !__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE); i++)
+		sym_preload(w->sym, w->ids[i]);
+	return NULL;
+}
+
+static void prewarm_start(struct process *p, struct prewarm *w, const struct prof_rec_stack *first)
+{
+	if (!p->nmodules || !(w->sym = sym_new()))
+		return;
+	w->ids = malloc(p->nmodules * sizeof(*w->ids));
+	unsigned char *taken = calloc(p->nmodules, 1);
+	int ok = w->ids && taken;
+	for (uint32_t f = 0; ok && f <= first->depth; f++) {
+		/* the first stack's modules, innermost first; then the rest as they were loaded */
+		uint32_t m = f < first->depth ? index_find(p, &p->loaded, first->frames[f]) : ~0u;
+		if (m != ~0u && !taken[m]) {
+			taken[m] = 1;
+			w->ids[w->n++] = p->modules[m].id;
+		}
+	}
+	for (size_t m = 0; ok && m < p->nmodules; m++) {
+		const struct module_info *mi = &p->modules[m];
+		if (!taken[m])
+			w->ids[w->n++] = mi->id;
+		ok = sym_add_module(w->sym, mi->id, mi->path, mi->start, mi->end, mi->bias,
+				    mi->build_id, mi->build_id_len) == 0;
+	}
+	free(taken);
+	p->sym = w->sym;  /* lookups will add the modules that come later */
+	p->sym_modules = p->nmodules;
+	w->running = ok && pthread_create(&w->thread, NULL, prewarm_run, w) == 0;
+}
+
+static void prewarm_finish(struct prewarm *w)
+{
+	if (w->running) {
+		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+		pthread_join(w->thread, NULL);
+	}
+	free(w->ids);
+}
+
 int process_load(const char *path, struct process *p, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
@@ -298,9 +358,14 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		return -1;
 	int rc = copy_identity(p, t);
 	struct trace_event ev;
-	int got;
-	while (rc == 0 && (got = trace_next(t, &ev, err, errlen)) > 0)
+	struct prewarm warm = { 0 };
+	int got = 0;
+	while (rc == 0 && (got = trace_next(t, &ev, err, errlen)) > 0) {
+		if (__builtin_expect(ev.rec->type == PROF_REC_STACK && !warm.sym, 0))
+			prewarm_start(p, &warm, (const void *)ev.rec);
 		rc = on_record(p, &ev);
+	}
+	prewarm_finish(&warm);
 	if (rc == 0 && got < 0)
 		rc = -2;
 	for (size_t i = 0; rc == 0 && families[i]; i++)

@@ -72,7 +72,8 @@ struct process {
 	size_t nchildren, children_cap;
 
 	void *family_state[FAMILY_MAX];  /* each event family's analysis, as families[] */
-	struct symbolizer *sym;     /* made on first use */
+	struct symbolizer *sym;     /* made by the first stack, or on first use */
+	size_t sym_modules;         /* modules[0..sym_modules) are declared to sym */
 };
 
 /* Reads the whole trace at path. On error returns -1 with a one-line message in err. */

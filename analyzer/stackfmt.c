@@ -9,13 +9,10 @@
 
 static struct symbolizer *process_symbolizer(struct process *p)
 {
-	if (p->sym)
-		return p->sym;
-	p->sym = sym_new();
-	if (!p->sym)
+	if (!p->sym && !(p->sym = sym_new()))
 		return NULL;
-	for (size_t i = 0; i < p->nmodules; i++) {
-		const struct module_info *m = &p->modules[i];
+	for (; p->sym_modules < p->nmodules; p->sym_modules++) {
+		const struct module_info *m = &p->modules[p->sym_modules];
 		sym_add_module(p->sym, m->id, m->path, m->start, m->end, m->bias, m->build_id,
 			       m->build_id_len);
 	}

@@ -1172,6 +1172,21 @@ static int symbolize(struct symbolizer *s, struct module *m, uint64_t address, i
 	return n;
 }
 
+void sym_preload(struct symbolizer *s, uint32_t module_id)
+{
+	struct module *m = module_find(s, module_id);
+	if (!m)
+		return;
+	if (m->state == MOD_UNRESOLVED)
+		module_resolve(s, m);
+	if (m->state != MOD_OK)
+		return;
+	/* Opening the DWARF inflates compressed debug sections: the slow part of a first lookup. */
+	Dwarf_Addr bias;
+	dwfl_module_getdwarf(m->obj->mod, &bias);
+	dwfl_module_getsymtab(m->obj->mod);
+}
+
 /* ---- the cache ---- */
 
 static uint64_t cache_hash(uint32_t id, uint64_t address, int is_ret)

@@ -36,6 +36,11 @@ int sym_add_module(struct symbolizer *s, uint32_t id, const char *path, uint64_t
 int sym_lookup(struct symbolizer *s, uint32_t module_id, uint64_t address,
 	       int is_return_address, struct sym_frame *out, int max);
 
+/* Does now the slow part of a first lookup in module_id (finding and opening its files and
+ * debug information), so that it can run on another thread while the caller does other work:
+ * one symbolizer must not be used by two threads at once. */
+void sym_preload(struct symbolizer *s, uint32_t module_id);
+
 /* Demangles a C++ (or Rust legacy) symbol; returns a malloc'd string or NULL if not mangled. */
 char *sym_demangle(const char *name);
 
