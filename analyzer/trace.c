@@ -2,7 +2,8 @@
  * merges the per-thread streams by time with a binary heap in one streaming pass. The file is
  * untrusted: every size is checked before use, in uint64 arithmetic that cannot overflow. All
  * memory is allocated by trace_open() and is proportional to the number of chunks, never to the
- * number of records; trace_next() allocates nothing. Rules: shared/FORMAT.md. */
+ * number of records; trace_next() allocates nothing. Reads both chunk layouts: fixed-size
+ * chunks, and runs of units (PROF_FEAT_CHUNK_RUNS). Rules: shared/FORMAT.md. */
 #include "trace.h"
 
 #include <errno.h>
@@ -19,6 +20,8 @@
 #define NO_OFFSET UINT64_MAX
 #define MAX_CHUNK_SIZE (64u * 1024u * 1024u)
 #define DATA_ALIGN 4096u
+#define INDEX_RELEASE (1u << 20)    /* bytes of chunk headers walked between releases */
+#define STREAM_RELEASE (256u << 10) /* finished chunks a stream gathers before releasing them */
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 512  /* bytes ahead of a stream's head record to prefetch */
 #endif
@@ -29,6 +32,7 @@ struct chunk {
 	uint32_t stream;
 	uint32_t seq;
 	uint32_t tid;
+	uint32_t units;  /* its length in chunk_size units: 1 without PROF_FEAT_CHUNK_RUNS */
 };
 
 /* A stream's read cursor: the chunk it is in, the position of its next record there, and the
@@ -37,6 +41,8 @@ struct stream {
 	size_t first, end;  /* its chunks: chunks[first .. end) */
 	size_t cur;         /* chunk being read */
 	uint64_t pos;       /* offset of the head record within chunks[cur] */
+	uint64_t span;      /* bytes of chunks[cur] */
+	uint64_t rel_lo, rel_hi;  /* finished chunks of this stream not yet released */
 	const uint8_t *data;  /* chunks[cur] in the map, once stream_load() has been there */
 	uint32_t id;
 	uint32_t tid;       /* of chunks[cur] */
@@ -56,7 +62,10 @@ struct trace {
 	const char *exe, *host;
 	const char **argv;
 	uint32_t argc;
-	uint32_t chunk_size;
+	uint32_t chunk_size;  /* a chunk's size, or with runs the unit */
+	uint32_t chunk_hdr;   /* bytes of chunk header before the first record: 16, or 24 with runs */
+	int runs;             /* PROF_FEAT_CHUNK_RUNS */
+	uint64_t page;
 
 	struct chunk *chunks;
 	size_t nchunks;
@@ -195,12 +204,16 @@ static int check_header(struct trace *t, char *err, size_t errlen)
 		return -1;
 	}
 	uint32_t cs = h->chunk_size;
-	if (cs < 4096 || cs > MAX_CHUNK_SIZE || (cs & (cs - 1))) {
+	t->runs = (h->features & PROF_FEAT_CHUNK_RUNS) != 0;
+	uint32_t min_cs = t->runs ? 1024 : 4096;
+	if (cs < min_cs || cs > MAX_CHUNK_SIZE || (cs & (cs - 1))) {
 		seterr(err, errlen, path, NO_OFFSET,
-		       "bad header: chunk_size %u (must be a power of two from 4096 to 64 MiB)", cs);
+		       "bad header: chunk_size %u (must be a power of two from %u to 64 MiB)", cs,
+		       min_cs);
 		return -1;
 	}
 	t->chunk_size = cs;
+	t->chunk_hdr = t->runs ? sizeof(struct prof_chunk_header_run) : sizeof(struct prof_chunk_header);
 	if (h->data_offset < h->header_size || h->data_offset % DATA_ALIGN) {
 		seterr(err, errlen, path, NO_OFFSET,
 		       "bad header: data_offset %u (must be a multiple of %u and >= header_size %u)",
@@ -241,48 +254,80 @@ static int cmp_chunk(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* Reading a chunk's header maps its whole 64 KiB (the kernel maps pages around a fault):
- * while indexing, give every 256 chunks back, so opening a trace does not map all of it. */
-static void release_file_chunks(struct trace *t, uint64_t i, uint64_t n)
+/* Gives pages of the map back to the kernel (they stay in the page cache): the file range
+ * [lo, hi) widened to whole pages. A page shared with a chunk still being read is mapped again
+ * when that chunk is read: the map is private and never written, so its data is the file's. */
+static void release_range(struct trace *t, uint64_t lo, uint64_t hi)
 {
-	if ((i + 1) % 256 == 0 || i + 1 == n) {
-		uint64_t first = i + 1 >= 256 ? (i / 256) * 256 : 0;
-		madvise((void *)(t->map + t->hdr->data_offset + first * t->chunk_size),
-			(i + 1 - first) * t->chunk_size, MADV_DONTNEED);
+	uint64_t end = (t->size + t->page - 1) & ~(t->page - 1);
+	lo &= ~(t->page - 1);
+	hi = (hi + t->page - 1) & ~(t->page - 1);
+	if (hi > end)
+		hi = end;
+	if (hi > lo)
+		madvise((void *)(t->map + lo), hi - lo, MADV_DONTNEED);
+}
+
+/* Walks the data area chunk by chunk: a zero magic is a unit (chunk) never written, a chunk
+ * header says how many units it spans (always 1 without runs). Counts the written chunks, and
+ * records the first `fill` of them (a file still being written may have gained some since the
+ * counting pass). Reading headers maps the pages around them: every
+ * INDEX_RELEASE bytes walked are given back, so opening a trace does not map all of it. */
+static int walk_chunks(struct trace *t, size_t fill, size_t *count, char *err, size_t errlen)
+{
+	uint64_t n = t->hdr->chunks_claimed;  /* fits in the file: checked by check_header() */
+	uint64_t cs = t->chunk_size, data = t->hdr->data_offset, released = data;
+	size_t used = 0;
+
+	for (uint64_t i = 0; i < n;) {
+		uint64_t off = data + i * cs;
+		const struct prof_chunk_header *c = (const void *)(t->map + off);
+		uint32_t units = 1;
+		if (c->magic != 0) {
+			if (c->magic != PROF_CHUNK_MAGIC) {
+				seterr(err, errlen, t->path, off, "bad chunk magic 0x%08x", c->magic);
+				return -1;
+			}
+			if (t->runs) {
+				units = ((const struct prof_chunk_header_run *)c)->units;
+				if (units == 0 || units > n - i) {
+					seterr(err, errlen, t->path, off,
+					       "bad chunk: spans %u units, %" PRIu64
+					       " left in the data area", units, n - i);
+					return -1;
+				}
+			}
+			if (used < fill)
+				t->chunks[used++] = (struct chunk){
+					.offset = off, .stream = c->stream, .seq = c->seq,
+					.tid = c->tid, .units = units,
+				};
+			else if (!fill)
+				used++;
+		}
+		i += units;
+		if (data + i * cs - released >= INDEX_RELEASE || i == n) {
+			release_range(t, released, data + i * cs);
+			released = data + i * cs;
+		}
 	}
+	*count = used;
+	return 0;
 }
 
 static int index_chunks(struct trace *t, char *err, size_t errlen)
 {
-	uint64_t n = t->hdr->chunks_claimed;  /* fits in the file: checked by check_header() */
 	size_t used = 0;
 
-	for (uint64_t i = 0; i < n; release_file_chunks(t, i, n), i++) {
-		const struct prof_chunk_header *c = (const void *)(t->map + t->hdr->data_offset +
-								 i * t->chunk_size);
-		if (c->magic == 0)
-			continue;  /* claimed, never written */
-		if (c->magic != PROF_CHUNK_MAGIC) {
-			seterr(err, errlen, t->path, (uint64_t)((const uint8_t *)c - t->map),
-			       "bad chunk magic 0x%08x", c->magic);
-			return -1;
-		}
-		used++;
-	}
+	if (walk_chunks(t, 0, &used, err, errlen) < 0)
+		return -1;
 	t->chunks = calloc(used ? used : 1, sizeof(*t->chunks));
 	if (!t->chunks) {
 		seterr(err, errlen, t->path, NO_OFFSET, "out of memory (%zu chunks)", used);
 		return -1;
 	}
-	for (uint64_t i = 0; i < n; release_file_chunks(t, i, n), i++) {
-		uint64_t off = t->hdr->data_offset + i * t->chunk_size;
-		const struct prof_chunk_header *c = (const void *)(t->map + off);
-		if (c->magic == 0)
-			continue;
-		t->chunks[t->nchunks++] = (struct chunk){
-			.offset = off, .stream = c->stream, .seq = c->seq, .tid = c->tid,
-		};
-	}
+	if (used && walk_chunks(t, used, &t->nchunks, err, errlen) < 0)
+		return -1;
 	qsort(t->chunks, t->nchunks, sizeof(*t->chunks), cmp_chunk);
 
 	size_t ns = 0;
@@ -362,6 +407,8 @@ struct trace *trace_open(const char *path, char *err, size_t errlen)
 		goto fail;
 	}
 	t->size = (uint64_t)st.st_size;
+	long page = sysconf(_SC_PAGESIZE);
+	t->page = page > 0 && !(page & (page - 1)) ? (uint64_t)page : 4096;
 	if (t->size) {
 		void *m = mmap(NULL, t->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (m == MAP_FAILED) {
@@ -472,10 +519,26 @@ static inline int record_ok_fast(const struct prof_rec *r, uint64_t room)
 
 /* A stream that moves past a chunk never needs it again in this pass: drop its pages from our
  * mapping, so the reader's memory follows the streams, not the length of the trace (the
- * pages stay in the page cache; trace_rewind() faults them back in). */
-static void release_chunk(struct trace *t, size_t i)
+ * pages stay in the page cache; trace_rewind() faults them back in). A stream's chunks often
+ * follow each other in the file (a run of 4 KiB chunks of an older writer): adjacent ones are
+ * gathered and released with one call, up to STREAM_RELEASE bytes. */
+static void flush_release(struct trace *t, struct stream *s)
 {
-	madvise((void *)(t->map + t->chunks[i].offset), t->chunk_size, MADV_DONTNEED);
+	if (s->rel_hi > s->rel_lo)
+		release_range(t, s->rel_lo, s->rel_hi);
+	s->rel_lo = s->rel_hi = 0;
+}
+
+static void release_chunk(struct trace *t, struct stream *s, size_t i)
+{
+	uint64_t lo = t->chunks[i].offset, hi = lo + (uint64_t)t->chunks[i].units * t->chunk_size;
+	if (s->rel_hi != lo) {
+		flush_release(t, s);
+		s->rel_lo = lo;
+	}
+	s->rel_hi = hi;
+	if (hi - s->rel_lo >= STREAM_RELEASE)
+		flush_release(t, s);
 }
 
 /* Finds the stream's head record at or after its cursor, moving on to its next chunk at a
@@ -483,19 +546,20 @@ static void release_chunk(struct trace *t, size_t i)
  * done, -1 = bad record. */
 static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 {
-	for (; s->cur < s->end; release_chunk(t, s->cur), s->cur++,
-				s->pos = sizeof(struct prof_chunk_header)) {
-		uint64_t base = t->chunks[s->cur].offset;
-		if (s->pos >= t->chunk_size)
+	for (; s->cur < s->end; release_chunk(t, s, s->cur), s->cur++, s->pos = t->chunk_hdr) {
+		const struct chunk *c = &t->chunks[s->cur];
+		uint64_t base = c->offset;
+		s->span = (uint64_t)c->units * t->chunk_size;
+		if (s->pos >= s->span)
 			continue;
 		s->data = t->map + base;
-		s->tid = t->chunks[s->cur].tid;
+		s->tid = c->tid;
 		const uint8_t *p = s->data + s->pos;
 		if (rd64(p) == 0)
 			continue;
 		const struct prof_rec *r = (const void *)p;
-		if (!record_ok_fast(r, t->chunk_size - s->pos) &&
-		    check_record(t, base + s->pos, t->chunk_size - s->pos) < 0)
+		if (!record_ok_fast(r, s->span - s->pos) &&
+		    check_record(t, base + s->pos, s->span - s->pos) < 0)
 			return -1;
 		/* Streams interleave and the hardware prefetcher stops at page boundaries: fetch
 		 * this stream's records a few cache lines ahead while others are merged. */
@@ -503,6 +567,7 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 		*time = r->time;
 		return 1;
 	}
+	flush_release(t, s);
 	return 0;
 }
 
@@ -550,7 +615,8 @@ void trace_rewind(struct trace *t)
 	for (size_t i = 0; i < t->nstreams; i++) {
 		struct stream *s = &t->streams[i];
 		s->cur = s->first;
-		s->pos = sizeof(struct prof_chunk_header);
+		s->pos = t->chunk_hdr;
+		s->rel_lo = s->rel_hi = 0;
 	}
 	t->nheap = 0;
 	t->started = 0;
@@ -596,8 +662,7 @@ int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen
 		/* Most records are followed by another in the same chunk that passes the quick
 		 * check; the rest (chunk end, next chunk, full check) go through stream_load(). */
 		const struct prof_rec *r = (const void *)(s->data + s->pos);
-		if (s->pos < t->chunk_size && rd64(r) != 0 &&
-		    record_ok_fast(r, t->chunk_size - s->pos)) {
+		if (s->pos < s->span && rd64(r) != 0 && record_ok_fast(r, s->span - s->pos)) {
 			__builtin_prefetch((const uint8_t *)r + PREFETCH_AHEAD);
 			t->heap[0].time = r->time;
 		} else {

@@ -38,13 +38,14 @@ static inline int prof_enabled(unsigned family)
 	       (prof_cfg.events & family);
 }
 
-/* A stream is where one thread appends records: its current chunk and position. Chunks are
- * claimed in runs (writer.c): the chunks after `chunk` up to `run_end` are the stream's too. */
+/* A stream is where one thread appends records: its current chunk and position. A chunk is
+ * a run of units (writer.c), span bytes long. */
 struct prof_stream {
 	char *chunk;        /* NULL until the first chunk is claimed */
-	char *run_end;      /* end of the run `chunk` belongs to */
+	uint32_t span;      /* bytes of the chunk (0 before the first): used + size <= span fits */
 	uint32_t used;      /* bytes used in chunk, including its header */
 	uint32_t seq;       /* sequence number of the current chunk */
+	uint32_t units_used;  /* units the stream has claimed so far, up to the largest run */
 	uint64_t lost;      /* records dropped since the last LOST record written */
 	uint32_t unsummed;  /* dropped and not yet added to header.lost_records */
 	uint32_t summed;    /* some loss of this stream reached the header already */

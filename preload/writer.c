@@ -1,11 +1,14 @@
 /* The trace writer: one mmap'd file per process, chunks claimed without a lock, records
  * committed by a release store of their prefix so a SIGKILL leaves a readable file.
  *
- * Chunks are small (CHUNK_SIZE) so that a thread that lives briefly costs little: a stream's
- * first claim takes one chunk, and each later claim twice as many as the stream has used, up
- * to RUN_MAX, in one CAS. A thread that ends gives the chunks of its run it never wrote back
- * to a pool that the next claims take first. Once the trace is full, events are counted per
- * stream and summed into header.lost_records in batches: no claims, no shared counter. */
+ * The file is cut into 1 KiB units (PROF_FEAT_CHUNK_RUNS) and a chunk is a run of units with
+ * one header saying how many, so that a thread that lives briefly costs one unit: a stream's
+ * first claim takes what its first record needs (one unit), each later one as many units as the
+ * stream has used so far, up to RUN_MAX, in one CAS. A stream that leaves a chunk (for its next
+ * one, or because its thread ends) gives the whole units it never wrote back: it shrinks the
+ * chunk header's count first, then puts the units in a pool that later claims take first. Once
+ * the trace is full, events are counted per stream and summed into header.lost_records in
+ * batches: no claims, no shared counter. */
 #include "prof.h"
 
 #include <errno.h>
@@ -22,9 +25,10 @@
 #include <unistd.h>
 
 #define HEADER_AREA (64u * 1024u)  /* header + strings; argv past this is cut */
-#define CHUNK_SIZE PROF_DEFAULT_CHUNK_SIZE
-#define RUN_MAX 16u                 /* chunks a busy stream claims at once: 64 KiB */
-#define POOL_SLOTS 64u              /* runs given back by ended threads */
+#define UNIT PROF_RUN_UNIT          /* header.chunk_size: 1 KiB */
+#define RUN_MAX 64u                 /* units a busy stream claims at once: 64 KiB */
+#define CHUNK_HDR ((uint32_t)sizeof(struct prof_chunk_header_run))
+#define POOL_SLOTS 64u              /* unit ranges given back by streams */
 #define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
 #define GROW_MIN (1ull << 20)       /* file growth steps, bytes */
 #define GROW_MAX (64ull << 20)
@@ -37,12 +41,12 @@ static struct {
 	char *base;                        /* the whole reserved mapping */
 	uint64_t map_size;
 	struct prof_file_header *hdr;
-	uint32_t chunk_size;               /* = hdr->chunk_size, without the pointer chase */
-	_Atomic uint64_t capacity;          /* chunks backed by the file; 0 once closing */
+	uint32_t chunk_size;               /* = hdr->chunk_size (the unit), without the pointer chase */
+	_Atomic uint64_t capacity;          /* units backed by the file; 0 once closing */
 	atomic_flag growing;
 	_Atomic int warned_full;
-	uint64_t pool[POOL_SLOTS];          /* first chunk << 8 | count; 0 empty (__atomic) */
-	uint32_t pooled;                    /* runs in the pool: 0 lets claims skip it */
+	uint64_t pool[POOL_SLOTS];          /* first unit << 8 | count; 0 empty (__atomic) */
+	uint32_t pooled;                    /* ranges in the pool: 0 lets claims skip it */
 } w = { .fd = -1, .growing = ATOMIC_FLAG_INIT };
 
 const char *prof_writer_path(void)
@@ -186,7 +190,7 @@ static int writer_fd(void)
 	return fd;
 }
 
-/* Makes the file long enough for `chunks` chunks: disk blocks are reserved now (fallocate),
+/* Makes the file long enough for `chunks` units: disk blocks are reserved now (fallocate),
  * so a full disk is an error here rather than a SIGBUS in the middle of a record. */
 static int extend_file(uint64_t chunks)
 {
@@ -220,7 +224,7 @@ static void warn_full(int err)
 	}
 }
 
-/* Adds file space until the file holds `need` chunks (and a step more, so growing is rare).
+/* Adds file space until the file holds `need` units (and a step more, so growing is rare).
  * Only one thread grows at a time; a signal handler never waits for it (the thread it
  * interrupted may be the one growing). At the size limit the file grows to the limit, and the
  * trace is full: -1, though claims may still take what is left below the limit. */
@@ -252,18 +256,18 @@ static int grow(uint64_t need, int may_wait)
 	return rc;
 }
 
-static inline char *chunk_at(uint64_t i)
+static inline char *unit_at(uint64_t i)
 {
 	return w.base + w.hdr->data_offset + i * w.chunk_size;
 }
 
-static inline uint64_t chunk_index(const char *c)
+static inline uint64_t unit_index(const char *c)
 {
 	return (uint64_t)(c - w.base - w.hdr->data_offset) / w.chunk_size;
 }
 
-/* Keeps a run of never-written chunks for the next claim. Pairs with pool_take(). A full pool
- * drops the run: its chunks stay unwritten (magic 0), which readers skip. */
+/* Keeps a range of never-written units for a later claim. Pairs with pool_take(). A full pool
+ * drops the range: its units stay zero, which readers skip one by one. */
 static void pool_put(uint64_t first, uint64_t count)
 {
 	uint64_t v = first << 8 | count;
@@ -277,14 +281,16 @@ static void pool_put(uint64_t first, uint64_t count)
 	}
 }
 
-static int pool_take(uint64_t *first, uint32_t *count)
+/* A pooled range of at least `min` units, taken whole. */
+static int pool_take(uint32_t min, uint64_t *first, uint32_t *count)
 {
 	if (__atomic_load_n(&w.pooled, __ATOMIC_RELAXED) == 0)
 		return 0;
 	for (uint32_t i = 0; i < POOL_SLOTS; i++) {
 		uint64_t v = __atomic_load_n(&w.pool[i], __ATOMIC_RELAXED);
-		if (v && __atomic_compare_exchange_n(&w.pool[i], &v, 0, 0, __ATOMIC_ACQUIRE,
-						     __ATOMIC_RELAXED)) {
+		if (v && (v & 0xff) >= min &&
+		    __atomic_compare_exchange_n(&w.pool[i], &v, 0, 0, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED)) {
 			__atomic_fetch_sub(&w.pooled, 1, __ATOMIC_RELAXED);
 			*first = v >> 8;
 			*count = (uint32_t)(v & 0xff);
@@ -294,17 +300,18 @@ static int pool_take(uint64_t *first, uint32_t *count)
 	return 0;
 }
 
-/* Claims a run of up to `want` chunks: from the pool, else one CAS on the header's counter
- * (fewer than asked where the size limit leaves fewer). Returns the first, NULL when none. */
-static char *claim_run(uint32_t want, int may_wait, uint32_t *got, int *recycled)
+/* Claims a run of `want` units, `need` at the least: a pooled range of at least half of want
+ * (and need), else one CAS on the header's counter (fewer than want where the size limit leaves
+ * fewer). Returns the first unit, NULL when none. */
+static char *claim_run(uint32_t want, uint32_t need, int may_wait, uint32_t *got, int *recycled)
 {
 	uint64_t first;
 	*recycled = 0;
 	if (atomic_load(&w.capacity) == 0)
 		return NULL;
-	if (pool_take(&first, got)) {
+	if (pool_take((want + 1) / 2 > need ? (want + 1) / 2 : need, &first, got)) {
 		*recycled = 1;
-		return chunk_at(first);
+		return unit_at(first);
 	}
 	uint64_t n = __atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_RELAXED);
 	for (;;) {
@@ -314,7 +321,7 @@ static char *claim_run(uint32_t want, int may_wait, uint32_t *got, int *recycled
 		if (n + want > cap) {
 			if (grow(n + want, may_wait) < 0) {
 				cap = atomic_load(&w.capacity);
-				if (n >= cap)
+				if (n >= cap || cap - n < need)
 					return NULL;
 				want = (uint32_t)(cap - n);  /* what is left below the limit */
 			}
@@ -330,7 +337,7 @@ static char *claim_run(uint32_t want, int may_wait, uint32_t *got, int *recycled
 	if (atomic_load(&w.capacity) == 0)
 		return NULL;
 	*got = want;
-	return chunk_at(n);
+	return unit_at(n);
 }
 
 /* Adds the stream's uncounted losses to the header: one atomic add per LOST_BATCH losses
@@ -350,45 +357,62 @@ static void count_lost(struct prof_stream *s)
 		sum_lost(s);
 }
 
-/* The stream's next chunk: the next of its run, or a new run. Writes the chunk header and
- * the LOST record owed, then reserves `size`. Pairs with prof_reserve(). */
+/* The stream leaves its chunk: the whole units it never wrote go back. The header's count is
+ * shrunk first (release), and only then are the units published to the pool, so a reader
+ * never takes the next owner's chunk header for records of this one, even after a SIGKILL
+ * between the two stores. Records written later fit in what is left of the last kept unit. */
+static void give_back(struct prof_stream *s)
+{
+	if (!s->chunk || !w.hdr)
+		return;
+	uint32_t keep = (s->used + UNIT - 1) / UNIT, units = s->span / UNIT;
+	if (keep >= units)
+		return;
+	struct prof_chunk_header_run *ch = (struct prof_chunk_header_run *)s->chunk;
+	__atomic_store_n(&ch->units, keep, __ATOMIC_RELEASE);
+	s->span = keep * UNIT;
+	pool_put(unit_index(s->chunk) + keep, units - keep);
+}
+
+/* The stream's next chunk: a new run of units, about as many as the stream has used so far
+ * and enough for the record. Writes the chunk header and the LOST record owed, gives back the
+ * unused units of the chunk it leaves, then reserves `size`. Pairs with prof_reserve(). */
 static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct prof_stream *s,
 						  uint32_t size)
 {
-	uint32_t cs = w.chunk_size;
-	char *c;
-	if (size + sizeof(struct prof_chunk_header) + sizeof(struct prof_rec_lost) > cs) {
+	uint32_t need = (uint32_t)(((uint64_t)CHUNK_HDR + sizeof(struct prof_rec_lost) + size +
+				    UNIT - 1) / UNIT);
+	if (need > RUN_MAX || prof_writer_full() || !w.hdr) {
 		count_lost(s);
 		return NULL;
 	}
-	if (s->chunk && s->chunk + cs < s->run_end) {
-		c = s->chunk + cs;
-	} else {
-		if (prof_writer_full() || !w.hdr) {
-			count_lost(s);
-			return NULL;
-		}
-		uint32_t want = s->chunk ? (s->seq + 1 < RUN_MAX ? s->seq + 1 : RUN_MAX) : 1, got;
-		int recycled;
-		c = claim_run(want, th->in_signal == 0, &got, &recycled);
-		if (!c) {
-			count_lost(s);
-			return NULL;
-		}
-		s->run_end = c + (uint64_t)got * cs;
-		/* One call maps the run, instead of a page fault every 4 KiB while it fills. A
-		 * recycled run was mapped by the thread that claimed it. */
-		if (!recycled)
-			madvise(c, (size_t)got * cs, MADV_POPULATE_WRITE);
+	uint32_t want = s->units_used < need ? need : s->units_used < RUN_MAX ? s->units_used : RUN_MAX;
+	uint32_t got;
+	int recycled;
+	char *c = claim_run(want, need, th->in_signal == 0, &got, &recycled);
+	if (!c) {
+		count_lost(s);
+		return NULL;
 	}
-	struct prof_chunk_header *ch = (struct prof_chunk_header *)c;
+	/* One call maps a long run, instead of a page fault every 4 KiB while it fills. A
+	 * recycled run was mapped by the thread that claimed it. */
+	if (!recycled && got > 4) {
+		uintptr_t lo = (uintptr_t)c & ~(uintptr_t)4095;
+		madvise((void *)lo, (uintptr_t)c + (size_t)got * UNIT - lo, MADV_POPULATE_WRITE);
+	}
+	give_back(s);
+	struct prof_chunk_header_run *ch = (struct prof_chunk_header_run *)c;
 	ch->stream = th->serial * 2u + (th->in_signal > 0);
 	ch->seq = s->chunk ? s->seq + 1 : 0;
 	ch->tid = th->tid;
+	ch->units = got;
+	ch->reserved = 0;
 	__atomic_store_n(&ch->magic, PROF_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	s->seq = ch->seq;
 	s->chunk = c;
-	s->used = sizeof(*ch);
+	s->span = got * UNIT;
+	s->used = CHUNK_HDR;
+	s->units_used = s->units_used + got < RUN_MAX ? s->units_used + got : RUN_MAX;
 	if (s->lost) {
 		struct prof_rec_lost *l = (struct prof_rec_lost *)(c + s->used);
 		l->records = s->lost;
@@ -406,7 +430,7 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 void *prof_reserve(struct prof_thread *th, uint32_t size)
 {
 	struct prof_stream *s = &th->streams[th->in_signal > 0];
-	if (likely(s->chunk && s->used + size <= w.chunk_size)) {
+	if (likely(s->used + size <= s->span)) {
 		void *p = s->chunk + s->used;
 		s->used += size;
 		return p;
@@ -419,11 +443,11 @@ void *prof_reserve(struct prof_thread *th, uint32_t size)
 int prof_writer_has_room(struct prof_thread *th, uint32_t size)
 {
 	const struct prof_stream *s = &th->streams[th->in_signal > 0];
-	return s->chunk && (s->used + size <= w.chunk_size || s->chunk + w.chunk_size < s->run_end);
+	return s->used + size <= s->span;
 }
 
 /* A hook's event once the trace is full (prof_recording()): recorded while the thread's
- * chunks have room, else counted as one lost record and passed through. Lock hooks go on:
+ * chunk has room, else counted as one lost record and passed through. Lock hooks go on:
  * they count in memory and write only now and then (their records are counted lost then),
  * and a lock taken but not seen released would leave their state wrong. */
 struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
@@ -434,18 +458,14 @@ struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
 	return NULL;
 }
 
-/* The thread ends: the chunks of its runs it never wrote go to the pool for the next thread,
- * and its losses reach the header. Records it writes later (other destructors) claim anew. */
+/* The thread ends: the units of its chunks it never wrote go to the pool for the next thread,
+ * and its losses reach the header. Records it writes later (other destructors) go into what
+ * is left of its last unit, or claim anew. */
 void prof_writer_thread_done(struct prof_thread *th)
 {
 	for (int i = 0; i < 2; i++) {
-		struct prof_stream *s = &th->streams[i];
-		if (w.hdr && s->chunk && s->chunk + w.chunk_size < s->run_end) {
-			uint64_t first = chunk_index(s->chunk) + 1;
-			pool_put(first, (uint64_t)(s->run_end - s->chunk) / w.chunk_size - 1);
-			s->run_end = s->chunk + w.chunk_size;
-		}
-		sum_lost(s);
+		give_back(&th->streams[i]);
+		sum_lost(&th->streams[i]);
 	}
 }
 
@@ -510,8 +530,8 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->version = PROF_FORMAT_VERSION;
 	h->min_version = PROF_FORMAT_MIN_VERSION;
 	h->header_size = (uint32_t)(sizeof(*h) + len);
-	h->features = 0;
-	h->chunk_size = CHUNK_SIZE;
+	h->features = PROF_FEAT_CHUNK_RUNS;
+	h->chunk_size = UNIT;
 	h->data_offset = HEADER_AREA;
 	h->pid = (uint32_t)getpid();
 	h->ppid = ppid;
@@ -576,9 +596,9 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 		goto fail;
 	}
 	w.hdr = (struct prof_file_header *)w.base;
-	w.chunk_size = CHUNK_SIZE;
+	w.chunk_size = UNIT;
 	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
-	atomic_store(&w.capacity, GROW_MIN / CHUNK_SIZE);
+	atomic_store(&w.capacity, GROW_MIN / UNIT);
 	atomic_store(&w.warned_full, 0);
 	return 0;
 fail:

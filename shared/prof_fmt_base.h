@@ -8,6 +8,9 @@
  *   [zero padding up to data_offset]
  *   [chunk 0][chunk 1] ...                     each chunk_size bytes, at data_offset + i*chunk_size
  *
+ * With PROF_FEAT_CHUNK_RUNS (what libprof writes) chunk_size is a unit of 1 KiB and a chunk is
+ * a run of one or more units whose header (struct prof_chunk_header_run) says how many.
+ *
  * Each thread claims whole chunks with one atomic add on header.chunks_claimed (no lock), and
  * fills them with records. A chunk starts with struct prof_chunk_header naming its stream (one
  * per thread, plus one per thread for records written from signal handlers) and its sequence
@@ -31,13 +34,18 @@
 #define PROF_FORMAT_MIN_VERSION 1  /* oldest version a reader must understand to read our files */
 
 #define PROF_CHUNK_MAGIC 0x4b4e4843u  /* "CHNK" */
-#define PROF_DEFAULT_CHUNK_SIZE (4u * 1024u)  /* what libprof writes: small, so a short thread costs little */
+#define PROF_DEFAULT_CHUNK_SIZE (4u * 1024u)  /* the chunk size of files without PROF_FEAT_CHUNK_RUNS */
+#define PROF_RUN_UNIT (1u * 1024u)            /* the unit libprof writes (PROF_FEAT_CHUNK_RUNS) */
 #define PROF_MAX_STACK_DEPTH 256
 
 /* Feature bits: the low 32 are "required" (a reader that does not know one must refuse the
  * file); the high 32 are informational and may be ignored. */
 #define PROF_FEAT_REQUIRED_MASK 0x00000000ffffffffULL
-#define PROF_FEAT_KNOWN_REQUIRED 0ULL
+/* chunk_size is a unit (a power of two from 1024); a chunk is a run of one or more consecutive
+ * units starting with a struct prof_chunk_header_run that says how many. Without the bit,
+ * every chunk is one chunk_size (>= 4096) with a struct prof_chunk_header. */
+#define PROF_FEAT_CHUNK_RUNS 0x1ULL
+#define PROF_FEAT_KNOWN_REQUIRED PROF_FEAT_CHUNK_RUNS
 
 /* Event families selectable with PROF_EVENTS; the header records which were enabled. */
 #define PROF_EVENT_FAMILIES(X) \
@@ -68,9 +76,9 @@ struct prof_file_header {
 	uint16_t min_version;     /* a reader older than this must refuse the file */
 	uint32_t header_size;     /* bytes of header incl. string area; readers skip what they don't know */
 	uint64_t features;        /* PROF_FEAT_* */
-	uint32_t chunk_size;      /* power of two, >= 4096 */
+	uint32_t chunk_size;      /* power of two, >= 4096; the unit (>= 1024) with PROF_FEAT_CHUNK_RUNS */
 	uint32_t data_offset;     /* offset of chunk 0, multiple of 4096, >= header_size */
-	uint64_t chunks_claimed;  /* chunks handed out so far (atomic in the writer) */
+	uint64_t chunks_claimed;  /* chunks (units, with PROF_FEAT_CHUNK_RUNS) handed out so far */
 	uint32_t pid;
 	uint32_t ppid;
 	uint64_t start_realtime_ns;  /* CLOCK_REALTIME at start, to show wall-clock dates */
@@ -97,6 +105,22 @@ struct prof_chunk_header {
 	uint32_t tid;     /* kernel thread id of the writer */
 };
 _Static_assert(sizeof(struct prof_chunk_header) == 16, "chunk header layout is part of the format");
+
+/* The chunk header of a PROF_FEAT_CHUNK_RUNS file: the same four fields, then the chunk's
+ * length in units (1 or more; the next chunk header, or a zero unit, is `units` units further).
+ * A writer may shrink `units` of its current chunk (never grow it): it stores the smaller value
+ * before the units it gives up can be handed to anyone else. Records start at offset 24. */
+struct prof_chunk_header_run {
+	uint32_t magic;   /* PROF_CHUNK_MAGIC; 0 = an unused unit */
+	uint32_t stream;
+	uint32_t seq;
+	uint32_t tid;
+	uint32_t units;   /* units this chunk spans, header included */
+	uint32_t reserved;  /* 0 */
+};
+_Static_assert(sizeof(struct prof_chunk_header_run) == 24, "chunk header layout is part of the format");
+_Static_assert(offsetof(struct prof_chunk_header_run, units) == sizeof(struct prof_chunk_header),
+	       "a run header begins as a chunk header does");
 
 /* The prefix of every record. size counts the prefix, is a multiple of 8, and is >= 16. */
 struct prof_rec {

@@ -3,9 +3,13 @@
 #include "ctest.h"
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core.h"
 
@@ -132,10 +136,10 @@ Test(writer, many_threads_claim_chunks_at_once)
 	cr_expect_eq(rb->lost_in_header, 0);
 	cr_expect_eq(rb->lost_in_records, 0);
 	cr_expect_eq(rb->cpu_hz, 0, "no CPU sampling: cpu_hz must be 0");
-	/* Runs of up to 64 KiB: the chunks claimed are the ones used, give or take a run each. */
+	/* Runs of up to 64 KiB: the units claimed are the ones used, give or take a run each. */
 	uint64_t need = (uint64_t)THREADS * RECORDS * sizeof(struct prof_rec_alloc) /
-			(PROF_DEFAULT_CHUNK_SIZE - 64);
-	cr_expect_leq(rb->chunks_claimed, need + THREADS * 16 + 2, "%" PRIu64 " chunks for %" PRIu64,
+			(PROF_RUN_UNIT - 16);
+	cr_expect_leq(rb->chunks_claimed, need + THREADS * 64 + 2, "%" PRIu64 " units for %" PRIu64,
 		      rb->chunks_claimed, need);
 	cr_expect_eq(core_log_count(), 0, "no warning: %s", core_log_last());
 	free(rb);
@@ -181,9 +185,9 @@ Test(writer, size_limit_reached_mid_record)
 	free(rb);
 }
 
-/* 2000 threads in waves of 4: most write two records, every third a few chunks' worth. A
- * short thread costs one 4 KiB chunk; the run chunks a thread never wrote go to the next
- * ones, so few chunks stay unwritten. */
+/* 2000 threads in waves of 4: most write two records, every third 20 KB. A short thread
+ * costs one 1 KiB unit; the units of its last chunk a thread never wrote go to the next ones,
+ * so few units stay unwritten. */
 Test(writer, thread_churn_costs_little_and_recycles_runs)
 {
 	core_open(0);
@@ -193,8 +197,10 @@ Test(writer, thread_churn_costs_little_and_recycles_runs)
 	for (int i = 0; i < THREADS; i++) {
 		wk[i].records = i % 3 == 0 ? BIG : SMALL;
 		expect += wk[i].records;
-		used += (wk[i].records * sizeof(struct prof_rec_alloc) + PROF_DEFAULT_CHUNK_SIZE - 17) /
-			(PROF_DEFAULT_CHUNK_SIZE - 16);
+		/* Its records, a header per chunk (runs of 1, 1, 2, 4, 8, 16 units) and what a
+		 * chunk left for the next leaves unused (less than a record). */
+		used += (wk[i].records * sizeof(struct prof_rec_alloc) + 6 * (24 + 40) +
+			 PROF_RUN_UNIT - 1) / PROF_RUN_UNIT;
 	}
 	for (int i = 0; i < THREADS; i += WAVE)
 		run_workers(wk + i, WAVE, 0);
@@ -205,10 +211,11 @@ Test(writer, thread_churn_costs_little_and_recycles_runs)
 	for (int i = 0; i < THREADS; i++)
 		cr_expect_eq(rb->next[wk[i].serial], wk[i].records);
 	cr_expect_eq(rb->lost_in_header, 0);
-	/* Without recycling, each big thread (5 chunks: runs of 1, 1, 2, 4) leaves 3 chunks of its last run unwritten. */
-	cr_expect_leq(rb->chunks_claimed, used + 4 * 16 + 16,
-		      "%" PRIu64 " chunks claimed, %" PRIu64 " needed", rb->chunks_claimed, used);
-	cr_expect_leq(rb->file_size, 65536 + (used + 4 * 16 + 16) * PROF_DEFAULT_CHUNK_SIZE);
+	/* Without recycling, each big thread would leave about 12 units of its last run (16)
+	 * unwritten: 8000 units in all. With it, what the pool could not keep at most. */
+	cr_expect_leq(rb->chunks_claimed, used + 4 * 64 + 64,
+		      "%" PRIu64 " units claimed, %" PRIu64 " needed", rb->chunks_claimed, used);
+	cr_expect_leq(rb->file_size, 65536 + (used + 4 * 64 + 64) * PROF_RUN_UNIT);
 	free(wk);
 	free(rb);
 }
@@ -232,4 +239,152 @@ Test(writer, full_trace_hooks_pass_through_and_count)
 	cr_expect_eq(trace_header(t)->lost_records, lost + 1000, "lost_records %" PRIu64 ", want %" PRIu64,
 		     trace_header(t)->lost_records, lost + 1000);
 	trace_close(t);
+}
+
+/* One record of `size` bytes of an unknown type (200), filled with its size: 1 written. */
+static int big_record(struct prof_thread *th, uint32_t size)
+{
+	uint8_t *r = prof_reserve(th, size);
+	if (!r)
+		return 0;
+	memset(r + sizeof(struct prof_rec), (int)(size & 0xff), size - sizeof(struct prof_rec));
+	prof_commit(r, 200, 0, size, prof_now());
+	return 1;
+}
+
+/* A record needs no more than a chunk: a run grows to fit it, up to 64 KiB less the chunk
+ * header and room for a LOST record. Larger ones are counted as lost. */
+Test(writer, records_up_to_a_whole_run_are_written)
+{
+	core_open(0);
+	struct prof_thread *th = core_thread_begin();
+	enum { MAX = 65536 - 24 - 24 };
+	uint32_t sizes[] = { 8000, MAX, 4096, MAX + 8, 200000 & ~7u, 72 };
+	int want[] = { 1, 1, 1, 0, 0, 1 };
+	for (int i = 0; i < 6; i++) {
+		cr_expect_eq(core_alloc(th, (uint64_t)th->serial << 32 | (uint32_t)i, 1), 1);
+		cr_expect_eq(big_record(th, sizes[i]), want[i], "record of %u bytes", sizes[i]);
+	}
+	core_thread_end(th);
+	struct trace *t = core_read(core_close());
+	struct trace_event ev;
+	char err[512] = "";
+	int rc, n = 0, allocs = 0;
+	while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1) {
+		if (ev.rec->type == PROF_REC_ALLOC) {
+			allocs++;
+			continue;
+		}
+		if (ev.rec->type != 200)
+			continue;
+		while (n < 6 && !want[n])
+			n++;
+		cr_assert_lt(n, 6);
+		cr_expect_eq(ev.rec->size, sizes[n]);
+		cr_expect_eq(((const uint8_t *)ev.rec)[ev.rec->size - 1], sizes[n] & 0xff);
+		n++;
+	}
+	cr_assert_eq(rc, 0, "%s", err);
+	cr_expect_eq(n, 6);
+	cr_expect_eq(allocs, 6);
+	cr_expect_eq(trace_header(t)->lost_records, 2);
+	trace_close(t);
+}
+
+/* The chunk headers of a trace, from the file: (first unit, units) of each, and the units
+ * left zero. */
+struct layout {
+	uint32_t n, zero;
+	uint64_t first[64];
+	uint32_t units[64], stream[64];
+};
+
+static void read_layout(const char *path, struct layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f);
+	struct prof_file_header h;
+	cr_assert_eq(fread(&h, sizeof(h), 1, f), 1);
+	cr_assert_eq(h.features & PROF_FEAT_CHUNK_RUNS, PROF_FEAT_CHUNK_RUNS);
+	cr_assert_eq(h.chunk_size, PROF_RUN_UNIT);
+	for (uint64_t i = 0; i < h.chunks_claimed;) {
+		struct prof_chunk_header_run ch;
+		cr_assert_eq(fseek(f, (long)(h.data_offset + i * h.chunk_size), SEEK_SET), 0);
+		cr_assert_eq(fread(&ch, sizeof(ch), 1, f), 1);
+		if (ch.magic == 0) {
+			l->zero++;
+			i++;
+			continue;
+		}
+		cr_assert_lt(l->n, 64);
+		l->first[l->n] = i;
+		l->units[l->n] = ch.units;
+		l->stream[l->n++] = ch.stream;
+		i += ch.units;
+	}
+	fclose(f);
+}
+
+/* A thread that ends gives the units of its chunk it never wrote to the next thread: its
+ * chunk header shrinks to what it used, and the next thread's first chunk is those units. */
+Test(writer, an_ended_threads_unused_units_go_to_the_next_thread)
+{
+	core_open(0);
+	struct worker a = { .records = 300 }, b = { .records = 1 };
+	run_workers(&a, 1, 0);
+	run_workers(&b, 1, 0);
+	const char *path = core_close();
+	struct layout *l = calloc(1, sizeof(*l));
+	read_layout(path, l);
+	/* A: runs of 1, 1, 2, 4, 8 units (16), 12000 bytes of records: 4 units of the last
+	 * kept. B's one record: those 4 units, kept 1. Nothing else claimed. */
+	uint64_t first[] = { 0, 1, 2, 4, 8, 12 };
+	uint32_t units[] = { 1, 1, 2, 4, 4, 1 };
+	cr_assert_eq(l->n, 6, "%u chunks", l->n);
+	for (int i = 0; i < 6; i++) {
+		cr_expect_eq(l->first[i], first[i], "chunk %d at unit %lu", i, (unsigned long)l->first[i]);
+		cr_expect_eq(l->units[i], units[i], "chunk %d: %u units", i, l->units[i]);
+		cr_expect_eq(l->stream[i], (i < 5 ? a.serial : b.serial) * 2);
+	}
+	cr_expect_eq(l->zero, 3, "B's 3 unused units given back, zero");
+	struct readback *rb = calloc(1, sizeof(*rb));
+	read_back(path, rb, 1);
+	cr_expect_eq(rb->chunks_claimed, 16);
+	cr_expect_eq(rb->next[a.serial], 300);
+	cr_expect_eq(rb->next[b.serial], 1);
+	free(rb);
+	free(l);
+}
+
+/* SIGKILL after threads ended (their units shrunk and handed on) and while one writes: the
+ * full-length file reads back with every committed record. */
+Test(writer, killed_process_after_recycling_leaves_a_readable_trace)
+{
+	core_open(0);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s", prof_writer_path());
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct worker wk[3] = { { .records = 300 }, { .records = 1 }, { .records = 5 } };
+		run_workers(&wk[0], 1, 0);
+		run_workers(&wk[1], 1, 0);
+		struct prof_thread *th = core_thread_begin();
+		for (uint32_t i = 0; i < 2000; i++)
+			core_alloc(th, (uint64_t)th->serial << 32 | i, i);
+		raise(SIGKILL);
+		_exit(1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	struct readback *rb = calloc(1, sizeof(*rb));
+	read_back(path, rb, 1);
+	cr_expect_eq(rb->allocs, 300 + 1 + 2000);
+	cr_expect_eq(rb->lost_in_header, 0);
+	struct trace *t = core_read(path);
+	cr_expect_eq(trace_header(t)->state, PROF_STATE_RUNNING);
+	trace_close(t);
+	free(rb);
 }

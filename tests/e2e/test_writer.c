@@ -1,13 +1,16 @@
 /* End-to-end tests of the trace writer: many short threads leave a small trace with exact
- * counts, and a fork is recorded (FORK) in the parent's trace with the child's pid. */
+ * counts, a record larger than 4 KiB is written, and a fork is recorded (FORK) in the
+ * parent's trace with the child's pid. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "e2e.h"
 
@@ -34,8 +37,9 @@ static int list_traces(const char *dir, char out[][PATH_MAX], int max)
 	return n;
 }
 
-/* 5000 threads, 50 at a time, each allocating once: a thread costs one small chunk, not
- * 64 KiB (the trace was 313 MiB), and every allocation is there. */
+/* 5000 threads, 50 at a time, each allocating once: a thread costs one 1 KiB unit, not a
+ * 64 KiB chunk (the trace was 313 MiB) nor a 4 KiB one (21 MB), and every allocation is
+ * there. */
 Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
 {
 	enum { THREADS = 5000 };
@@ -47,8 +51,8 @@ Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
 	cr_assert_eq(list_traces(dir, traces, 2), 1);
 	struct stat sb;
 	cr_assert_eq(stat(traces[0], &sb), 0);
-	/* At most one 4 KiB chunk per thread, and a few MiB for the main thread. */
-	cr_expect_leq(sb.st_size, THREADS * 4096L + (4L << 20), "trace of %ld bytes", (long)sb.st_size);
+	/* A few MB: 1.5 KiB a thread at most, and 2 MiB for the main thread and the header. */
+	cr_expect_leq(sb.st_size, THREADS * 1536L + (2L << 20), "trace of %ld bytes", (long)sb.st_size);
 
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
@@ -70,6 +74,69 @@ Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
 	}
 	cr_expect_eq(calls, THREADS, "allocations from the threads: %ld", calls);
 	cr_expect_eq(bytes, THREADS * 777L);
+	json_decref(doc);
+}
+
+/* Copies file src to dst (mode 0755). */
+static void copy_file(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(in, 0, "%s", src);
+	int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	cr_assert_geq(out, 0, "cannot create a file of a %zu-byte path", strlen(dst));
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+/* A module loaded from a path of about 4050 bytes: its MODULE record (over 4 KiB, more than
+ * a 4 KiB chunk held) is in the trace, with the whole path, and nothing is lost. */
+Test(writer, a_record_over_4_kib_is_recorded)
+{
+	const char *dir = e2e_tmpdir();
+	char rel[PATH_MAX], lib[PATH_MAX], path[2 * PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/progs/libplugin.so", e2e_build());
+	cr_assert_not_null(realpath(rel, lib));
+	char part[201];
+	memset(part, 'd', 200);
+	part[200] = '\0';
+	size_t len = (size_t)snprintf(path, sizeof(path), "%s", dir);
+	while (len + 1 + 200 + 1 + 60 < 4000) {
+		len += (size_t)snprintf(path + len, sizeof(path) - len, "/%s", part);
+		cr_assert_eq(mkdir(path, 0755), 0, "mkdir of a %zu-byte path", len);
+	}
+	char name[512];
+	size_t fill = 4050 - len - 1 - strlen("-libplugin.so");
+	cr_assert_lt(fill, sizeof(name));
+	memset(name, 'p', fill);
+	snprintf(name + fill, sizeof(name) - fill, "-libplugin.so");
+	len += (size_t)snprintf(path + len, sizeof(path) - len, "/%s", name);
+	cr_assert_eq(strlen(path), 4050);
+	copy_file(lib, path);
+	char out[PATH_MAX + 16];
+	snprintf(out, sizeof(out), "%s/run", dir);
+	cr_assert_eq(mkdir(out, 0755), 0);
+	const char *argv[] = { e2e_prog("dlopen_user"), path, NULL };
+	int st = e2e_profile(out, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dlopen_user failed: %d", st);
+	char traces[2][PATH_MAX], dump[PATH_MAX + 16];
+	cr_assert_eq(list_traces(out, traces, 2), 1);
+	snprintf(dump, sizeof(dump), "%s/dump.txt", dir);
+	const char *cmd[] = { e2e_prof(), "dump", traces[0], NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, dump, NULL), 0);
+	char *text = e2e_read_file(dump);
+	cr_assert_not_null(text);
+	char want[2 * PATH_MAX + 16];
+	snprintf(want, sizeof(want), "path=\"%s\"", path);
+	char *m = strstr(text, want);
+	cr_expect_not_null(m, "no MODULE record with the %zu-byte path", strlen(path));
+	free(text);
+	json_t *doc = e2e_prof_json("report", out);
+	cr_assert_not_null(doc);
+	cr_expect_eq(e2e_int(e2e_process(doc, 0), "lost_records"), 0);
 	json_decref(doc);
 }
 

@@ -38,9 +38,12 @@ static uint64_t rnd(void)
 	return rng_state * 0x2545f4914f6cdd1dull;
 }
 
-static void build_valid(void)
+/* runs: the runs layout (1 KiB units, chunks of 3, a tail given back and reused). */
+static void build_valid(int runs)
 {
 	struct tg *tg = tg_create();
+	if (runs)
+		tg_set_runs(tg, 1024, 3);
 	uint64_t frames[8] = {0x401000, 0x401100, 0x401200, 0x401300, 0x7f00, 0x7f01, 1, 2};
 	uint8_t bid[20] = {1, 2, 3};
 	tg_module(tg, 0, 1, 1, 0x400000, 0x500000, 0, bid, 20, "/usr/bin/fuzz");
@@ -56,6 +59,8 @@ static void build_valid(void)
 		}
 		if (i == 200)
 			tg_claim_empty(tg);
+		if (runs && i == 300)
+			tg_shrink(tg, 2, 0);
 	}
 	tg_exec(tg, 0, 500, "/bin/next");
 	tg_exit(tg, 0, 501, 0, 0);
@@ -144,9 +149,9 @@ static void mutate(uint8_t *buf, size_t *len, size_t hdr_len)
 	}
 }
 
-Test(reader_fuzz, mutations_never_crash, .timeout = 300)
+static void fuzz(int runs)
 {
-	build_valid();
+	build_valid(runs);
 	size_t len0;
 	uint8_t *orig = slurp(&len0);
 	uint8_t *buf = malloc(len0);
@@ -201,10 +206,20 @@ Test(reader_fuzz, mutations_never_crash, .timeout = 300)
 	cr_assert_gt(ended, 100, "ended %d", ended);
 }
 
-/* Every prefix of a valid file: open fails or the pass ends cleanly. */
-Test(reader_fuzz, every_truncation, .timeout = 300)
+Test(reader_fuzz, mutations_never_crash, .timeout = 300)
 {
-	build_valid();
+	fuzz(0);
+}
+
+Test(reader_fuzz, runs_mutations_never_crash, .timeout = 300)
+{
+	fuzz(1);
+}
+
+/* Every prefix of a valid file: open fails or the pass ends cleanly. */
+static void truncations(int runs)
+{
+	build_valid(runs);
 	size_t len0;
 	uint8_t *orig = slurp(&len0);
 	for (size_t len = 0; len < len0; len += (len < 1024 ? 1 : 61)) {
@@ -223,4 +238,14 @@ Test(reader_fuzz, every_truncation, .timeout = 300)
 		trace_close(t);
 	}
 	free(orig);
+}
+
+Test(reader_fuzz, every_truncation, .timeout = 300)
+{
+	truncations(0);
+}
+
+Test(reader_fuzz, runs_every_truncation, .timeout = 300)
+{
+	truncations(1);
 }

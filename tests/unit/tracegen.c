@@ -16,8 +16,14 @@ struct tg_stream {
 	uint32_t tid;
 	uint32_t next_seq;
 	int has_chunk;
-	uint64_t chunk;  /* index of the chunk being filled */
+	uint64_t chunk;  /* index of the chunk (its first unit, with runs) being filled */
 	uint32_t pos;    /* next free byte in it */
+	uint32_t span;   /* its bytes */
+	uint32_t next_units;  /* runs: units of the stream's next chunk, 0 for the default */
+};
+
+struct tg_range {
+	uint64_t first, count;
 };
 
 struct tg {
@@ -26,10 +32,14 @@ struct tg {
 	char **argv;
 	int argc;
 	uint32_t header_extra;
-	uint8_t *data;  /* nchunks * chunk_size bytes: the chunks, in claim order */
+	uint8_t *data;  /* nchunks * chunk_size bytes: the chunks (units), in claim order */
 	uint64_t nchunks, cap;
 	struct tg_stream *streams;
 	size_t nstreams;
+	int runs;            /* PROF_FEAT_CHUNK_RUNS layout */
+	uint32_t run_units;  /* default units of a new chunk with runs */
+	struct tg_range *free;  /* units given back (tg_shrink), handed to later chunks first */
+	size_t nfree;
 };
 
 static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
@@ -103,6 +113,7 @@ void tg_destroy(struct tg *tg)
 	free_argv(tg);
 	free(tg->data);
 	free(tg->streams);
+	free(tg->free);
 	free(tg);
 }
 
@@ -158,18 +169,80 @@ uint64_t tg_chunk_offset(const struct tg *tg, uint64_t i)
 
 uint64_t tg_chunk_count(const struct tg *tg) { return tg->nchunks; }
 
-static uint64_t claim(struct tg *tg)
+static struct tg_stream *get_stream(struct tg *tg, uint32_t id);
+
+/* n consecutive chunks (units), zeroed: from the ranges given back first (the lowest that
+ * fits, split), else at the end. Returns the first. */
+static uint64_t claim_n(struct tg *tg, uint64_t n)
 {
 	uint64_t cs = tg->h.chunk_size;
-	if (tg->nchunks == tg->cap) {
+	for (size_t i = 0; i < tg->nfree; i++) {
+		if (tg->free[i].count < n)
+			continue;
+		uint64_t first = tg->free[i].first;
+		tg->free[i].first += n;
+		tg->free[i].count -= n;
+		if (!tg->free[i].count)
+			tg->free[i] = tg->free[--tg->nfree];
+		memset(tg->data + first * cs, 0, n * cs);
+		return first;
+	}
+	while (tg->nchunks + n > tg->cap) {
 		tg->cap = tg->cap ? tg->cap * 2 : 8;
 		tg->data = xrealloc(tg->data, tg->cap * cs);
 	}
-	memset(tg->data + tg->nchunks * cs, 0, cs);
-	return tg->nchunks++;
+	memset(tg->data + tg->nchunks * cs, 0, n * cs);
+	tg->nchunks += n;
+	return tg->nchunks - n;
 }
 
-uint64_t tg_claim_empty(struct tg *tg) { return claim(tg); }
+static uint64_t claim(struct tg *tg) { return claim_n(tg, 1); }
+
+uint64_t tg_claim_empty(struct tg *tg) { return claim_n(tg, 1); }
+
+void tg_set_runs(struct tg *tg, uint32_t unit, uint32_t run_units)
+{
+	if (tg->nchunks)
+		die("tg_set_runs after the first record");
+	tg->runs = 1;
+	tg->run_units = run_units ? run_units : 1;
+	tg->h.features |= PROF_FEAT_CHUNK_RUNS;
+	tg->h.chunk_size = unit;
+}
+
+void tg_new_run(struct tg *tg, uint32_t stream, uint32_t units)
+{
+	struct tg_stream *s = get_stream(tg, stream);
+	s->has_chunk = 0;
+	s->next_units = units;
+}
+
+uint64_t tg_chunk_units_offset(const struct tg *tg, uint32_t stream)
+{
+	for (size_t i = 0; i < tg->nstreams; i++)
+		if (tg->streams[i].id == stream && tg->streams[i].has_chunk)
+			return tg_chunk_offset(tg, tg->streams[i].chunk) +
+			       offsetof(struct prof_chunk_header_run, units);
+	die("stream %u has no chunk", stream);
+}
+
+void tg_shrink(struct tg *tg, uint32_t stream, uint32_t units)
+{
+	struct tg_stream *s = get_stream(tg, stream);
+	uint32_t unit = tg->h.chunk_size, have = s->span / unit;
+	if (units == 0 && s->has_chunk)
+		units = (s->pos + unit - 1) / unit;
+	if (!tg->runs || !s->has_chunk || units == 0 || units > have ||
+	    (uint64_t)units * unit < s->pos)
+		die("cannot shrink stream %u's chunk to %u units", stream, units);
+	if (units == have)
+		return;
+	struct prof_chunk_header_run *ch = (void *)(tg->data + s->chunk * unit);
+	ch->units = units;
+	s->span = units * unit;
+	tg->free = xrealloc(tg->free, (tg->nfree + 1) * sizeof(*tg->free));
+	tg->free[tg->nfree++] = (struct tg_range){ s->chunk + units, have - units };
+}
 
 static struct tg_stream *get_stream(struct tg *tg, uint32_t id)
 {
@@ -191,20 +264,38 @@ void tg_new_chunk(struct tg *tg, uint32_t stream) { get_stream(tg, stream)->has_
 static uint8_t *reserve(struct tg *tg, uint32_t stream, size_t len, uint64_t *offset)
 {
 	uint32_t cs = tg->h.chunk_size;
-	if (cs < 4096 || (cs & (cs - 1)))
+	if (cs < (tg->runs ? 1024u : 4096u) || (cs & (cs - 1)))
 		die("chunk_size %u is not usable for building", cs);
-	if (len > cs - sizeof(struct prof_chunk_header))
+	if (!tg->runs && len > cs - sizeof(struct prof_chunk_header))
 		die("record of %zu bytes does not fit in a %u-byte chunk", len, cs);
 	struct tg_stream *s = get_stream(tg, stream);
-	if (!s->has_chunk || s->pos + len > cs) {
-		uint64_t c = claim(tg);
-		struct prof_chunk_header ch = {
-			.magic = PROF_CHUNK_MAGIC, .stream = stream, .seq = s->next_seq++,
-			.tid = s->tid,
-		};
-		memcpy(tg->data + c * cs, &ch, sizeof(ch));
-		s->chunk = c;
-		s->pos = sizeof(ch);
+	if (!s->has_chunk || s->pos + len > s->span) {
+		if (tg->runs) {
+			uint64_t need = (sizeof(struct prof_chunk_header_run) + len + cs - 1) / cs;
+			uint64_t units = s->next_units ? s->next_units : tg->run_units;
+			if (units < need)
+				units = need;
+			uint64_t c = claim_n(tg, units);
+			struct prof_chunk_header_run ch = {
+				.magic = PROF_CHUNK_MAGIC, .stream = stream, .seq = s->next_seq++,
+				.tid = s->tid, .units = (uint32_t)units,
+			};
+			memcpy(tg->data + c * cs, &ch, sizeof(ch));
+			s->chunk = c;
+			s->pos = sizeof(ch);
+			s->span = (uint32_t)(units * cs);
+			s->next_units = 0;
+		} else {
+			uint64_t c = claim(tg);
+			struct prof_chunk_header ch = {
+				.magic = PROF_CHUNK_MAGIC, .stream = stream, .seq = s->next_seq++,
+				.tid = s->tid,
+			};
+			memcpy(tg->data + c * cs, &ch, sizeof(ch));
+			s->chunk = c;
+			s->pos = sizeof(ch);
+			s->span = cs;
+		}
 		s->has_chunk = 1;
 	}
 	uint8_t *p = tg->data + s->chunk * cs + s->pos;

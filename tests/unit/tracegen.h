@@ -83,7 +83,22 @@ uint64_t tg_lost(struct tg *tg, uint32_t stream, uint64_t time, uint64_t records
 
 /* The stream's next record starts a new chunk. */
 void tg_new_chunk(struct tg *tg, uint32_t stream);
-/* Claims a chunk and leaves it all zero (claimed, never written). Returns its index. */
+
+/* The runs layout (PROF_FEAT_CHUNK_RUNS), as libprof writes it: chunk_size is the unit (a
+ * power of two from 1024) and a chunk spans run_units units (or more, where a record needs
+ * more), with a struct prof_chunk_header_run. Call before the first record. In this layout
+ * chunk indexes and counts below are units. */
+void tg_set_runs(struct tg *tg, uint32_t unit, uint32_t run_units);
+/* The stream's next record starts a new chunk of `units` units (or what the record needs). */
+void tg_new_run(struct tg *tg, uint32_t stream, uint32_t units);
+/* As a writer does when a thread ends: shrinks the stream's current chunk to `units` (0: the
+ * units it has used; its
+ * header says so) and gives the units after them to the next chunks claimed (lowest fitting
+ * range first, split as needed). */
+void tg_shrink(struct tg *tg, uint32_t stream, uint32_t units);
+/* File offset of the `units` field of the stream's current chunk header (runs layout). */
+uint64_t tg_chunk_units_offset(const struct tg *tg, uint32_t stream);
+/* Claims a chunk (a unit) and leaves it all zero (claimed, never written). Returns its index. */
 uint64_t tg_claim_empty(struct tg *tg);
 uint64_t tg_chunk_count(const struct tg *tg);
 /* File offset of chunk i (valid once all header knobs are set). */
