@@ -11,7 +11,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #define SITE_DIRECT_MAX (1u << 22)  /* stack ids indexed directly: 16 MiB of index at most */
 
@@ -21,8 +20,7 @@ void heap_init(void *state)
 	*h = (struct heap_stats){ 0 };
 	u64map_init(&h->site_map, sizeof(uint32_t));
 	/* Addresses come from the trace: a seed it cannot know keeps probing short. */
-	if (getrandom(&h->live_seed, sizeof(h->live_seed), GRND_NONBLOCK) != sizeof(h->live_seed))
-		h->live_seed = (uint64_t)(uintptr_t)h * 0x9e3779b97f4a7c15ull;
+	h->live_seed = u64_mix(u64_seed() ^ (uint64_t)(uintptr_t)h);
 }
 
 void heap_free(void *state)
@@ -40,10 +38,7 @@ void heap_free(void *state)
 
 static inline size_t live_home(const struct heap_stats *h, uint64_t ptr)
 {
-	uint64_t x = ptr ^ h->live_seed;  /* the splitmix64 finalizer */
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return (size_t)(x ^ (x >> 31)) & (h->live_cap - 1);
+	return (size_t)u64_mix(ptr ^ h->live_seed) & (h->live_cap - 1);
 }
 
 /* The slot holding ptr, or the empty slot where it would go. */

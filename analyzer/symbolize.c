@@ -1,6 +1,7 @@
 /* Symbolization through elfutils' libdwfl: DWARF scopes for (inlined) functions, line tables
  * for file:line, the ELF symbol table as fallback; results cached and strings interned. */
 #include "symbolize.h"
+#include "u64map.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -107,16 +108,6 @@ static uint64_t hash_bytes(const void *p, size_t n)
 		h *= 0x100000001b3ull;
 	}
 	return h;
-}
-
-static uint64_t hash_u64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
 }
 
 static void *arena_alloc(struct symbolizer *s, size_t size)
@@ -480,7 +471,7 @@ void sym_free(struct symbolizer *s)
 static struct module **module_slot(struct symbolizer *s, uint32_t id)
 {
 	size_t mask = s->module_cap - 1;
-	size_t i = hash_u64(id) & mask;
+	size_t i = u64_mix(id) & mask;
 
 	while (s->modules[i] && s->modules[i]->id != id)
 		i = (i + 1) & mask;
@@ -744,7 +735,7 @@ static void decl_put(struct cu_index *c, Dwarf_Off off, const char *prefix)
 		for (size_t i = 0; i < c->decls_cap; i++) {
 			if (!c->decls[i].off)
 				continue;
-			size_t j = hash_u64(c->decls[i].off) & (cap - 1);
+			size_t j = u64_mix(c->decls[i].off) & (cap - 1);
 			while (tab[j].off)
 				j = (j + 1) & (cap - 1);
 			tab[j] = c->decls[i];
@@ -753,7 +744,7 @@ static void decl_put(struct cu_index *c, Dwarf_Off off, const char *prefix)
 		c->decls = tab;
 		c->decls_cap = cap;
 	}
-	size_t j = hash_u64(off) & (c->decls_cap - 1);
+	size_t j = u64_mix(off) & (c->decls_cap - 1);
 	while (c->decls[j].off && c->decls[j].off != off)
 		j = (j + 1) & (c->decls_cap - 1);
 	if (!c->decls[j].off)
@@ -766,7 +757,7 @@ static const char *decl_get(const struct cu_index *c, Dwarf_Off off)
 {
 	if (!c->decls_cap || !off)
 		return NULL;
-	size_t j = hash_u64(off) & (c->decls_cap - 1);
+	size_t j = u64_mix(off) & (c->decls_cap - 1);
 	while (c->decls[j].off && c->decls[j].off != off)
 		j = (j + 1) & (c->decls_cap - 1);
 	return c->decls[j].prefix;
@@ -963,7 +954,7 @@ static struct cu_index *cu_index_get(struct symbolizer *s, struct object *obj, D
 
 			if (!c)
 				continue;
-			h = hash_u64((uintptr_t)c->obj ^ hash_u64(c->cu_off));
+			h = u64_mix((uintptr_t)c->obj ^ u64_mix(c->cu_off));
 			for (i = h & (cap - 1); tab[i]; i = (i + 1) & (cap - 1))
 				;
 			tab[i] = c;
@@ -973,7 +964,7 @@ static struct cu_index *cu_index_get(struct symbolizer *s, struct object *obj, D
 		s->cus_cap = cap;
 	}
 	mask = s->cus_cap - 1;
-	h = hash_u64((uintptr_t)obj ^ hash_u64(off));
+	h = u64_mix((uintptr_t)obj ^ u64_mix(off));
 	for (i = h & mask; s->cus[i]; i = (i + 1) & mask)
 		if (s->cus[i]->obj == obj && s->cus[i]->cu_off == off)
 			return s->cus[i];
@@ -1191,7 +1182,7 @@ void sym_preload(struct symbolizer *s, uint32_t module_id)
 
 static uint64_t cache_hash(uint32_t id, uint64_t address, int is_ret)
 {
-	return hash_u64(address ^ ((uint64_t)id << 1 | (is_ret != 0)) * 0x9e3779b97f4a7c15ull);
+	return u64_mix(address ^ ((uint64_t)id << 1 | (is_ret != 0)) * 0x9e3779b97f4a7c15ull);
 }
 
 static struct cache_entry *cache_slot(struct symbolizer *s, uint32_t id, uint64_t address,

@@ -7,24 +7,13 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The splitmix64 finalizer: every input bit reaches every output bit. */
-static inline uint64_t mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	x ^= x >> 31;
-	return x;
-}
-
 static inline size_t slot_of(const struct u64map *m, uint64_t key)
 {
-	return (size_t)mix(key ^ m->seed) & (m->cap - 1);
+	return (size_t)u64_mix(key ^ m->seed) & (m->cap - 1);
 }
 
-/* Drawn once per process; each map mixes in its own address too. */
-static uint64_t process_seed(void)
+/* Each map mixes in its own address too. */
+uint64_t u64_seed(void)
 {
 	static uint64_t seed;
 	static int have;
@@ -35,7 +24,7 @@ static uint64_t process_seed(void)
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			s = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)getpid();
 		}
-		seed = mix(s + 0x9e3779b97f4a7c15ull);
+		seed = u64_mix(s + 0x9e3779b97f4a7c15ull);
 		have = 1;
 	}
 	return seed;
@@ -45,7 +34,7 @@ void u64map_init(struct u64map *m, size_t vsize)
 {
 	memset(m, 0, sizeof(*m));
 	m->vsize = vsize;
-	m->seed = mix(process_seed() ^ (uint64_t)(uintptr_t)m);
+	m->seed = u64_mix(u64_seed() ^ (uint64_t)(uintptr_t)m);
 }
 
 void u64map_free(struct u64map *m)

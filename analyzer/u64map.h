@@ -19,6 +19,22 @@ struct u64map {
 	int has_zero;
 };
 
+/* The splitmix64 finalizer: every input bit reaches every output bit. The analyzer's hash
+ * tables place keys with it. */
+static inline uint64_t u64_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+/* A seed drawn at random once per process: tables keyed by what a trace holds mix it in, so
+ * keys a hostile trace chose to collide do not turn probing quadratic. */
+uint64_t u64_seed(void);
+
 void u64map_init(struct u64map *m, size_t vsize);
 void u64map_free(struct u64map *m);
 /* The value of key, or NULL. */
