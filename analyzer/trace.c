@@ -20,6 +20,7 @@
 #define NO_OFFSET UINT64_MAX
 #define MAX_CHUNK_SIZE (64u * 1024u * 1024u)
 #define DATA_ALIGN 4096u
+#define FAULT_AROUND (64u << 10)    /* what a page fault may map around it, at most */
 #define INDEX_RELEASE (1u << 20)    /* bytes of chunk headers walked between releases */
 #define STREAM_RELEASE (256u << 10) /* finished chunks a stream gathers before releasing them */
 #ifndef PREFETCH_AHEAD
@@ -307,7 +308,10 @@ static int walk_chunks(struct trace *t, size_t fill, size_t *count, char *err, s
 		}
 		i += units;
 		if (data + i * cs - released >= INDEX_RELEASE || i == n) {
-			release_range(t, released, data + i * cs);
+			/* The kernel maps the pages around a fault (fault-around, 64 KiB): reading
+			 * the header at `released` mapped some before it again. */
+			uint64_t lo = released >= data + FAULT_AROUND ? released - FAULT_AROUND : data;
+			release_range(t, lo, data + i * cs);
 			released = data + i * cs;
 		}
 	}
