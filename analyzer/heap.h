@@ -13,11 +13,13 @@ struct process;
 struct family;
 
 struct heap_site {
-	uint64_t calls, bytes, frees, temporary, leaked_bytes, leaked_blocks;
-	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
+	/* What every allocation and free of the site touches, first and together. */
 	uint64_t cur;         /* bytes it has allocated now */
-	uint32_t stack;       /* its allocation stack */
+	uint64_t calls, bytes, frees, temporary;
 	int dirty;            /* cur changed since the last peak snapshot */
+	uint32_t stack;       /* its allocation stack */
+	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
+	uint64_t leaked_bytes, leaked_blocks;
 };
 
 /* A live block: one slot of the open-addressing table of live blocks, keyed by address. */
