@@ -23,7 +23,7 @@
 #define MAX_CHUNK_SIZE (64u * 1024u * 1024u)
 #define DATA_ALIGN 4096u
 #ifndef WINDOW
-#define WINDOW (32u << 10)  /* bytes of its current chunk a stream reads at a time, at most */
+#define WINDOW (64u << 10)  /* bytes of its current chunk a stream reads at a time, at most */
 #endif
 #define INDEX_BLOCK (256u << 10) /* bytes of the data area read at once to find chunk headers */
 #define INDEX_PEEK 4096u         /* ... or after a large chunk, where the next header is alone */

@@ -378,6 +378,47 @@ Test(reader, big_chunks)
 	trace_close(t);
 }
 
+/* Streams longer than the reader's window (64 KiB): records cross its end, and one record is
+ * larger than it. */
+Test(reader, records_across_windows)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->chunk_size = 1u << 20;
+	static uint8_t big[200000];
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7);
+	uint64_t t = 0, big_off = 0;
+	for (uint64_t i = 0; i < 3500; i++) {
+		tg_alloc(tg, (uint32_t)(i % 2) * 2, ++t, i, 1, 0);
+		if (i == 2500)
+			big_off = tg_rec(tg, 2, 200, 0, ++t, big, sizeof(big));
+		if (i % 97 == 0)
+			tg_exec(tg, 0, ++t, "/some/path/that/is/a/string/record");
+	}
+	struct trace *tr;
+	size_t n = write_and_read(tg, &tr);
+	cr_assert_eq(n, 3500 + 1 + 37);
+	uint64_t next = 0;
+	int seen_big = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (evs[i].rec->type == PROF_REC_ALLOC) {
+			cr_assert_eq(((const struct prof_rec_alloc *)evs[i].rec)->ptr, next++);
+		} else if (evs[i].rec->type == 200) {
+			cr_assert_eq(evs[i].offset, big_off);
+			cr_assert_eq(evs[i].rec->size, 16 + sizeof(big));
+			cr_assert_eq(memcmp(evs[i].rec + 1, big, sizeof(big)), 0);
+			seen_big = 1;
+		} else {
+			cr_assert_eq(evs[i].rec->type, PROF_REC_EXEC);
+		}
+	}
+	cr_assert_eq(next, 3500);
+	cr_assert(seen_big);
+	trace_rewind(tr);
+	cr_assert_eq(read_all(tr), n, "a second pass");
+	trace_close(tr);
+}
+
 Test(reader, rewind_repeats_the_pass)
 {
 	struct tg *tg = tg_create();
