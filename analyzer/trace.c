@@ -25,6 +25,8 @@
 #ifndef WINDOW
 #define WINDOW (64u << 10)  /* bytes of its current chunk a stream reads at a time, at most */
 #endif
+#define WINDOW_FIRST 4096u  /* ... at first: a stream's window doubles at each read up to WINDOW,
+			     * so streams that wait (many threads) hold little */
 #define INDEX_BLOCK (256u << 10) /* bytes of the data area read at once to find chunk headers */
 #define INDEX_PEEK 4096u         /* ... or after a large chunk, where the next header is alone */
 #define INDEX_LARGE (16u << 10)  /* a chunk from this size on is skipped by a peek */
@@ -55,6 +57,7 @@ struct stream {
 	uint64_t wpos, wend;
 	uint8_t *buf;
 	size_t cap;         /* bytes allocated at buf */
+	uint32_t wnext;     /* bytes the next window reads, at most */
 	uint32_t id;
 	uint32_t tid;       /* of chunks[cur] */
 };
@@ -583,16 +586,18 @@ static void stream_free(struct stream *s)
 	s->wchunk = NO_CHUNK;
 }
 
-/* Reads the stream's window anew: from its head record (pos in chunks[cur]) on, WINDOW bytes or
+/* Reads the stream's window anew: from its head record (pos in chunks[cur]) on, wnext bytes or
  * the rest of the chunk if less, and at least `need` bytes (<= the rest of the chunk: a record
  * larger than the window). 0, or -1 with the message in t->errmsg. */
 static int stream_fill(struct trace *t, struct stream *s, uint64_t need)
 {
 	uint64_t len = s->span - s->pos;
-	if (len > WINDOW)
-		len = WINDOW;
+	if (len > s->wnext)
+		len = s->wnext;
 	if (len < need)
 		len = need;
+	if (s->wnext < WINDOW)
+		s->wnext *= 2;
 	s->wchunk = NO_CHUNK;
 	if (len > s->cap) {
 		size_t cap = 1024;
@@ -714,6 +719,7 @@ void trace_rewind(struct trace *t)
 		s->cur = s->first;
 		s->pos = t->chunk_hdr;
 		s->wchunk = NO_CHUNK;  /* a buffer still held is kept for the next pass */
+		s->wnext = WINDOW_FIRST;
 	}
 	t->nheap = 0;
 	t->started = 0;
