@@ -1,9 +1,12 @@
-/* The trace reader: maps a trace file read-only, validates its header and chunk index, and
- * merges the per-thread streams by time with a binary heap in one streaming pass. The file is
- * untrusted: every size is checked before use, in uint64 arithmetic that cannot overflow. All
- * memory is allocated by trace_open() and is proportional to the number of chunks, never to the
- * number of records; trace_next() allocates nothing. Reads both chunk layouts: fixed-size
- * chunks, and runs of units (PROF_FEAT_CHUNK_RUNS). Rules: shared/FORMAT.md. */
+/* The trace reader: reads a trace file with pread() (it never maps it), validates its header
+ * and chunk index, and merges the per-thread streams by time with a binary heap in one
+ * streaming pass. The file is untrusted: every size is checked before use, in uint64 arithmetic
+ * that cannot overflow, and a read that comes back short (the file was cut or changed while
+ * read) is an error like any other. Memory is proportional to the number of chunks (the index)
+ * plus, per stream with records left, one window of its current chunk (WINDOW bytes, more only
+ * for a record larger than that); never to the file's length or the number of records. Reads
+ * both chunk layouts: fixed-size chunks, and runs of units (PROF_FEAT_CHUNK_RUNS). Rules:
+ * shared/FORMAT.md. */
 #include "trace.h"
 
 #include <errno.h>
@@ -13,16 +16,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define NO_OFFSET UINT64_MAX
 #define MAX_CHUNK_SIZE (64u * 1024u * 1024u)
 #define DATA_ALIGN 4096u
-#define FAULT_AROUND (64u << 10)    /* what a page fault may map around it, at most */
-#define INDEX_RELEASE (1u << 20)    /* bytes of chunk headers walked between releases */
-#define STREAM_RELEASE (256u << 10) /* finished chunks a stream gathers before releasing them */
+#ifndef WINDOW
+#define WINDOW (64u << 10)  /* bytes of its current chunk a stream reads at a time, at most */
+#endif
+#define WINDOW_FIRST 4096u  /* ... at first: a stream's window doubles at each read up to WINDOW,
+			     * so streams that wait (many threads) hold little */
+#define INDEX_BLOCK (256u << 10) /* bytes of the data area read at once to find chunk headers */
+#define INDEX_PEEK 4096u         /* ... or after a large chunk, where the next header is alone */
+#define INDEX_LARGE (16u << 10)  /* a chunk from this size on is skipped by a peek */
+#define NO_CHUNK SIZE_MAX
 #ifndef PREFETCH_AHEAD
 #define PREFETCH_AHEAD 512  /* bytes ahead of a stream's head record to prefetch */
 #endif
@@ -36,15 +44,20 @@ struct chunk {
 	uint32_t units;  /* its length in chunk_size units: 1 without PROF_FEAT_CHUNK_RUNS */
 };
 
-/* A stream's read cursor: the chunk it is in, the position of its next record there, and the
- * prefix of that record (the heap key) once loaded. */
+/* A stream's read cursor: the chunk it is in, the position of its next record there, and a
+ * window of that chunk read into buf: bytes [wpos, wend) of chunks[wchunk] (the window starts
+ * at a record). buf is allocated when the stream is first read and freed when it ends. */
 struct stream {
 	size_t first, end;  /* its chunks: chunks[first .. end) */
 	size_t cur;         /* chunk being read */
 	uint64_t pos;       /* offset of the head record within chunks[cur] */
 	uint64_t span;      /* bytes of chunks[cur] */
-	uint64_t rel_lo, rel_hi;  /* finished chunks of this stream not yet released */
-	const uint8_t *data;  /* chunks[cur] in the map, once stream_load() has been there */
+	uint64_t base;      /* file offset of chunks[cur] */
+	size_t wchunk;      /* the chunk the window holds, NO_CHUNK for none */
+	uint64_t wpos, wend;
+	uint8_t *buf;
+	size_t cap;         /* bytes allocated at buf */
+	uint32_t wnext;     /* bytes the next window reads, at most */
 	uint32_t id;
 	uint32_t tid;       /* of chunks[cur] */
 };
@@ -57,16 +70,17 @@ struct heap_ent {
 
 struct trace {
 	char *path;
-	const uint8_t *map;
+	int fd;
 	uint64_t size;
-	const struct prof_file_header *hdr;
+	const struct prof_file_header *hdr;  /* &hdr_copy once checked */
+	struct prof_file_header hdr_copy;
+	char *strings;  /* the string area */
 	const char *exe, *host;
 	const char **argv;
 	uint32_t argc;
 	uint32_t chunk_size;  /* a chunk's size, or with runs the unit */
 	uint32_t chunk_hdr;   /* bytes of chunk header before the first record: 16, or 24 with runs */
 	int runs;             /* PROF_FEAT_CHUNK_RUNS */
-	uint64_t page;
 
 	struct chunk *chunks;
 	size_t nchunks;
@@ -106,10 +120,34 @@ static uint64_t rd64(const void *p)
 	return v;
 }
 
+/* Reads len bytes at file offset off into buf, retrying after signals. Fewer bytes than asked
+ * (end of file) mean the file was cut or replaced since it was opened: an error at off, like a
+ * failed read. 0, or -1 with the message in err. */
+static int read_at(const struct trace *t, void *buf, size_t len, uint64_t off, char *err,
+		   size_t errlen)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = pread(t->fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
+		if (n > 0) {
+			got += (size_t)n;
+		} else if (n == 0) {
+			seterr(err, errlen, t->path, off,
+			       "short read: %zu of %zu bytes (file truncated or changed while reading)",
+			       got, len);
+			return -1;
+		} else if (errno != EINTR) {
+			seterr(err, errlen, t->path, off, "read: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* ---- header ---- */
 
-/* Finds exe, host and argv in the string area; the area lies inside the header and ends in
- * a NUL, so walking it stays inside the map. */
+/* Reads the string area and finds exe, host and argv in it; the area lies inside the header
+ * and ends in a NUL, so walking it stays inside the copy. */
 static int parse_strings(struct trace *t, char *err, size_t errlen)
 {
 	const struct prof_file_header *h = t->hdr;
@@ -122,7 +160,13 @@ static int parse_strings(struct trace *t, char *err, size_t errlen)
 		       off, sz, h->header_size);
 		return -1;
 	}
-	const char *s = (const char *)t->map + off, *end = s + sz;
+	if (!(t->strings = malloc(sz))) {
+		seterr(err, errlen, t->path, NO_OFFSET, "out of memory");
+		return -1;
+	}
+	if (read_at(t, t->strings, sz, off, err, errlen) < 0)
+		return -1;
+	const char *s = t->strings, *end = s + sz;
 	if (end[-1] != '\0') {
 		seterr(err, errlen, t->path, off, "bad header: string area is not NUL-terminated");
 		return -1;
@@ -154,15 +198,18 @@ static int parse_strings(struct trace *t, char *err, size_t errlen)
 
 static int check_header(struct trace *t, char *err, size_t errlen)
 {
-	const struct prof_file_header *h = (const void *)t->map;
+	const struct prof_file_header *h = &t->hdr_copy;
 	const char *path = t->path;
 
 	if (t->size == 0) {
 		seterr(err, errlen, path, NO_OFFSET, "empty file");
 		return -1;
 	}
+	if (read_at(t, &t->hdr_copy, t->size < sizeof(*h) ? (size_t)t->size : sizeof(*h), 0, err,
+		    errlen) < 0)
+		return -1;
 	if (t->size >= sizeof(h->magic)) {
-		uint64_t magic = rd64(t->map);
+		uint64_t magic = h->magic;
 		if (magic == PROF_MAGIC_SWAPPED) {
 			seterr(err, errlen, path, NO_OFFSET,
 			       "written on a big-endian machine (byte-swapped magic); not supported");
@@ -255,84 +302,103 @@ static int cmp_chunk(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* Gives pages of the map back to the kernel (they stay in the page cache): the file range
- * [lo, hi) widened to whole pages. A page shared with a chunk still being read is mapped again
- * when that chunk is read: the map is private and never written, so its data is the file's. */
-static void release_range(struct trace *t, uint64_t lo, uint64_t hi)
+/* Where walk_chunks() reads the data area: blocks of it, [off, off + len) at buf. */
+struct index_block {
+	uint8_t *buf;
+	uint64_t off;
+	size_t len;
+};
+
+/* The chunk header at off, with `need` bytes of it, out of the block, which is read anew when
+ * it does not hold them: INDEX_BLOCK bytes when the headers are close together (small chunks),
+ * INDEX_PEEK after a large chunk, where reading up to the next header would read the chunk.
+ * Never past `end`, the end of the data area. */
+static const uint8_t *index_at(struct trace *t, struct index_block *b, uint64_t off, uint64_t end,
+			       size_t need, uint64_t last_span, char *err, size_t errlen)
 {
-	uint64_t end = (t->size + t->page - 1) & ~(t->page - 1);
-	lo &= ~(t->page - 1);
-	hi = (hi + t->page - 1) & ~(t->page - 1);
-	if (hi > end)
-		hi = end;
-	if (hi > lo)
-		madvise((void *)(t->map + lo), hi - lo, MADV_DONTNEED);
+	if (off >= b->off && off + need <= b->off + b->len)
+		return b->buf + (off - b->off);
+	size_t len = last_span >= INDEX_LARGE ? INDEX_PEEK : INDEX_BLOCK;
+	if (len > end - off)
+		len = (size_t)(end - off);  /* >= need: a chunk or unit is >= 1024 bytes */
+	b->off = off;
+	b->len = 0;
+	if (read_at(t, b->buf, len, off, err, errlen) < 0)
+		return NULL;
+	b->len = len;
+	return b->buf;
 }
 
 /* Walks the data area chunk by chunk: a zero magic is a unit (chunk) never written, a chunk
- * header says how many units it spans (always 1 without runs). Counts the written chunks, and
- * records the first `fill` of them (a file still being written may have gained some since the
- * counting pass). Reading headers maps the pages around them: every
- * INDEX_RELEASE bytes walked are given back, so opening a trace does not map all of it. */
-static int walk_chunks(struct trace *t, size_t fill, size_t *count, char *err, size_t errlen)
+ * header says how many units it spans (always 1 without runs). Records the written chunks in
+ * t->chunks, grown as they come (a file still being written may gain some while this runs:
+ * it takes those it reads). */
+static int walk_chunks(struct trace *t, char *err, size_t errlen)
 {
 	uint64_t n = t->hdr->chunks_claimed;  /* fits in the file: checked by check_header() */
-	uint64_t cs = t->chunk_size, data = t->hdr->data_offset, released = data;
-	size_t used = 0;
+	uint64_t cs = t->chunk_size, data = t->hdr->data_offset, end = data + n * cs;
+	uint64_t last_span = 0;
+	size_t cap = 0;
+	struct index_block b = { .buf = NULL };
+	int rc = -1;
 
+	if (n && !(b.buf = malloc(INDEX_BLOCK))) {
+		seterr(err, errlen, t->path, NO_OFFSET, "out of memory");
+		return -1;
+	}
 	for (uint64_t i = 0; i < n;) {
 		uint64_t off = data + i * cs;
-		const struct prof_chunk_header *c = (const void *)(t->map + off);
+		const uint8_t *p = index_at(t, &b, off, end, t->chunk_hdr, last_span, err, errlen);
+		if (!p)
+			goto out;
+		struct prof_chunk_header_run c = { 0 };  /* units: 0 without runs, not read */
+		memcpy(&c, p, t->chunk_hdr);
 		uint32_t units = 1;
-		if (c->magic != 0) {
-			if (c->magic != PROF_CHUNK_MAGIC) {
-				seterr(err, errlen, t->path, off, "bad chunk magic 0x%08x", c->magic);
-				return -1;
+		if (c.magic != 0) {
+			if (c.magic != PROF_CHUNK_MAGIC) {
+				seterr(err, errlen, t->path, off, "bad chunk magic 0x%08x", c.magic);
+				goto out;
 			}
 			if (t->runs) {
-				units = ((const struct prof_chunk_header_run *)c)->units;
+				units = c.units;
 				if (units == 0 || units > n - i) {
 					seterr(err, errlen, t->path, off,
 					       "bad chunk: spans %u units, %" PRIu64
 					       " left in the data area", units, n - i);
-					return -1;
+					goto out;
 				}
 			}
-			if (used < fill)
-				t->chunks[used++] = (struct chunk){
-					.offset = off, .stream = c->stream, .seq = c->seq,
-					.tid = c->tid, .units = units,
-				};
-			else if (!fill)
-				used++;
+			if (t->nchunks == cap) {
+				size_t ncap = cap ? cap * 2 : 64;
+				struct chunk *nc = realloc(t->chunks, ncap * sizeof(*nc));
+				if (!nc) {
+					seterr(err, errlen, t->path, NO_OFFSET,
+					       "out of memory (%zu chunks)", ncap);
+					goto out;
+				}
+				t->chunks = nc;
+				cap = ncap;
+			}
+			t->chunks[t->nchunks++] = (struct chunk){
+				.offset = off, .stream = c.stream, .seq = c.seq,
+				.tid = c.tid, .units = units,
+			};
 		}
 		i += units;
-		if (data + i * cs - released >= INDEX_RELEASE || i == n) {
-			/* The kernel maps the pages around a fault (fault-around, 64 KiB): reading
-			 * the header at `released` mapped some before it again. */
-			uint64_t lo = released >= data + FAULT_AROUND ? released - FAULT_AROUND : data;
-			release_range(t, lo, data + i * cs);
-			released = data + i * cs;
-		}
+		last_span = units * cs;
 	}
-	*count = used;
-	return 0;
+	rc = 0;
+out:
+	free(b.buf);
+	return rc;
 }
 
 static int index_chunks(struct trace *t, char *err, size_t errlen)
 {
-	size_t used = 0;
-
-	if (walk_chunks(t, 0, &used, err, errlen) < 0)
+	if (walk_chunks(t, err, errlen) < 0)
 		return -1;
-	t->chunks = calloc(used ? used : 1, sizeof(*t->chunks));
-	if (!t->chunks) {
-		seterr(err, errlen, t->path, NO_OFFSET, "out of memory (%zu chunks)", used);
-		return -1;
-	}
-	if (used && walk_chunks(t, used, &t->nchunks, err, errlen) < 0)
-		return -1;
-	qsort(t->chunks, t->nchunks, sizeof(*t->chunks), cmp_chunk);
+	if (t->nchunks)
+		qsort(t->chunks, t->nchunks, sizeof(*t->chunks), cmp_chunk);
 
 	size_t ns = 0;
 	for (size_t i = 0; i < t->nchunks; i++) {
@@ -372,8 +438,11 @@ void trace_close(struct trace *t)
 {
 	if (!t)
 		return;
-	if (t->map)
-		munmap((void *)t->map, t->size);
+	if (t->fd >= 0)
+		close(t->fd);
+	for (size_t i = 0; i < t->nstreams; i++)
+		free(t->streams[i].buf);
+	free(t->strings);
 	free(t->argv);
 	free(t->chunks);
 	free(t->streams);
@@ -389,40 +458,27 @@ struct trace *trace_open(const char *path, char *err, size_t errlen)
 		seterr(err, errlen, path, NO_OFFSET, "out of memory");
 		return NULL;
 	}
+	t->fd = -1;
 	t->path = strdup(path);
 	if (!t->path) {
 		seterr(err, errlen, path, NO_OFFSET, "out of memory");
 		goto fail;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	t->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (t->fd < 0) {
 		seterr(err, errlen, path, NO_OFFSET, "%s", strerror(errno));
 		goto fail;
 	}
 	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	if (fstat(t->fd, &st) < 0) {
 		seterr(err, errlen, path, NO_OFFSET, "%s", strerror(errno));
-		close(fd);
 		goto fail;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		seterr(err, errlen, path, NO_OFFSET, "not a regular file");
-		close(fd);
 		goto fail;
 	}
 	t->size = (uint64_t)st.st_size;
-	long page = sysconf(_SC_PAGESIZE);
-	t->page = page > 0 && !(page & (page - 1)) ? (uint64_t)page : 4096;
-	if (t->size) {
-		void *m = mmap(NULL, t->size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (m == MAP_FAILED) {
-			seterr(err, errlen, path, NO_OFFSET, "mmap: %s", strerror(errno));
-			close(fd);
-			goto fail;
-		}
-		t->map = m;
-	}
-	close(fd);
 	if (check_header(t, err, errlen) < 0 || index_chunks(t, err, errlen) < 0)
 		goto fail;
 	trace_rewind(t);
@@ -445,11 +501,12 @@ const char *trace_argv(const struct trace *t, uint32_t i)
 
 /* ---- records ---- */
 
-/* Checks the record at off (its prefix is nonzero and it lies in a chunk with `room` bytes
- * from off to the chunk's end). Returns 0 or -1 with the message in t->errmsg. */
-static int check_record(struct trace *t, uint64_t off, uint64_t room)
+/* Checks the record r, read from file offset off (its prefix is nonzero and it lies in a chunk
+ * with `room` bytes from off to the chunk's end; all of it that lies in the chunk is in memory,
+ * and at least its first 16 bytes, or `room` if less). Returns 0 or -1 with the message in
+ * t->errmsg. */
+static int check_record(struct trace *t, const struct prof_rec *r, uint64_t off, uint64_t room)
 {
-	const struct prof_rec *r = (const void *)(t->map + off);
 	const char *what = NULL;
 	char buf[96];
 
@@ -521,57 +578,98 @@ static inline int record_ok_fast(const struct prof_rec *r, uint64_t room)
 	       size >= fast_min_size[type] && (size & 7) == 0 && size <= room;
 }
 
-/* A stream that moves past a chunk never needs it again in this pass: drop its pages from our
- * mapping, so the reader's memory follows the streams, not the length of the trace (the
- * pages stay in the page cache; trace_rewind() faults them back in). A stream's chunks often
- * follow each other in the file (a run of 4 KiB chunks of an older writer): adjacent ones are
- * gathered and released with one call, up to STREAM_RELEASE bytes. */
-static void flush_release(struct trace *t, struct stream *s)
+static void stream_free(struct stream *s)
 {
-	if (s->rel_hi > s->rel_lo)
-		release_range(t, s->rel_lo, s->rel_hi);
-	s->rel_lo = s->rel_hi = 0;
+	free(s->buf);
+	s->buf = NULL;
+	s->cap = 0;
+	s->wchunk = NO_CHUNK;
 }
 
-static void release_chunk(struct trace *t, struct stream *s, size_t i)
+/* Reads the stream's window anew: from its head record (pos in chunks[cur]) on, wnext bytes or
+ * the rest of the chunk if less, and at least `need` bytes (<= the rest of the chunk: a record
+ * larger than the window). 0, or -1 with the message in t->errmsg. */
+static int stream_fill(struct trace *t, struct stream *s, uint64_t need)
 {
-	uint64_t lo = t->chunks[i].offset, hi = lo + (uint64_t)t->chunks[i].units * t->chunk_size;
-	if (s->rel_hi != lo) {
-		flush_release(t, s);
-		s->rel_lo = lo;
+	uint64_t len = s->span - s->pos;
+	if (len > s->wnext)
+		len = s->wnext;
+	if (len < need)
+		len = need;
+	if (s->wnext < WINDOW)
+		s->wnext *= 2;
+	s->wchunk = NO_CHUNK;
+	if (len > s->cap) {
+		size_t cap = 1024;
+		while (cap < len)
+			cap *= 2;
+		free(s->buf);
+		s->cap = 0;
+		if (!(s->buf = malloc(cap))) {
+			t->failed = 1;
+			seterr(t->errmsg, sizeof(t->errmsg), t->path, NO_OFFSET,
+			       "out of memory (a window of %zu bytes)", cap);
+			return -1;
+		}
+		s->cap = cap;
 	}
-	s->rel_hi = hi;
-	if (hi - s->rel_lo >= STREAM_RELEASE)
-		flush_release(t, s);
+	if (read_at(t, s->buf, (size_t)len, s->base + s->pos, t->errmsg, sizeof(t->errmsg)) < 0) {
+		t->failed = 1;
+		return -1;
+	}
+	s->wchunk = s->cur;
+	s->wpos = s->pos;
+	s->wend = s->pos + len;
+	return 0;
 }
 
 /* Finds the stream's head record at or after its cursor, moving on to its next chunk at a
- * zero prefix (uncommitted: end of the chunk) or at the chunk's end. 1 = loaded, 0 = stream
- * done, -1 = bad record. */
+ * zero prefix (uncommitted: end of the chunk) or at the chunk's end, and reads it into the
+ * window. 1 = loaded, 0 = stream done (its window is freed), -1 = bad record or failed read. */
 static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 {
-	for (; s->cur < s->end; release_chunk(t, s, s->cur), s->cur++, s->pos = t->chunk_hdr) {
+	for (; s->cur < s->end; s->cur++, s->pos = t->chunk_hdr) {
 		const struct chunk *c = &t->chunks[s->cur];
-		uint64_t base = c->offset;
+		s->base = c->offset;
 		s->span = (uint64_t)c->units * t->chunk_size;
 		if (s->pos >= s->span)
 			continue;
-		s->data = t->map + base;
 		s->tid = c->tid;
-		const uint8_t *p = s->data + s->pos;
-		if (rd64(p) == 0)
+		uint64_t room = s->span - s->pos;  /* >= 8: both are multiples of 8 */
+		uint64_t prefix = room < sizeof(struct prof_rec) ? room : sizeof(struct prof_rec);
+		if (s->wchunk != s->cur || s->pos < s->wpos || s->pos + prefix > s->wend) {
+			if (stream_fill(t, s, prefix) < 0)
+				return -1;
+		}
+		const struct prof_rec *r = (const void *)(s->buf + (s->pos - s->wpos));
+		if (rd64(r) == 0)
 			continue;
-		const struct prof_rec *r = (const void *)p;
-		if (!record_ok_fast(r, s->span - s->pos) &&
-		    check_record(t, base + s->pos, s->span - s->pos) < 0)
-			return -1;
-		/* Streams interleave and the hardware prefetcher stops at page boundaries: fetch
-		 * this stream's records a few cache lines ahead while others are merged. */
-		__builtin_prefetch(p + PREFETCH_AHEAD);
+		if (!record_ok_fast(r, s->wend - s->pos)) {
+			/* A record that lies in the chunk but not in the window is read whole. The
+			 * file may have changed meanwhile: look at what came back. */
+			if (room >= sizeof(*r) && r->size > s->wend - s->pos && r->size <= room) {
+				if (stream_fill(t, s, r->size) < 0)
+					return -1;
+				r = (const void *)s->buf;
+				if (rd64(r) == 0)
+					continue;
+				if (r->size > s->wend - s->pos && r->size <= room) {
+					t->failed = 1;
+					seterr(t->errmsg, sizeof(t->errmsg), t->path, s->base + s->pos,
+					       "record changed while reading");
+					return -1;
+				}
+			}
+			if (check_record(t, r, s->base + s->pos, room) < 0)
+				return -1;
+		}
+		/* Streams interleave: fetch this stream's records a few cache lines ahead while
+		 * others are merged. */
+		__builtin_prefetch((const uint8_t *)r + PREFETCH_AHEAD);
 		*time = r->time;
 		return 1;
 	}
-	flush_release(t, s);
+	stream_free(s);
 	return 0;
 }
 
@@ -620,7 +718,8 @@ void trace_rewind(struct trace *t)
 		struct stream *s = &t->streams[i];
 		s->cur = s->first;
 		s->pos = t->chunk_hdr;
-		s->rel_lo = s->rel_hi = 0;
+		s->wchunk = NO_CHUNK;  /* a buffer still held is kept for the next pass */
+		s->wnext = WINDOW_FIRST;
 	}
 	t->nheap = 0;
 	t->started = 0;
@@ -661,12 +760,15 @@ int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen
 	 * record after it is reported on the call that needs that record. */
 	if (t->pending) {
 		struct stream *s = &t->streams[t->heap[0].index];
-		s->pos += ((const struct prof_rec *)(s->data + s->pos))->size;
+		s->pos += ((const struct prof_rec *)(s->buf + (s->pos - s->wpos)))->size;
 		t->pending = 0;
-		/* Most records are followed by another in the same chunk that passes the quick
-		 * check; the rest (chunk end, next chunk, full check) go through stream_load(). */
-		const struct prof_rec *r = (const void *)(s->data + s->pos);
-		if (s->pos < s->span && rd64(r) != 0 && record_ok_fast(r, s->span - s->pos)) {
+		/* Most records are followed by another in the window that passes the quick check;
+		 * the rest (window end, chunk end, next chunk, full check) go through
+		 * stream_load(). The window ends inside the chunk. */
+		const struct prof_rec *r;
+		if (s->pos + sizeof(*r) <= s->wend &&
+		    rd64(r = (const void *)(s->buf + (s->pos - s->wpos))) != 0 &&
+		    record_ok_fast(r, s->wend - s->pos)) {
 			__builtin_prefetch((const uint8_t *)r + PREFETCH_AHEAD);
 			t->heap[0].time = r->time;
 		} else {
@@ -683,8 +785,8 @@ int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen
 	if (!t->nheap)
 		return 0;
 	const struct stream *s = &t->streams[t->heap[0].index];
-	ev->offset = (uint64_t)(s->data - t->map) + s->pos;
-	ev->rec = (const void *)(s->data + s->pos);
+	ev->offset = s->base + s->pos;
+	ev->rec = (const void *)(s->buf + (s->pos - s->wpos));
 	ev->stream = s->id;
 	ev->tid = s->tid;
 	t->pending = 1;

@@ -10,9 +10,12 @@
 
 struct trace;
 
-/* One record, as handed out by trace_next(). rec points into the mapped file and stays valid
- * until trace_close(). For known types the reader has checked that rec->size covers the fixed
- * payload and any variable part (STACK frames, NUL-terminated paths). */
+/* One record, as handed out by trace_next(). rec points into a buffer of the reader (the file
+ * is read, not mapped) and stays valid only until the next trace_next(), trace_rewind() or
+ * trace_close() on that trace: a caller that needs the record, or a string or frames in it,
+ * later must copy them. The whole record (rec->size bytes) is in memory, 8-byte aligned. For
+ * known types the reader has checked that rec->size covers the fixed payload and any variable
+ * part (STACK frames, NUL-terminated paths). */
 struct trace_event {
 	const struct prof_rec *rec;
 	uint64_t offset;  /* byte offset of the record in the file */
@@ -20,7 +23,10 @@ struct trace_event {
 	uint32_t tid;     /* kernel tid of the writing thread */
 };
 
-/* Opens and validates path. On error returns NULL and writes "PATH: [offset N: ]what" to err. */
+/* Opens and validates path; the trace holds the file open until trace_close(). On error
+ * returns NULL and writes "PATH: [offset N: ]what" to err. Memory: the chunk index (one entry
+ * per chunk), and while records are read one window (64 KiB at most, the rest of a chunk if
+ * less, or one record if larger) per stream with records left; never the file's length. */
 struct trace *trace_open(const char *path, char *err, size_t errlen);
 void trace_close(struct trace *t);
 
@@ -31,8 +37,10 @@ const char *trace_host(const struct trace *t);
 uint32_t trace_argc(const struct trace *t);
 const char *trace_argv(const struct trace *t, uint32_t i);
 
-/* Next record in time order: 1 = *ev filled, 0 = end of trace, -1 = error (message in err).
- * Records of unknown type are returned too (callers skip them). */
+/* Next record in time order: 1 = *ev filled, 0 = end of trace, -1 = error (message in err:
+ * a bad record, a failed or short read of a file cut or changed while read, or no memory for a
+ * window). Records of unknown type are returned too (callers skip them). ev->rec is valid
+ * until the next call (see struct trace_event). */
 int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen);
 
 /* Restarts the pass from the first record. */

@@ -399,3 +399,54 @@ Test(reader_errors, prefix_crossing_chunk_end)
 	tg_patch(path, off + 72, &bad, 8);
 	next_fails(101, off + 72, "crosses the chunk end");
 }
+
+/* The file is cut after trace_open() (it was copied while written, or truncated meanwhile):
+ * the read that comes back short is an error at the offset it read, never a crash. */
+Test(reader_errors, cut_while_reading)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->chunk_size = 1u << 20;
+	uint64_t first = tg_alloc(tg, 0, 1, 1, 1, 0);
+	for (uint64_t i = 1; i < 3000; i++)
+		tg_alloc(tg, 0, i + 1, i + 1, 1, 0);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	char err[512] = "";
+	struct trace *t = trace_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "trace_open: %s", err);
+	tg_truncate(path, first + 1000);
+	struct trace_event ev;
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), -1);
+	assert_one_line(err);
+	cr_assert_not_null(strstr(err, "short read"), "%s", err);
+	char o[64];
+	snprintf(o, sizeof(o), ": offset %lu: ", (unsigned long)first);
+	cr_assert_not_null(strstr(err, o), "'%s' lacks '%s'", err, o);
+	trace_close(t);
+
+	/* Cut further in: the records read before the cut come out, then the error. */
+	tg = tg_create();
+	tg_header(tg)->chunk_size = 1u << 20;
+	uint64_t off[3000];
+	for (uint64_t i = 0; i < 3000; i++)
+		off[i] = tg_alloc(tg, 0, i + 1, i + 1, 1, 0);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	t = trace_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "trace_open: %s", err);
+	size_t n = 0;
+	int rc;
+	while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1) {
+		cr_assert_eq(ev.offset, off[n]);
+		if (++n == 10)
+			tg_truncate(path, off[2000]);
+	}
+	cr_assert_eq(rc, -1);
+	assert_one_line(err);
+	cr_assert_not_null(strstr(err, "short read"), "%s", err);
+	cr_assert_lt(n, 2000, "records past the cut came out");
+	cr_assert_gt(n, 10);
+	snprintf(o, sizeof(o), ": offset %lu: ", (unsigned long)off[n]);
+	cr_assert_not_null(strstr(err, o), "'%s' lacks '%s'", err, o);
+	trace_close(t);
+}
