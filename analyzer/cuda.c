@@ -805,9 +805,9 @@ static uint64_t held(const struct cuda_stats *s)
 	return s->open.count + s->open_corr.count + s->waiting.count + s->npend + s->xcorr.count;
 }
 
-int cuda_on_record(struct process *p, const struct trace_event *ev)
+int cuda_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
-	struct cuda_stats *s = cuda_of(p);
+	struct cuda_stats *s = state;
 	s->records++;
 	if (ev->rec->time > s->now)
 		s->now = ev->rec->time;

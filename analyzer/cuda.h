@@ -112,7 +112,7 @@ struct cuda_stats *cuda_of(const struct process *p);
 void cuda_init(void *state);  /* a struct cuda_stats */
 void cuda_free(void *state);
 /* A record of this family (types 60-89): consume it (0), or -1 if out of memory. */
-int cuda_on_record(struct process *p, const struct trace_event *ev);
+int cuda_on_record(struct process *p, void *state, const struct trace_event *ev);
 int cuda_finish(struct process *p);
 int cuda_has_data(const struct process *p);
 /* Name of an interned id ("" if unknown); kernel names demangled where they are mangled. */

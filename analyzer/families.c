@@ -16,7 +16,7 @@ const struct family *const families[] = { PROF_ANALYZER_FAMILIES(ENTRY) NULL };
 
 _Static_assert(sizeof(families) / sizeof(families[0]) <= FAMILY_MAX + 1, "raise FAMILY_MAX");
 
-const struct family *family_route[FAMILY_TYPES];
+unsigned char family_route[FAMILY_TYPES];
 int family_routed;
 
 void family_route_init(void)
@@ -24,7 +24,7 @@ void family_route_init(void)
 	for (size_t i = 0; families[i]; i++)
 		for (unsigned t = families[i]->first_type;
 		     t <= families[i]->last_type && t < FAMILY_TYPES; t++)
-			family_route[t] = families[i];
+			family_route[t] = (unsigned char)(i + 1);
 	family_routed = 1;
 }
 

@@ -49,12 +49,12 @@ struct family {
 	unsigned first_type, last_type; /* the record types it owns (prof_fmt_*.h constants) */
 
 	/* Analysis: state_size bytes, zeroed, then init(); every record it owns, in time
-	 * order; finish() after the last one. on_record/finish return 0, or -1 when out of
+	 * order, with that state; finish() after the last one. on_record/finish return 0, or -1 when out of
 	 * memory. */
 	size_t state_size;
 	void (*init)(void *state);
 	void (*free)(void *state);
-	int (*on_record)(struct process *p, const struct trace_event *ev);
+	int (*on_record)(struct process *p, void *state, const struct trace_event *ev);
 	int (*finish)(struct process *p);
 
 	/* prof report: a section when has_data(); the JSON value under json_key (always, so
@@ -85,14 +85,20 @@ extern const struct family *const families[];
 /* The family owning record type `type`, or NULL (core records, unknown types): a table
  * lookup, made on first use, since every record of a trace asks. */
 #define FAMILY_TYPES 256
-extern const struct family *family_route[FAMILY_TYPES];
+extern unsigned char family_route[FAMILY_TYPES];  /* 1 + index in families[], 0: none */
 extern int family_routed;
 void family_route_init(void);
-static inline const struct family *family_of_type(unsigned type)
+/* The index in families[] of the family owning `type`, or -1. */
+static inline int family_index_of_type(unsigned type)
 {
 	if (__builtin_expect(!family_routed, 0))
 		family_route_init();
-	return type < FAMILY_TYPES ? family_route[type] : NULL;
+	return type < FAMILY_TYPES ? (int)family_route[type] - 1 : -1;
+}
+static inline const struct family *family_of_type(unsigned type)
+{
+	int i = family_index_of_type(type);
+	return i < 0 ? NULL : families[i];
 }
 /* The position of f in families[]; the index of its state in a process. */
 size_t family_index(const struct family *f);

@@ -19,15 +19,15 @@ struct heap_stats *heap_of(const struct process *p)
 	return process_family_state(p, &heap_family);
 }
 
-static int heap_on_record(struct process *p, const struct trace_event *ev)
+static int heap_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
-	uint64_t t = process_rel_time(p, h->time);
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
-		return heap_alloc(heap_of(p), ev->stream, t, r->ptr, r->size, r->stack);
+		return heap_alloc(state, ev->stream, process_rel_time(p, h->time), r->ptr, r->size,
+				  r->stack);
 	}
-	return heap_release(heap_of(p), ev->stream, ((const struct prof_rec_free *)h)->ptr,
+	return heap_release(state, ev->stream, ((const struct prof_rec_free *)h)->ptr,
 			    (h->flags & PROF_FREE_REALLOC) != 0);
 }
 

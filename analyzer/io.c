@@ -369,9 +369,9 @@ static int account(struct process *p, int32_t fi, unsigned op, int64_t result, u
 	return 0;
 }
 
-int io_on_record(struct process *p, const struct trace_event *ev)
+int io_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
-	struct io_stats *s = io_of(p);
+	struct io_stats *s = state;
 	const struct prof_rec *h = ev->rec;
 	s->records++;
 	switch (h->type) {

@@ -75,7 +75,7 @@ struct io_stats *io_of(const struct process *p);
 void io_init(void *state);  /* a struct io_stats */
 void io_free(void *state);
 /* A record of this family: consume it (0), or -1 if out of memory. Other types: not called. */
-int io_on_record(struct process *p, const struct trace_event *ev);
+int io_on_record(struct process *p, void *state, const struct trace_event *ev);
 int io_has_data(const struct process *p);
 /* The SPEC's "io" value of a process (always valid JSON, empty when no data). */
 json_t *io_json(struct process *p, size_t top);

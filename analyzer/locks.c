@@ -130,9 +130,9 @@ static void on_join(struct process *p, const struct trace_event *ev)
 		t->join_wait_ns += r->wait_ns;
 }
 
-int locks_on_record(struct process *p, const struct trace_event *ev)
+int locks_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
-	locks_of(p)->records++;
+	((struct lock_stats *)state)->records++;
 	switch (ev->rec->type) {
 	case PROF_REC_LOCK_WAIT:
 		return on_wait(p, ev);

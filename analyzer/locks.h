@@ -51,7 +51,7 @@ struct lock_stats *locks_of(const struct process *p);
 void locks_init(void *state);  /* a struct lock_stats */
 void locks_free(void *state);
 /* A record of this family: consume it (0), or -1 if out of memory. Other types: not called. */
-int locks_on_record(struct process *p, const struct trace_event *ev);
+int locks_on_record(struct process *p, void *state, const struct trace_event *ev);
 int locks_has_data(const struct process *p);
 /* Every lock of p, merged, by total wait (then acquisitions, then address); *n set. Caller
  * frees; NULL with *n == 0 when there are none or memory ran out. */

@@ -213,10 +213,10 @@ static int on_record(struct process *p, const struct trace_event *ev)
 	if (t > p->end_ns)
 		p->end_ns = t;
 	/* Each event family owns a range of record types (family.h, families.c). */
-	const struct family *f = family_of_type(h->type);
-	if (f) {
+	int fi = family_index_of_type(h->type);
+	if (fi >= 0) {
 		if (prof_rec_known(h->type))
-			return f->on_record(p, ev);
+			return families[fi]->on_record(p, p->family_state[fi], ev);
 		p->unknown_records++;
 		return 0;
 	}
