@@ -49,8 +49,8 @@ struct family {
 	unsigned first_type, last_type; /* the record types it owns (prof_fmt_*.h constants) */
 
 	/* Analysis: state_size bytes, zeroed, then init(); every record it owns, in time
-	 * order, with that state; finish() after the last one. on_record/finish return 0, or -1 when out of
-	 * memory. */
+	 * order, with that state; finish() after the last one. on_record and finish return 0,
+	 * or -1 when out of memory. */
 	size_t state_size;
 	void (*init)(void *state);
 	void (*free)(void *state);
