@@ -147,3 +147,38 @@ Test(heap_analysis, peak_sites_across_a_sawtooth_ending_at_the_peak)
 	cr_expect_eq(site(&p, 3)->peak_bytes, 250);
 	process_free(&p);
 }
+
+/* Any stack id and any address a trace holds: ids past the directly indexed range, address 0
+ * and the largest one, an address reused after its free, a double allocation (lost free). */
+Test(heap_analysis, every_stack_id_and_address_is_accepted)
+{
+	const uint32_t ids[] = { 1, (1u << 22) - 1, 1u << 22, 0xfffffffeu, 0xffffffffu };
+	const uint64_t ptrs[] = { 0, 0x10, UINT64_MAX, UINT64_MAX - 15, 0x7fff0000 };
+	struct tg *tg = tg_create();
+	uint64_t t = T0;
+	for (int round = 0; round < 3; round++)
+		for (int i = 0; i < 5; i++)
+			tg_alloc(tg, 2, ++t, ptrs[i], 10 + (uint64_t)i, ids[i]);
+	/* rounds 1 and 2 allocate each address again without a free: the older block is gone */
+	for (int i = 0; i < 4; i++)
+		tg_free(tg, 2, ++t, ptrs[i]);
+	tg_exit(tg, 2, ++t, 0, 0);
+	struct process p;
+	load(tg, &p);
+	const struct heap_stats *h = heap_of(&p);
+	cr_expect_eq(h->alloc_calls, 15);
+	cr_expect_eq(h->free_calls, 4);
+	cr_expect_eq(h->leaked_blocks, 1, "only 0x7fff0000 is still allocated");
+	cr_expect_eq(h->leaked_bytes, 14);
+	cr_expect_eq(h->nsites, 5);
+	for (int i = 0; i < 5; i++) {
+		const struct heap_site *s = site(&p, ids[i]);
+		cr_assert_not_null(s, "stack %u", ids[i]);
+		cr_expect_eq(s->calls, 3);
+		cr_expect_eq(s->bytes, 3 * (10 + (uint64_t)i));
+		cr_expect_eq(s->stack, ids[i]);
+	}
+	cr_expect_null(site(&p, 2));
+	cr_expect_null(site(&p, 0xfffffffdu));
+	process_free(&p);
+}
