@@ -1218,8 +1218,9 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 
 /* ---- leaks and flame graphs ------------------------------------------------------------ */
 
-void cuda_leaks_json(struct process *p, json_t *leaks, size_t top)
+void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top)
 {
+	(void)proc;  /* the device totals are in prof report's "cuda" section */
 	size_t n = 0;
 	struct leak_ref *v = leaks_sorted(p, &n);
 	for (size_t i = 0; v && i < n && i < top; i++)

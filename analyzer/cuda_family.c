@@ -191,12 +191,6 @@ static void cuda_dump(FILE *out, const struct prof_rec *r)
 	}
 }
 
-static void cuda_leaks_json_entry(struct process *p, json_t *proc, json_t *leaks, size_t top)
-{
-	(void)proc;
-	cuda_leaks_json(p, leaks, top);
-}
-
 static const struct flame_kind cuda_flames[] = {
 	{ "cuda", "GPU time by the CPU stack that launched it",
 	  { { "time", "GPU time by launching stack", "ns" } }, cuda_flame },
@@ -216,7 +210,7 @@ const struct family cuda_family = {
 	.json = cuda_json,
 	.print = cuda_print,
 	.leaks_print = cuda_leaks_print,
-	.leaks_json = cuda_leaks_json_entry,
+	.leaks_json = cuda_leaks_json,
 	.flames = cuda_flames,
 	.nflames = sizeof(cuda_flames) / sizeof(cuda_flames[0]),
 	.timeline = &cuda_timeline,
