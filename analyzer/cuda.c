@@ -3,6 +3,7 @@
  * and GPU time per launching stack. A runtime call and the driver calls it made share one
  * correlation id; what both layers describe (an allocation, a launch, a copy) counts once. */
 #include "cuda.h"
+#include "grow.h"
 #include "process.h"
 #include "format.h"
 #include "stackfmt.h"
@@ -302,15 +303,9 @@ static int kernel_row(struct cuda_stats *s, uint32_t name, int graph, const uint
 	if (!idx)
 		return -1;
 	if (created) {
-		if (s->nkernels == s->kernels_cap) {
-			size_t cap = s->kernels_cap ? s->kernels_cap * 2 : 16;
-			struct cuda_kernel_row *v = realloc(s->kernels, cap * sizeof(*v));
-			if (!v) {
-				u64map_del(&s->kernel_index, key, NULL);
-				return -1;
-			}
-			s->kernels = v;
-			s->kernels_cap = cap;
+		if (GROW(s->kernels, s->nkernels, s->kernels_cap) < 0) {
+			u64map_del(&s->kernel_index, key, NULL);
+			return -1;
 		}
 		struct cuda_kernel_row *k = &s->kernels[s->nkernels];
 		memset(k, 0, sizeof(*k));

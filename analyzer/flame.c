@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "family.h"
 #include "flame_svg.h"
+#include "grow.h"
 #include "process.h"
 #include "stackfmt.h"
 
@@ -27,14 +28,8 @@ struct sample_set {
 
 static const char *keep(struct sample_set *ss, const char *s)
 {
-	if (ss->nstr == ss->strcap) {
-		size_t ncap = ss->strcap ? ss->strcap * 2 : 256;
-		char **p = realloc(ss->strings, ncap * sizeof(*p));
-		if (!p)
-			return NULL;
-		ss->strings = p;
-		ss->strcap = ncap;
-	}
+	if (GROW(ss->strings, ss->nstr, ss->strcap) < 0)
+		return NULL;
 	char *copy = strdup(s);
 	if (copy)
 		ss->strings[ss->nstr++] = copy;
@@ -61,15 +56,9 @@ static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, 
 			return -1;
 		}
 	}
-	if (ss->n == ss->cap) {
-		size_t ncap = ss->cap ? ss->cap * 2 : 256;
-		struct flame_sample *v = realloc(ss->v, ncap * sizeof(*v));
-		if (!v) {
-			free(names);
-			return -1;
-		}
-		ss->v = v;
-		ss->cap = ncap;
+	if (GROW(ss->v, ss->n, ss->cap) < 0) {
+		free(names);
+		return -1;
 	}
 	ss->v[ss->n++] = (struct flame_sample){ names, d, weight };
 	return 0;

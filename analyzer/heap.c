@@ -8,6 +8,7 @@
  * changed since the previous snapshot, so its peak_bytes already holds its share. Each
  * change is copied at most once: amortised O(1) per event. */
 #include "heap.h"
+#include "grow.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -115,16 +116,10 @@ static int64_t site_index(struct heap_stats *h, uint32_t stack)
 		*i = (uint32_t)h->nsites;  /* the index itself: this map has no "none" */
 		slot = NULL;
 	}
-	if (h->nsites == h->sites_cap) {
-		size_t cap = h->sites_cap ? h->sites_cap * 2 : 256;
-		struct heap_site *v = realloc(h->sites, cap * sizeof(*v));
-		if (!v) {
-			if (!slot)
-				u64map_del(&h->site_map, stack, NULL);
-			return -1;
-		}
-		h->sites = v;
-		h->sites_cap = cap;
+	if (GROW(h->sites, h->nsites, h->sites_cap) < 0) {
+		if (!slot)
+			u64map_del(&h->site_map, stack, NULL);
+		return -1;
 	}
 	h->sites[h->nsites] = (struct heap_site){ .stack = stack };
 	if (slot)
@@ -145,14 +140,8 @@ static int mark_dirty(struct heap_stats *h, struct heap_site *s)
 {
 	if (s->dirty)
 		return 0;
-	if (h->ndirty == h->dirty_cap) {
-		size_t ncap = h->dirty_cap ? h->dirty_cap * 2 : 256;
-		uint32_t *d = realloc(h->dirty, ncap * sizeof(*d));
-		if (!d)
-			return -1;
-		h->dirty = d;
-		h->dirty_cap = ncap;
-	}
+	if (GROW(h->dirty, h->ndirty, h->dirty_cap) < 0)
+		return -1;
 	h->dirty[h->ndirty++] = (uint32_t)(s - h->sites);
 	s->dirty = 1;
 	return 0;

@@ -2,6 +2,7 @@
  * into per-file counters and latency histograms, a bounded heap of the slowest calls and
  * per-stack weights; memory grows with files and stacks, never with events. */
 #include "io.h"
+#include "grow.h"
 #include "family.h"
 #include "format.h"
 #include "process.h"
@@ -156,15 +157,9 @@ static int32_t file_named(struct io_stats *s, const char *path)
 				return (int32_t)*idx;
 			continue;  /* another name with this hash: probe on */
 		}
-		if (s->nfiles == s->files_cap) {
-			size_t ncap = s->files_cap ? s->files_cap * 2 : 16;
-			struct io_file *v = realloc(s->files, ncap * sizeof(*v));
-			if (!v) {
-				u64map_del(&s->by_name, h, NULL);
-				return -1;
-			}
-			s->files = v;
-			s->files_cap = ncap;
+		if (GROW(s->files, s->nfiles, s->files_cap) < 0) {
+			u64map_del(&s->by_name, h, NULL);
+			return -1;
 		}
 		struct io_file *f = &s->files[s->nfiles];
 		memset(f, 0, sizeof(*f));

@@ -3,25 +3,13 @@
 #include "process.h"
 #include "commands.h"
 #include "family.h"
+#include "grow.h"
 #include "trace.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define GROW(arr, n, cap)                                                           \
-	((n) < (cap) ? 0 : grow_array((void **)&(arr), &(cap), sizeof(*(arr))))
-
-static int grow_array(void **arr, size_t *cap, size_t elem)
-{
-	size_t ncap = *cap ? *cap * 2 : 16;
-	void *p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 struct thread_info *process_thread(struct process *p, uint32_t serial)
 {
