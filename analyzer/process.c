@@ -64,6 +64,16 @@ static void on_thread_end(struct process *p, const struct prof_rec_thread_end *r
 	t->name[16] = '\0';
 }
 
+/* The running maximum of end addresses, from position `from` on. */
+static void index_max_ends(const struct process *p, struct module_index *ix, size_t from)
+{
+	for (size_t i = from; i < ix->n; i++) {
+		uint64_t end = p->modules[ix->order[i]].end;
+		uint64_t before = i ? ix->max_end[i - 1] : 0;
+		ix->max_end[i] = end > before ? end : before;
+	}
+}
+
 /* Adds module m (an index into p->modules) to ix, keeping it sorted by start. */
 static int index_add(struct process *p, struct module_index *ix, uint32_t m)
 {
@@ -86,11 +96,7 @@ static int index_add(struct process *p, struct module_index *ix, uint32_t m)
 	memmove(ix->order + at + 1, ix->order + at, (ix->n - at) * sizeof(*ix->order));
 	ix->order[at] = m;
 	ix->n++;
-	for (size_t i = at; i < ix->n; i++) {
-		uint64_t end = p->modules[ix->order[i]].end;
-		uint64_t before = i ? ix->max_end[i - 1] : 0;
-		ix->max_end[i] = end > before ? end : before;
-	}
+	index_max_ends(p, ix, at);
 	return 0;
 }
 
@@ -103,11 +109,7 @@ static void index_remove(struct process *p, struct module_index *ix, uint32_t m)
 		return;
 	ix->n--;
 	memmove(ix->order + at, ix->order + at + 1, (ix->n - at) * sizeof(*ix->order));
-	for (size_t i = at; i < ix->n; i++) {
-		uint64_t end = p->modules[ix->order[i]].end;
-		uint64_t before = i ? ix->max_end[i - 1] : 0;
-		ix->max_end[i] = end > before ? end : before;
-	}
+	index_max_ends(p, ix, at);
 }
 
 /* The latest-added module of ix holding addr: binary search for the last start <= addr,
@@ -277,7 +279,7 @@ struct prewarm {
 	uint32_t *ids;      /* module ids, in the order to load them */
 	size_t n;
 	int stop;           /* atomic */
-	int running;
+	int tried, running;
 };
 
 static void *prewarm_run(void *arg)
@@ -290,14 +292,17 @@ static void *prewarm_run(void *arg)
 
 static void prewarm_start(struct process *p, struct prewarm *w, const struct prof_rec_stack *first)
 {
-	if (!p->nmodules || !(w->sym = sym_new()))
+	if (!p->nmodules)
+		return;  /* no module known yet: the next stack tries again */
+	w->tried = 1;
+	if (!(w->sym = sym_new()))
 		return;
 	w->ids = malloc(p->nmodules * sizeof(*w->ids));
 	unsigned char *taken = calloc(p->nmodules, 1);
 	int ok = w->ids && taken;
-	for (uint32_t f = 0; ok && f <= first->depth; f++) {
+	for (uint32_t f = 0; ok && f < first->depth; f++) {
 		/* the first stack's modules, innermost first; then the rest as they were loaded */
-		uint32_t m = f < first->depth ? index_find(p, &p->loaded, first->frames[f]) : ~0u;
+		uint32_t m = index_find(p, &p->loaded, first->frames[f]);
 		if (m != ~0u && !taken[m]) {
 			taken[m] = 1;
 			w->ids[w->n++] = p->modules[m].id;
@@ -349,7 +354,7 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	struct prewarm warm = { 0 };
 	int got = 0;
 	while (rc == 0 && (got = trace_next(t, &ev, err, errlen)) > 0) {
-		if (__builtin_expect(ev.rec->type == PROF_REC_STACK && !warm.sym, 0))
+		if (__builtin_expect(ev.rec->type == PROF_REC_STACK && !warm.tried, 0))
 			prewarm_start(p, &warm, (const void *)ev.rec);
 		rc = on_record(p, &ev);
 	}
