@@ -100,6 +100,7 @@ void cuda_rec_gpu(unsigned timing, uint64_t start, uint64_t end, uint64_t corr, 
 void cuda_rec_state(unsigned timing, int result, uint32_t version, const char *detail);
 
 /* Kernel handles (host stubs, CUfunction, CUkernel) -> name id. */
+void cuda_handle_set_str(uint64_t handle, const char *str);
 void cuda_handle_set(uint64_t handle, uint32_t name);
 uint32_t cuda_handle_name(uint64_t handle);
 
@@ -135,6 +136,10 @@ void cuda_events_fork_child(void);
 int cupti_start(char *why, size_t len, int *result, uint32_t *version);
 void cupti_flush(void);
 void cupti_push_corr(uint64_t corr);
+/* CUPTI was taken over by the program: later GPU work is timed by event pairs. */
+void cuda_cupti_lost(const char *why);
+/* Our hook for a CUPTI function the program looks up by name, or NULL. */
+void *cupti_hook_by_symbol(const char *name);
 void cupti_pop_corr(void);
 extern int cupti_active;
 #include "cupti_convert.h"

@@ -32,7 +32,7 @@ static void spin_unlock(atomic_flag *f)
 
 /* ---- names ----------------------------------------------------------------------------- */
 
-#define NAME_SLOTS 16384u       /* power of two */
+#define NAME_SLOTS 65536u       /* power of two; only names in use are interned */
 #define NAME_ARENA (8u << 20)   /* bytes of name text, reserved (touched as used) */
 
 struct name_ent {
@@ -147,11 +147,14 @@ uint32_t cuda_name_static(uint32_t *slot, const char *name, unsigned kind)
 
 /* ---- kernel handles -> names ----------------------------------------------------------- */
 
-#define HANDLE_SLOTS 65536u
+/* Every kernel a library registers gets a slot (libtorch_cuda registers tens of thousands);
+ * its name is interned, and its CUDA_NAME written, only when it is first launched. */
+#define HANDLE_SLOTS (1u << 18)
 
 static struct {
-	_Atomic uint64_t key;   /* handle; 0 empty */
-	_Atomic uint32_t name;
+	_Atomic uint64_t key;          /* handle; 0 empty */
+	_Atomic(const char *) str;     /* registered device name, not yet interned */
+	_Atomic uint32_t name;         /* interned name id; 0 until first use */
 } handles[HANDLE_SLOTS];
 
 static uint32_t handle_hash(uint64_t h)
@@ -162,46 +165,59 @@ static uint32_t handle_hash(uint64_t h)
 	return (uint32_t)h & (HANDLE_SLOTS - 1);
 }
 
-void cuda_handle_set(uint64_t handle, uint32_t name)
+/* The handle's slot, claimed if absent and insert is set; -1 if absent (or the table full). */
+static int64_t handle_slot(uint64_t handle, int insert)
 {
-	if (!handle || !name)
-		return;
 	uint32_t i = handle_hash(handle);
 	for (uint32_t n = 0; n < HANDLE_SLOTS / 2; n++, i = (i + 1) & (HANDLE_SLOTS - 1)) {
 		uint64_t k = atomic_load_explicit(&handles[i].key, memory_order_acquire);
-		if (k == handle) {
-			atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
-			return;
-		}
+		if (k == handle)
+			return i;
 		if (k == 0) {
+			if (!insert)
+				return -1;
 			uint64_t expected = 0;
-			atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
 			if (atomic_compare_exchange_strong(&handles[i].key, &expected, handle) ||
-			    expected == handle) {
-				atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
-				return;
-			}
+			    expected == handle)
+				return i;
 		}
 	}
+	return -1;
+}
+
+void cuda_handle_set(uint64_t handle, uint32_t name)
+{
+	int64_t i;
+	if (!handle || !name || (i = handle_slot(handle, 1)) < 0)
+		return;
+	atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
+}
+
+/* At registration: the string lives in the registering library's data, as long as its
+ * handles can be launched (a library loaded again at the same place registers again). */
+void cuda_handle_set_str(uint64_t handle, const char *str)
+{
+	int64_t i;
+	if (!handle || !str || (i = handle_slot(handle, 1)) < 0)
+		return;
+	atomic_store_explicit(&handles[i].name, 0, memory_order_relaxed);
+	atomic_store_explicit(&handles[i].str, str, memory_order_release);
 }
 
 uint32_t cuda_handle_name(uint64_t handle)
 {
-	if (!handle)
+	int64_t i;
+	if (!handle || (i = handle_slot(handle, 0)) < 0)
 		return 0;
-	uint32_t i = handle_hash(handle);
-	for (uint32_t n = 0; n < HANDLE_SLOTS / 2; n++, i = (i + 1) & (HANDLE_SLOTS - 1)) {
-		uint64_t k = atomic_load_explicit(&handles[i].key, memory_order_acquire);
-		if (k == handle) {
-			uint32_t id = atomic_load_explicit(&handles[i].name, memory_order_relaxed);
-			if (id)
-				write_name(id);  /* a fork child's trace needs it again */
-			return id;
-		}
-		if (k == 0)
-			return 0;
+	uint32_t id = atomic_load_explicit(&handles[i].name, memory_order_relaxed);
+	if (!id) {
+		const char *str = atomic_load_explicit(&handles[i].str, memory_order_acquire);
+		if (str && (id = intern(str, PROF_CUDA_NAME_KERNEL)))
+			atomic_store_explicit(&handles[i].name, id, memory_order_relaxed);
 	}
-	return 0;
+	if (id)
+		write_name(id);  /* first use, or a fork child's trace needs it again */
+	return id;
 }
 
 /* ---- the call protocol ----------------------------------------------------------------- */
@@ -456,6 +472,8 @@ void cuda_activate(void)
 		timing = PROF_CUDA_TIMING_CUPTI;
 	} else {
 		timing = PROF_CUDA_TIMING_EVENTS;
+		if (!strncmp(state_detail, "CUPTI is in use", 15))
+			prof_log("%s: GPU work is timed by event pairs", state_detail);
 	}
 	if (timing == PROF_CUDA_TIMING_EVENTS && !cuda_drv.cuEventRecord) {
 		size_t l = strlen(state_detail);
@@ -470,6 +488,14 @@ void cuda_activate(void)
 	/* NONE is 0: keep a non-zero "activated" value apart from the timing kind. */
 	atomic_store(&cuda_timing, (int)timing | 0x100);
 	th->in_hook--;
+}
+
+void cuda_cupti_lost(const char *why)
+{
+	unsigned timing = cuda_drv.cuEventRecord ? PROF_CUDA_TIMING_EVENTS : PROF_CUDA_TIMING_NONE;
+	cuda_rec_state(timing, 0, state_version, why);
+	prof_log("%s: GPU work is timed by event pairs from here on", why);
+	atomic_store(&cuda_timing, (int)timing | 0x100);
 }
 
 /* A fork child writes a trace of its own: every name is written to it again on use; CUDA

@@ -48,7 +48,9 @@ __attribute__((noinline)) static void *dlsym_cuda(void *handle, const char *name
 		return p;
 	struct prof_thread *th = &prof_self;
 	th->in_hook++;
-	void *w = caller_is_cuda_internal(caller) ? NULL : cuda_driver_wrapper_by_symbol(name, p);
+	void *w = NULL;
+	if (!caller_is_cuda_internal(caller) && !(w = cuda_driver_wrapper_by_symbol(name, p)))
+		w = cupti_hook_by_symbol(name);
 	th->in_hook--;
 	return w ? w : p;
 }

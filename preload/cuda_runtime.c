@@ -151,7 +151,7 @@ PROF_EXPORT void __cudaRegisterFunction(void **fatbin, const char *host_fun, cha
 		struct prof_thread *th = prof_thread_get();
 		th->in_hook++;
 		const char *name = device_fun ? device_fun : device_name;
-		cuda_handle_set((uint64_t)(uintptr_t)host_fun, cuda_name(name, PROF_CUDA_NAME_KERNEL));
+		cuda_handle_set_str((uint64_t)(uintptr_t)host_fun, name);
 		th->in_hook--;
 	}
 }

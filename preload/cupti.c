@@ -1,8 +1,10 @@
 /* GPU timing through CUPTI's activity API. libcupti is dlopen'ed (never linked) the first time
- * the program uses CUDA, from where CUDA.md says it lives; its functions go into a table. Its
- * clock is set to ours; records arrive in buffers on a CUPTI thread and become CUDA_GPU and
- * CUDA_XCORR records. Any failure (no driver: 999, another subscriber under Nsight, missing
- * library) leaves cupti_active 0 and the caller falls back to event pairs. */
+ * the program uses CUDA: the copy the program loaded, else from where CUDA.md says it lives;
+ * its functions go into a table. Its clock is set to ours; records arrive in buffers on a
+ * CUPTI thread and become CUDA_GPU and CUDA_XCORR records. Any failure (no driver: 999,
+ * another subscriber under Nsight, missing library) leaves cupti_active 0 and the caller falls
+ * back to event pairs; so does a program that starts a CUPTI client of its own (the hooks at
+ * the end). */
 #include "cuda.h"
 
 #include <dlfcn.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 
 typedef int CUptiResult;
@@ -34,13 +37,19 @@ static struct {
 } cupti;
 
 int cupti_active;
+/* The CUPTI entry point by which the program took CUPTI over, once it has (see below). */
+static _Atomic(const char *) cupti_taken_by;
+static void *cupti_handle;
 
 #define EXT_KIND_CUSTOM0 3
 #define FLUSH_FORCED 1
 #define BUF_SIZE (1u << 20)
+/* CUPTI writes an EXTERNAL_CORRELATION record only next to an API record (cupti_activity.h,
+ * cuptiActivityPushExternalCorrelationId): without DRIVER and RUNTIME enabled no kernel could be
+ * joined to the call that launched it. Their own records are read past. */
 static const int kinds[] = { 10 /* CONCURRENT_KERNEL */, 1 /* MEMCPY */, 22 /* MEMCPY2 */,
 			     2 /* MEMSET */, 38 /* SYNCHRONIZATION */,
-			     39 /* EXTERNAL_CORRELATION */ };
+			     39 /* EXTERNAL_CORRELATION */, 4 /* DRIVER */, 5 /* RUNTIME */ };
 
 static uint64_t clock_cb(void)
 {
@@ -55,6 +64,32 @@ static void buffer_requested(uint8_t **buf, size_t *size, size_t *max_records)
 	*max_records = 0;
 }
 
+static void write_xcorr(struct prof_thread *th, uint32_t cupti_corr, uint64_t corr)
+{
+	struct prof_rec_cuda_xcorr *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->cupti_corr = cupti_corr;
+		r->corr = corr;
+		prof_commit(r, PROF_REC_CUDA_XCORR, 0, sizeof(*r), prof_now());
+	}
+}
+
+/* Links between CUPTI's correlation ids and ours (cupti_convert.c); buffers may complete on
+ * several threads at once. */
+static struct cupti_links links;
+static atomic_flag links_lock = ATOMIC_FLAG_INIT;
+
+static void links_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&links_lock, memory_order_acquire))
+		;
+}
+
+static void links_give(void)
+{
+	atomic_flag_clear_explicit(&links_lock, memory_order_release);
+}
+
 static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
 	(void)ctx;
@@ -64,16 +99,24 @@ static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_
 	th->in_hook++;
 	void *rec = NULL;
 	while (valid && cupti.cuptiActivityGetNextRecord(buf, valid, &rec) == 0) {
+		uint32_t corr;
+		uint64_t ext;
+		links_take();
+		int api = cupti_link_api(&links, rec, &corr, &ext);
+		links_give();
+		if (api) {
+			if (ext)
+				write_xcorr(th, corr, ext);
+			continue;
+		}
 		struct cupti_out o;
 		if (cupti_convert(rec, &o) < 0)
 			continue;
 		if (o.type == PROF_REC_CUDA_XCORR) {
-			struct prof_rec_cuda_xcorr *r = prof_reserve(th, sizeof(*r));
-			if (r) {
-				r->cupti_corr = o.corr;
-				r->corr = o.ext_id;
-				prof_commit(r, PROF_REC_CUDA_XCORR, 0, sizeof(*r), prof_now());
-			}
+			write_xcorr(th, (uint32_t)o.corr, o.ext_id);
+			links_take();
+			cupti_link_learn(&links, (uint32_t)o.corr, o.ext_id);
+			links_give();
 			continue;
 		}
 		uint32_t name = o.name ? cuda_name(o.name, PROF_CUDA_NAME_KERNEL) : 0;
@@ -117,6 +160,15 @@ static void *open_cupti(char *path, size_t len)
 		}
 		dlclose(h);
 	}
+	/* One the program already loaded comes first (torch's wheel brings its own): a second
+	 * copy of CUPTI in one process would fight the first for the driver's callbacks. */
+	for (size_t i = 0; i < 3; i++) {
+		void *h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD);
+		if (h) {
+			snprintf(path, len, "%s (loaded by the program)", names[i]);
+			return h;
+		}
+	}
 	for (int d = 0; d < nd; d++)
 		for (size_t i = 0; i < 3; i++) {
 			snprintf(path, len, "%.400s/%.30s", dirs[d], names[i]);
@@ -145,6 +197,11 @@ int cupti_start(char *why, size_t len, int *result, uint32_t *version)
 {
 	*result = 0;
 	*version = 0;
+	if (atomic_load(&cupti_taken_by)) {
+		snprintf(why, len, "CUPTI is in use by the program (it called %s)",
+			 atomic_load(&cupti_taken_by));
+		return -1;
+	}
 	char path[600];
 	void *h = open_cupti(path, sizeof(path));
 	if (!h) {
@@ -154,6 +211,7 @@ int cupti_start(char *why, size_t len, int *result, uint32_t *version)
 #define PROF_X(ret, name, args) cupti.name = (ret(*) args)cuda_real_dlsym(h, #name);
 	CUPTI_FNS(PROF_X)
 #undef PROF_X
+	cupti_handle = h;
 	if (!cupti.cuptiActivityRegisterCallbacks || !cupti.cuptiActivityEnable ||
 	    !cupti.cuptiActivityGetNextRecord || !cupti.cuptiActivityFlushAll) {
 		snprintf(why, len, "%.440s: functions missing", path);
@@ -195,13 +253,91 @@ void cupti_flush(void)
 
 void cupti_push_corr(uint64_t corr)
 {
-	if (cupti.cuptiActivityPushExternalCorrelationId)
+	if (cupti_active && cupti.cuptiActivityPushExternalCorrelationId)
 		cupti.cuptiActivityPushExternalCorrelationId(EXT_KIND_CUSTOM0, corr);
 }
 
 void cupti_pop_corr(void)
 {
 	uint64_t last;
-	if (cupti.cuptiActivityPopExternalCorrelationId)
+	if (cupti_active && cupti.cuptiActivityPopExternalCorrelationId)
 		cupti.cuptiActivityPopExternalCorrelationId(EXT_KIND_CUSTOM0, &last);
+}
+
+/* ---- the program's own CUPTI client ------------------------------------------------------
+ * CUPTI has one set of activity buffer callbacks and one clock per process, so a program that
+ * profiles itself (torch.profiler's Kineto, a tool of its own) and libprof cannot both use the
+ * activity API. The program wins: its first call that would take the activity API over reaches
+ * these hooks first; libprof flushes what CUPTI holds for it, disables its kinds, says so once
+ * and times later GPU work with event pairs (cuda_cupti_lost). Calls from CUPTI itself, and
+ * libprof's own (through the table above, never through these symbols), pass straight on. */
+
+static void cupti_yield(const char *fn, const void *caller)
+{
+	Dl_info info;
+	if (prof_self.in_hook || (dladdr(caller, &info) && info.dli_fname &&
+				  strstr(info.dli_fname, "libcupti")))
+		return;
+	const char *none = NULL;
+	if (!atomic_compare_exchange_strong(&cupti_taken_by, &none, fn))
+		return;
+	if (!cupti_active)
+		return;  /* not started yet: cupti_start will see cupti_taken_by */
+	prof_self.in_hook++;
+	cupti.cuptiActivityFlushAll(FLUSH_FORCED);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		cupti.cuptiActivityDisable(kinds[i]);
+	cupti_active = 0;
+	prof_self.in_hook--;
+	char why[160];
+	snprintf(why, sizeof(why), "CUPTI taken over by the program (it called %s)", fn);
+	cuda_cupti_lost(why);
+}
+
+/* The real function: in the CUPTI libprof opened, else the one the program loaded (possibly
+ * in a local scope that RTLD_NEXT does not search), else the next definition. */
+static void *cupti_real(const char *name)
+{
+	void *h = cupti_handle;
+	static const char *const names[] = { "libcupti.so.13", "libcupti.so.12", "libcupti.so" };
+	for (size_t i = 0; !h && i < 3; i++)
+		h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD);
+	void *p = h ? cuda_real_dlsym(h, name) : NULL;
+	return p ? p : cuda_real_dlsym(RTLD_NEXT, name);
+}
+
+#define CUPTI_NOT_INITIALIZED 15
+#define CUPTI_HOOK(name, params, args)                                                      \
+	PROF_EXPORT CUptiResult name params                                                 \
+	{                                                                                   \
+		static CUptiResult(*real) params;                                           \
+		cupti_yield(#name, __builtin_return_address(0));                            \
+		if (!real)                                                                  \
+			real = (CUptiResult(*) params)cupti_real(#name);                    \
+		return real ? real args : CUPTI_NOT_INITIALIZED;                            \
+	}
+
+CUPTI_HOOK(cuptiActivityRegisterCallbacks, (void (*req)(uint8_t **, size_t *, size_t *),
+	   void (*done)(CUcontext, uint32_t, uint8_t *, size_t, size_t)), (req, done))
+CUPTI_HOOK(cuptiActivityRegisterTimestampCallback, (uint64_t (*clock)(void)), (clock))
+CUPTI_HOOK(cuptiActivityEnable, (int kind), (kind))
+CUPTI_HOOK(cuptiActivityEnableContext, (CUcontext ctx, int kind), (ctx, kind))
+CUPTI_HOOK(cuptiFinalize, (void), ())
+
+/* For a program that looks CUPTI up with dlsym rather than linking it. */
+void *cupti_hook_by_symbol(const char *name)
+{
+	static const struct { const char *name; void *hook; } hooks[] = {
+		{ "cuptiActivityRegisterCallbacks", (void *)cuptiActivityRegisterCallbacks },
+		{ "cuptiActivityRegisterTimestampCallback", (void *)cuptiActivityRegisterTimestampCallback },
+		{ "cuptiActivityEnable", (void *)cuptiActivityEnable },
+		{ "cuptiActivityEnableContext", (void *)cuptiActivityEnableContext },
+		{ "cuptiFinalize", (void *)cuptiFinalize },
+	};
+	if (strncmp(name, "cupti", 5))
+		return NULL;
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+		if (!strcmp(name, hooks[i].name))
+			return hooks[i].hook;
+	return NULL;
 }

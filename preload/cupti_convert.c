@@ -31,10 +31,10 @@ static uint64_t u64_at(const void *r, size_t off)
 static unsigned copy_kind(unsigned k)
 {
 	switch (k) {
-	case 1: case 6: return PROF_CUDA_COPY_HTOD;   /* HTOD, HTOA */
+	case 1: return PROF_CUDA_COPY_HTOD;           /* HTOD */
 	case 2: case 4: return PROF_CUDA_COPY_DTOH;   /* DTOH, ATOH */
 	case 3: return PROF_CUDA_COPY_HTOD;           /* HTOA */
-	case 5: case 7: case 8: return PROF_CUDA_COPY_DTOD;  /* ATOA, DTOA, DTOD */
+	case 5: case 6: case 7: case 8: return PROF_CUDA_COPY_DTOD;  /* ATOA, ATOD, DTOA, DTOD */
 	case 9: return PROF_CUDA_COPY_HTOH;
 	case 10: return PROF_CUDA_COPY_PTOP;
 	default: return PROF_CUDA_COPY_UNKNOWN;
@@ -100,4 +100,59 @@ int cupti_convert(const void *rec, struct cupti_out *o)
 	default:
 		return -1;
 	}
+}
+
+/* CUpti_ActivityAPI: kind@0, start@8, end@16, threadId@28, correlationId@32 (every CUPTI since
+ * 4.0). */
+#define ACT_DRIVER 4
+#define ACT_RUNTIME 5
+
+void cupti_link_learn(struct cupti_links *l, uint32_t corr, uint64_t ext)
+{
+	l->link[corr % CUPTI_LINK_SLOTS].corr = corr;
+	l->link[corr % CUPTI_LINK_SLOTS].ext = ext;
+}
+
+static int inside(const struct cupti_span *in, const struct cupti_span *out)
+{
+	return in->tid == out->tid && in->start >= out->start && in->end <= out->end;
+}
+
+int cupti_link_api(struct cupti_links *l, const void *record, uint32_t *corr_out, uint64_t *ext_out)
+{
+	const uint8_t *rec = record;
+	uint32_t kind, corr;
+	memcpy(&kind, rec, 4);
+	if (kind != ACT_DRIVER && kind != ACT_RUNTIME)
+		return 0;
+	struct cupti_span a = { 0 };
+	memcpy(&a.start, rec + 8, 8);
+	memcpy(&a.end, rec + 16, 8);
+	memcpy(&a.tid, rec + 28, 4);
+	memcpy(&corr, rec + 32, 4);
+	*corr_out = 0;
+	*ext_out = 0;
+	uint64_t linked = l->link[corr % CUPTI_LINK_SLOTS].corr == corr ?
+		l->link[corr % CUPTI_LINK_SLOTS].ext : 0;
+	typeof(l->nest[0]) *n = &l->nest[a.tid % CUPTI_NEST_SLOTS];
+	if (kind == ACT_DRIVER && linked) {
+		a.ext = linked;
+		if (n->rt.corr && inside(&a, &n->rt)) {  /* its runtime record came first */
+			*corr_out = n->rt.corr;
+			*ext_out = a.ext;
+			n->rt.corr = 0;
+		} else {
+			n->drv = a;
+		}
+	} else if (kind == ACT_RUNTIME && !linked) {
+		a.corr = corr;
+		if (n->drv.ext && inside(&n->drv, &a)) {
+			*corr_out = corr;
+			*ext_out = n->drv.ext;
+			n->drv.ext = 0;
+		} else {
+			n->rt = a;
+		}
+	}
+	return 1;
 }

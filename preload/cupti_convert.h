@@ -16,4 +16,25 @@ struct cupti_out {
  * every record version CUDA 11-13 ship (CUDA.md). */
 int cupti_convert(const void *record, struct cupti_out *out);
 
+/* A statically linked cudart (the program's, cuBLAS's) is not hooked: only its driver call
+ * pushes our id, so CUPTI links our id to the driver's API record, while the kernel or copy
+ * carries the correlation id of the runtime call around it. A runtime API record without a
+ * link of its own therefore takes the link of the linked driver call that ran inside it on the
+ * same thread, whichever of the two records CUPTI delivers first. */
+#define CUPTI_LINK_SLOTS 4096
+#define CUPTI_NEST_SLOTS 256
+struct cupti_span {
+	uint32_t tid, corr;        /* corr: a runtime call's; 0 for a driver span */
+	uint64_t start, end, ext;  /* ext: a driver call's link; 0 for a runtime span */
+};
+struct cupti_links {
+	struct { uint32_t corr; uint64_t ext; } link[CUPTI_LINK_SLOTS];  /* recent, by corr */
+	struct { struct cupti_span drv, rt; } nest[CUPTI_NEST_SLOTS];   /* by thread */
+};
+/* An EXTERNAL_CORRELATION record: CUPTI's corr is our ext. */
+void cupti_link_learn(struct cupti_links *l, uint32_t corr, uint64_t ext);
+/* 1 for a DRIVER or RUNTIME API record, with *corr and *ext set when a runtime call can now be
+ * linked to our id (0 in *ext otherwise); 0 for any other record. */
+int cupti_link_api(struct cupti_links *l, const void *record, uint32_t *corr, uint64_t *ext);
+
 #endif

@@ -13,6 +13,60 @@
 static int failures;
 #define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
 
+static CUpti_ActivityAPI api(CUpti_ActivityKind kind, uint32_t corr, uint32_t tid, uint64_t start,
+			     uint64_t end)
+{
+	CUpti_ActivityAPI a;
+	memset(&a, 0, sizeof(a));
+	a.kind = kind;
+	a.correlationId = corr;
+	a.threadId = tid;
+	a.start = start;
+	a.end = end;
+	return a;
+}
+
+/* Linking a static cudart's runtime calls to our ids through the driver calls inside them. */
+static void check_links(void)
+{
+	static struct cupti_links l;
+	uint32_t corr;
+	uint64_t ext;
+	CUpti_ActivityAPI d, r;
+	/* driver record first, then the runtime record around it */
+	cupti_link_learn(&l, 11, 100);
+	d = api(CUPTI_ACTIVITY_KIND_DRIVER, 11, 5, 10, 20);
+	CHECK(cupti_link_api(&l, &d, &corr, &ext) == 1 && ext == 0);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 5, 5, 30);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && corr == 10 && ext == 100);
+	/* the runtime record delivered first */
+	cupti_link_learn(&l, 21, 200);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 20, 6, 5, 30);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	d = api(CUPTI_ACTIVITY_KIND_DRIVER, 21, 6, 10, 20);
+	CHECK(cupti_link_api(&l, &d, &corr, &ext) == 1 && corr == 20 && ext == 200);
+	/* a hooked (shared) cudart links both records itself: nothing to add */
+	cupti_link_learn(&l, 30, 300);
+	cupti_link_learn(&l, 31, 300);
+	d = api(CUPTI_ACTIVITY_KIND_DRIVER, 31, 7, 10, 20);
+	CHECK(cupti_link_api(&l, &d, &corr, &ext) == 1 && ext == 0);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 30, 7, 5, 30);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	/* another thread's, or a later, driver call is not inside */
+	cupti_link_learn(&l, 41, 400);
+	d = api(CUPTI_ACTIVITY_KIND_DRIVER, 41, 8, 10, 20);
+	CHECK(cupti_link_api(&l, &d, &corr, &ext) == 1 && ext == 0);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 40, 9, 5, 30);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 42, 8, 25, 40);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	/* any other record is not an API record */
+	CUpti_ActivityMemset4 m;
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+	CHECK(cupti_link_api(&l, &m, &corr, &ext) == 0);
+}
+
 int main(void)
 {
 	void *h = dlopen("libcupti.so.13", RTLD_NOW);
@@ -98,5 +152,6 @@ int main(void)
 	CHECK(o[4].activity == PROF_CUDA_ACT_SYNC && o[4].start == 13000 && o[4].corr == 46);
 	CHECK(o[5].type == PROF_REC_CUDA_XCORR && o[5].ext_id == 777 && o[5].corr == 42);
 	printf("%d records converted, %d failures\n", n, failures);
+	check_links();
 	return failures != 0;
 }

@@ -119,6 +119,17 @@ int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "dlsym";
 	int rounds = argc > 2 ? atoi(argv[2]) : 3;
+	/* DRV_TEST_CUPTI=libcupti path: first act as a program with a CUPTI client of its own
+	 * (torch.profiler's Kineto), which takes the activity API before any CUDA call. */
+	const char *cupti = getenv("DRV_TEST_CUPTI");
+	if (cupti && *cupti) {
+		void *h = dlopen(cupti, RTLD_NOW);
+		int (*reg)(void *, void *) = h ? (int (*)(void *, void *))dlsym(h,
+			"cuptiActivityRegisterCallbacks") : NULL;
+		if (!reg)
+			return 3;
+		reg(NULL, NULL);  /* its result does not matter here: the attempt does */
+	}
 	if (load(mode) < 0)
 		return 2;
 	printf("cuInit(1): %d\n", cu.cuInit(1));
