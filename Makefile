@@ -28,7 +28,7 @@ ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm -pthread
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC))
 
-.PHONY: all deps demo test unit core tsan e2e asan bench install clean check-exports
+.PHONY: all deps demo test unit core tsan e2e asan bench install clean check-exports bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
 
@@ -114,7 +114,7 @@ asan: deps
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 2
 	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
 
-test: check-exports unit core tsan asan
+test: check-exports unit core tsan asan test-bundle
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
 # driver, the analyzer on long traces; each prints its table and writes it to build/bench/*.txt.
@@ -133,6 +133,28 @@ install: all
 	    -e 's|^PROF_BINDIR_DEFAULT=.*|PROF_BINDIR_DEFAULT="$(PREFIX)/bin"|' \
 	    scripts/prof-run > $(DESTDIR)$(PREFIX)/bin/prof-run
 	chmod 0755 $(DESTDIR)$(PREFIX)/bin/prof-run
+
+# ---- the portable bundle (issue 17) -----------------------------------------------------------
+# prof, prof-run, libprof.so and their non-glibc libraries in one relocatable directory plus a
+# tarball. The bundle's binaries are linked again with DT_RPATH (not RUNPATH) $ORIGIN paths:
+# DT_RPATH also serves the libraries' own dependencies (libdw's compressors, libunwind's lzma).
+BUNDLE_NAME := libprof-$(VERSION)-x86_64
+BUNDLE      ?= $(BUILD)/bundle/$(BUNDLE_NAME)
+BUNDLE_LINK := $(BUILD)/bundle-link
+
+$(BUNDLE_LINK)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN/../lib/libprof'
+$(BUNDLE_LINK)/libprof.so: $(PRELOAD_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $^ $(PRELOAD_LIBS) -Wl,--disable-new-dtags,-rpath,'$$ORIGIN'
+
+bundle: all $(BUNDLE_LINK)/prof $(BUNDLE_LINK)/libprof.so
+	scripts/make-bundle $(BUNDLE_LINK)/prof $(BUNDLE_LINK)/libprof.so $(BUILD)/bundle/$(BUNDLE_NAME)
+
+# Unpacks the tarball into an empty directory and profiles a program from there alone.
+test-bundle: bundle
+	tests/bundle.sh $(BUILD)/bundle/$(BUNDLE_NAME).tar.gz
 
 clean:
 	rm -rf build build-asan build-tsan
@@ -185,11 +207,13 @@ $(CUDA_OUT)/rt_static: tests/cuda/rt_test.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -o $@ $<
 
-# The end-to-end CUDA checks against a real driver, where nvidia-smi works.
-gpu-check: all cuda-progs $(BUILD)/test-e2e
-	@if nvidia-smi >/dev/null 2>&1; then \
-		PROF_BUILD=$(abspath $(BUILD)) PROF_GPU=1 $(BUILD)/test-e2e --filter 'cuda_gpu/*'; \
-	else echo "gpu-check: no working GPU (nvidia-smi failed): skipped"; fi
+# The CUDA path on a real GPU, from the bundle alone (no build there: the GPU machines have a
+# toolkit and PyTorch but no -dev packages). Carry $(BUNDLE) there and run `make gpu-check`;
+# GPU_CHECK_ARGS passes options (--out DIR, --no-torch, --iters N). Skips what needs a GPU
+# where nvidia-smi fails.
+gpu-check:
+	@test -x $(BUNDLE)/bin/prof || { echo "gpu-check: no bundle at $(BUNDLE): run make bundle first"; exit 1; }
+	tests/gpu/gpu-check --bundle $(BUNDLE) $(GPU_CHECK_ARGS)
 
 bench-cuda: all $(CUDA_OUT)/libcuda.so.1
 	bench/cuda.sh
