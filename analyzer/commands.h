@@ -34,7 +34,9 @@ enum {
 	CMD_FRAMES = 1 << 5,  /* --frames N */
 	CMD_FLAME = 1 << 6,   /* --kind K (-k), --by W, --folded, --title T */
 	CMD_EXPORT = 1 << 7,  /* --format F (-f), --min-ns N */
+	CMD_LEAKS = 1 << 8,   /* --show KINDS, --suppressions FILE */
 };
+/* Every command also takes --pid PID and --exe NAME: only the processes that match. */
 struct cmd_spec {
 	const char *name;   /* "report": for messages */
 	unsigned options;   /* CMD_* */
@@ -48,6 +50,11 @@ struct cmd_opts {
 	int frames;
 	const char *outfile, *kind, *by, *title, *format;
 	uint64_t min_ns;
+	uint32_t pid;       /* --pid, 0 for any */
+	const char *exe;    /* --exe, NULL for any */
+	unsigned show;      /* --show: 1u << PROF_LEAK_* (default definitely and indirectly lost) */
+	const char *supp[16];  /* --suppressions, in order */
+	int nsupp;
 	char **traces;      /* the arguments left: TRACE... */
 	int ntraces;
 };
@@ -65,7 +72,10 @@ struct cmd_io {
 	FILE *out;
 	const char *outfile;
 };
-int cmd_open(struct cmd_io *io, char *const *args, int nargs, const char *outfile);
+int cmd_open(struct cmd_io *io, const struct cmd_opts *o);
+/* The trace files of the TRACE arguments that --pid and --exe select, as inputs_expand()
+ * gives them; -1 after a message (nothing given, nothing found, nothing selected). */
+int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n);
 void cmd_write_json(struct cmd_io *io, json_t *processes);
 int cmd_close(struct cmd_io *io, int rc);
 /* The output part of cmd_close(), for commands that stream instead of loading (export). */

@@ -1213,8 +1213,9 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 
 /* ---- leaks and flame graphs ------------------------------------------------------------ */
 
-void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top)
+void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, const struct leak_view *view)
 {
+	size_t top = view->top;
 	(void)proc;  /* the device totals are in prof report's "cuda" section */
 	size_t n = 0;
 	struct leak_ref *v = leaks_sorted(p, &n);
@@ -1225,8 +1226,10 @@ void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top)
 	free(v);
 }
 
-void cuda_leaks_print(FILE *out, struct process *p, size_t top, int frames)
+void cuda_leaks_print(FILE *out, struct process *p, const struct leak_view *view)
 {
+	size_t top = view->top;
+	int frames = view->frames;
 	char a[32], b[32];
 	size_t n = 0;
 	struct leak_ref *v = leaks_sorted(p, &n);

@@ -146,7 +146,7 @@ int cmd_flame(int argc, char **argv)
 	if (!weight)
 		return 2;
 	struct cmd_io io;
-	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
+	if (cmd_open(&io, &o) < 0)
 		return 1;
 	struct process *ps = io.ps;
 	size_t n = io.n;

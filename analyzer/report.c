@@ -176,7 +176,7 @@ int cmd_report(int argc, char **argv)
 	int rc = cmd_parse(&report_spec, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
+	if (cmd_open(&io, &o) < 0)
 		return 1;
 	if (o.json) {
 		json_t *arr = json_array();

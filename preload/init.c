@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .cpu_hz = 99,
-				.free_at_exit = 1, .max_size = 64ull << 30 };
+				.free_at_exit = 1, .leak_check = 1, .max_size = 64ull << 30 };
 _Atomic int prof_active;
 __thread struct prof_thread prof_self;
 
@@ -63,7 +63,7 @@ static uint64_t parse_size(const char *s)
 /* The PROF_* settings this process started with, carried into programs it starts. */
 static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
 					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
-					     "PROF_DEBUG" };
+					     "PROF_DEBUG", "PROF_LEAK_CHECK" };
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
 static char carried[NCARRIED][1100];
 
@@ -90,6 +90,8 @@ static void read_config(void)
 		prof_cfg.cpu_hz = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("PROF_FREERES")) && *v)
 		prof_cfg.free_at_exit = atoi(v) != 0;
+	if ((v = getenv("PROF_LEAK_CHECK")) && *v)
+		prof_cfg.leak_check = atoi(v) != 0;
 	if ((v = getenv("PROF_MAX_SIZE")) && *v)
 		prof_cfg.max_size = parse_size(v);
 	if ((v = getenv("PROF_DEBUG")) && *v)
@@ -221,6 +223,7 @@ static void on_exit_handler(int status, void *arg)
 		}
 	}
 	th->in_hook++;
+	prof_leak_scan();
 	prof_modules_rescan();
 	prof_locks_flush();
 	prof_thread_end(th);

@@ -1,0 +1,451 @@
+/* Leak classes at exit, as memcheck finds them, at no cost while the program runs: the blocks
+ * still allocated come from the trace itself (its ALLOC and FREE records, read back from the
+ * mapped file), then the roots (writable mappings: data segments, thread stacks, the exiting
+ * thread's registers) and the blocks they reach are scanned for pointers to those blocks.
+ *
+ * memcheck's rules: a pointer to a block's start from a root or a reachable block makes it
+ * reachable; a pointer into its middle makes it possibly lost (as does any pointer from a
+ * possibly lost block); a block no root chain reaches is lost, "indirectly" when another lost
+ * block points to it, else "definitely". libprof's own memory (its data, its tables, the trace
+ * mapping) is never a root, nor is the heap's own memory ([heap], the arenas) outside the live
+ * blocks. Memory is read with process_vm_readv, so a page that went away reads as nothing
+ * instead of faulting. Everything here lives in mappings of its own, never in the heap. */
+#include "prof.h"
+
+#define _GNU_SOURCE 1
+#include <fcntl.h>
+#include <link.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* ---- libprof's own memory ---------------------------------------------------------------- */
+
+#define OWN_MAX 64
+static struct range { uintptr_t lo, hi; } own[OWN_MAX];
+static _Atomic int nown;
+
+void prof_own_memory(const void *p, size_t len)
+{
+	int i = atomic_fetch_add(&nown, 1);
+	if (i < OWN_MAX)
+		own[i] = (struct range){ (uintptr_t)p, (uintptr_t)p + len };
+}
+
+static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t me = (uintptr_t)&nown;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz)
+			mine = 1;
+	}
+	if (!mine)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)4095;
+		uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~(uintptr_t)4095;
+		prof_own_memory((void *)lo, hi - lo);
+	}
+	return 1;
+}
+
+/* ---- scratch memory ---------------------------------------------------------------------- */
+
+static void *scratch(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	prof_own_memory(p, bytes);
+	return p;
+}
+
+/* ---- the blocks allocated at exit, from the trace ---------------------------------------- */
+
+enum { UNREACHED, POSSIBLE, REACHABLE, INDIRECT };
+
+struct block {
+	uint64_t ptr, size, time;
+	uint32_t live, state;
+};
+
+static struct block *tab;   /* open addressing by ptr while the trace is read, then sorted */
+static size_t tab_cap, tab_n, nblocks;
+
+static size_t slot_of(uint64_t ptr)
+{
+	size_t i = (size_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull) & (tab_cap - 1);
+	while (tab[i].time && tab[i].ptr != ptr)
+		i = (i + 1) & (tab_cap - 1);
+	return i;
+}
+
+static int tab_grow(void)
+{
+	size_t old_cap = tab_cap;
+	struct block *old = tab;
+	tab_cap = old_cap ? old_cap * 2 : 1u << 16;
+	if (!(tab = scratch(tab_cap * sizeof(*tab))))
+		return -1;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].time)
+			tab[slot_of(old[i].ptr)] = old[i];
+	if (old)
+		munmap(old, old_cap * sizeof(*old));
+	return 0;
+}
+
+/* The latest event on each address wins; a free is timed before the block is released, so
+ * at equal times the allocation is the later one. Times are stored + 1: 0 marks a free slot. */
+static int note(uint64_t ptr, uint64_t size, uint64_t time, int alloc)
+{
+	if ((tab_n + 1) * 4 > tab_cap * 3 && tab_grow() < 0)
+		return -1;
+	struct block *b = &tab[slot_of(ptr)];
+	time++;
+	if (!b->time) {
+		tab_n++;
+	} else if (time < b->time || (time == b->time && !alloc)) {
+		return 0;
+	}
+	*b = (struct block){ .ptr = ptr, .size = size, .time = time, .live = (uint32_t)alloc };
+	return 0;
+}
+
+static void sift_down(size_t r, size_t n)
+{
+	for (size_t c; (c = 2 * r + 1) < n; r = c) {
+		if (c + 1 < n && tab[c + 1].ptr > tab[c].ptr)
+			c++;
+		if (tab[r].ptr >= tab[c].ptr)
+			return;
+		struct block t = tab[r];
+		tab[r] = tab[c];
+		tab[c] = t;
+	}
+}
+
+static int read_trace(void)
+{
+	const char *data;
+	uint64_t units;
+	uint32_t unit;
+	uintptr_t lo, hi;
+	if (prof_writer_units(&data, &units, &unit, &lo, &hi) < 0)
+		return -1;
+	prof_own_memory((void *)lo, hi - lo);
+	for (uint64_t i = 0; i < units;) {
+		const struct prof_chunk_header_run *c = (const void *)(data + i * unit);
+		uint32_t n = c->units;
+		if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != PROF_CHUNK_MAGIC || n == 0 ||
+		    n > units - i) {
+			i++;
+			continue;
+		}
+		const char *p = (const char *)(c + 1), *end = (const char *)c + (uint64_t)n * unit;
+		while (end - p >= (ptrdiff_t)sizeof(struct prof_rec)) {
+			const struct prof_rec *r = (const void *)p;
+			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+			if (!prefix || r->size < 16 || r->size % 8 || r->size > (uint64_t)(end - p))
+				break;
+			if (r->type == PROF_REC_ALLOC) {
+				const struct prof_rec_alloc *a = (const void *)r;
+				if (note(a->ptr, a->size, r->time, 1) < 0)
+					return -1;
+			} else if (r->type == PROF_REC_FREE) {
+				if (note(((const struct prof_rec_free *)r)->ptr, 0, r->time, 0) < 0)
+					return -1;
+			}
+			p += r->size;
+		}
+		i += n;
+	}
+	/* Keep the live blocks, sorted by address (heapsort: no allocation). */
+	nblocks = 0;
+	for (size_t i = 0; i < tab_cap; i++)
+		if (tab[i].time && tab[i].live)
+			tab[nblocks++] = tab[i];
+	for (size_t k = nblocks / 2; k > 0; k--)
+		sift_down(k - 1, nblocks);
+	for (size_t end = nblocks; end > 1; end--) {
+		struct block t = tab[0];
+		tab[0] = tab[end - 1];
+		tab[end - 1] = t;
+		sift_down(0, end - 1);
+	}
+	for (size_t i = 0; i < nblocks; i++)
+		tab[i].state = UNREACHED;
+	return 0;
+}
+
+/* The number of blocks starting at or below v. */
+static size_t blocks_upto(uint64_t v)
+{
+	size_t lo = 0, hi = nblocks;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (tab[mid].ptr <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The block holding address v (start or interior), or -1. */
+static ssize_t block_at(uint64_t v)
+{
+	size_t n = blocks_upto(v);
+	if (n == 0)
+		return -1;
+	const struct block *b = &tab[n - 1];
+	return v < b->ptr + b->size || v == b->ptr ? (ssize_t)(n - 1) : -1;
+}
+
+/* ---- marking ----------------------------------------------------------------------------- */
+
+static uint32_t *work;      /* blocks to scan */
+static size_t nwork, work_cap;
+static uint64_t heap_lo, heap_hi, root_bytes;
+static ssize_t leader = -1; /* the lost block whose clique is being walked, -1 from roots */
+
+static void push(size_t i)
+{
+	if (nwork < work_cap)
+		work[nwork++] = (uint32_t)i;
+}
+
+/* memcheck's lc_push_if_a_chunk_ptr: definite when the pointer sits in a root or in a
+ * reachable block. */
+static void found(uint64_t v, int definite)
+{
+	if (v < heap_lo || v >= heap_hi)
+		return;
+	ssize_t i = block_at(v);
+	if (i < 0)
+		return;
+	struct block *b = &tab[i];
+	if (leader >= 0) {
+		if (b->state == UNREACHED && i != leader) {
+			b->state = INDIRECT;
+			push((size_t)i);
+		}
+	} else if (v == b->ptr && definite && b->state != REACHABLE) {
+		b->state = REACHABLE;
+		push((size_t)i);
+	} else if (b->state == UNREACHED) {
+		b->state = POSSIBLE;
+		push((size_t)i);
+	}
+}
+
+static uint64_t buf[8192];
+
+/* Every aligned word of [lo, hi), read without faulting. */
+static void scan(uint64_t lo, uint64_t hi, int definite)
+{
+	lo = (lo + 7) & ~7ull;
+	while (lo + 8 <= hi) {
+		size_t want = hi - lo < sizeof(buf) ? (size_t)(hi - lo) & ~(size_t)7 : sizeof(buf);
+		struct iovec local = { buf, want }, remote = { (void *)(uintptr_t)lo, want };
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got <= 0) {  /* unreadable: on to the next page */
+			lo = (lo | 4095) + 1;
+			continue;
+		}
+		for (size_t k = 0; k < (size_t)got / 8; k++)
+			found(buf[k], definite);
+		lo += (uint64_t)got & ~7ull;
+	}
+}
+
+static void drain(void)
+{
+	while (nwork) {
+		const struct block *b = &tab[work[--nwork]];
+		scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE);
+	}
+}
+
+/* A root range: what is neither libprof's own nor a live block. */
+static void scan_root(uint64_t lo, uint64_t hi, int from)
+{
+	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
+		if (own[i].lo < hi && own[i].hi > lo) {
+			if (own[i].lo > lo)
+				scan_root(lo, own[i].lo, i + 1);
+			if (own[i].hi < hi)
+				scan_root(own[i].hi, hi, i + 1);
+			return;
+		}
+	size_t k = blocks_upto(lo);
+	if (k > 0 && tab[k - 1].ptr + tab[k - 1].size > lo)
+		k--;
+	while (lo < hi) {
+		uint64_t end = k < nblocks && tab[k].ptr < hi ? tab[k].ptr : hi;
+		if (end > lo) {
+			scan(lo, end, 1);
+			root_bytes += end - lo;
+		}
+		if (k >= nblocks || tab[k].ptr >= hi)
+			return;
+		if (tab[k].ptr + tab[k].size > lo)
+			lo = tab[k].ptr + tab[k].size;
+		k++;
+	}
+}
+
+/* ---- roots: /proc/self/maps -------------------------------------------------------------- */
+
+static uint64_t hex(const char **s)
+{
+	uint64_t v = 0;
+	for (;; (*s)++) {
+		char c = **s;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return v;
+		v = v * 16 + (uint64_t)d;
+	}
+}
+
+#define ARENA_ALIGN (64ull << 20)  /* glibc's thread arenas (heap_info first) */
+
+static int heap_mapping(uint64_t lo, uint64_t hi, const char *name)
+{
+	if (!strncmp(name, "[heap]", 6))
+		return 1;
+	size_t k = blocks_upto(lo - 1);
+	return lo % ARENA_ALIGN == 0 && !*name && k < nblocks && tab[k].ptr < hi;
+}
+
+static void scan_maps(uint64_t sp)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	static char text[1 << 16];
+	size_t have = 0;
+	for (;;) {
+		ssize_t n = read(fd, text + have, sizeof(text) - 1 - have);
+		if (n <= 0 && have == 0)
+			break;
+		have += n > 0 ? (size_t)n : 0;
+		text[have] = 0;
+		char *nl = strchr(text, '\n');
+		if (!nl && n > 0 && have < sizeof(text) - 1)
+			continue;
+		if (!nl)
+			nl = text + have;
+		*nl = 0;
+		/* lo-hi perms offset dev inode   name */
+		const char *s = text;
+		uint64_t lo = hex(&s);
+		s++;
+		uint64_t hi = hex(&s);
+		const char *perms = s + 1;
+		const char *name = perms;
+		for (int field = 0; field < 4 && *name; field++) {
+			while (*name && *name != ' ')
+				name++;
+			while (*name == ' ')
+				name++;
+		}
+		if (perms[0] == 'r' && perms[1] == 'w' && strncmp(name, "/dev/", 5) &&
+		    !heap_mapping(lo, hi, name)) {
+			if (sp >= lo && sp < hi)
+				lo = sp;  /* the exiting thread: its live stack only */
+			scan_root(lo, hi, 0);
+		}
+		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
+		memmove(text, text + used, have - used);
+		have -= used;
+	}
+	close(fd);
+}
+
+/* ---- the records ------------------------------------------------------------------------- */
+
+#define PER_RECORD 1024
+
+static void write_class(struct prof_thread *th, unsigned cls, uint32_t state)
+{
+	size_t i = 0;
+	for (;;) {
+		uint32_t n = 0;
+		size_t from = i;
+		for (; i < nblocks && n < PER_RECORD; i++)
+			n += tab[i].state == state;
+		if (n == 0)
+			return;
+		uint32_t size = (uint32_t)(sizeof(struct prof_rec_leak_blocks) + n * sizeof(uint64_t));
+		struct prof_rec_leak_blocks *r = prof_reserve(th, size);
+		if (!r)
+			return;
+		r->count = n;
+		r->pad = 0;
+		for (uint32_t k = 0; from < i; from++)
+			if (tab[from].state == state)
+				r->ptrs[k++] = tab[from].ptr;
+		prof_commit(r, PROF_REC_LEAK_BLOCKS, cls, size, prof_now());
+	}
+}
+
+static __attribute__((noinline)) void scan_with_registers(void)
+{
+	ucontext_t uc;  /* the registers the program's code may have left pointers in */
+	getcontext(&uc);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0);
+	scan_maps((uint64_t)(uintptr_t)__builtin_frame_address(0));
+}
+
+/* Runs in the exiting thread after libc freed its own blocks, before EXIT is written. */
+void prof_leak_scan(void)
+{
+	struct prof_thread *th = prof_thread_get();
+	if (!prof_cfg.leak_check || !(prof_cfg.events & PROF_EV_ALLOC) || prof_writer_disabled())
+		return;
+	dl_iterate_phdr(own_segments, NULL);
+	if (read_trace() < 0)
+		return;
+	work_cap = 3 * nblocks + 16;
+	if (!(work = scratch(work_cap * sizeof(*work))))
+		return;
+	heap_lo = nblocks ? tab[0].ptr : 0;
+	heap_hi = 0;
+	for (size_t i = 0; i < nblocks; i++)
+		if (tab[i].ptr + tab[i].size + 1 > heap_hi)
+			heap_hi = tab[i].ptr + tab[i].size + 1;
+	scan_with_registers();
+	drain();
+	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect). */
+	for (size_t i = 0; i < nblocks; i++) {
+		if (tab[i].state != UNREACHED)
+			continue;
+		leader = (ssize_t)i;
+		push(i);
+		drain();
+	}
+	leader = -1;
+	struct prof_rec_leak_scan *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->root_bytes = root_bytes;
+	r->blocks = (uint32_t)nblocks;
+	r->pad = 0;
+	prof_commit(r, PROF_REC_LEAK_SCAN, prof_threads_alive() > 1 ? PROF_LEAK_OTHER_THREADS : 0,
+		    sizeof(*r), prof_now());
+	write_class(th, PROF_LEAK_DEFINITE, UNREACHED);
+	write_class(th, PROF_LEAK_INDIRECT, INDIRECT);
+	write_class(th, PROF_LEAK_POSSIBLE, POSSIBLE);
+}

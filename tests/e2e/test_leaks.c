@@ -1,0 +1,140 @@
+/* End-to-end leak classes: the exit-time scan against valgrind memcheck's LEAK SUMMARY on a
+ * program built like valgrind's leak tests, the default and --show=all listings, suppression
+ * files, and exec'd images. */
+#include "e2e.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(leaks, .fini = e2e_cleanup);
+
+static const char *const class_keys[4] = { "definitely_lost", "indirectly_lost", "possibly_lost",
+					   "still_reachable" };
+/* tests/progs/leak_classes.c says why. */
+static const long expected[4][2] = { { 94, 3 }, { 224, 7 }, { 84, 3 }, { 74, 3 } };
+
+static json_t *profile_leak_classes(const char *dir)
+{
+	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	return e2e_prof_json("report", dir);
+}
+
+Test(leaks, classes_as_memcheck_finds_them)
+{
+	const char *dir = e2e_tmpdir();
+	json_t *doc = profile_leak_classes(dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	for (int i = 0; i < 4; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), expected[i][0], "%s: %ld", key, e2e_int(p, key));
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), expected[i][1], "%s: %ld", key, e2e_int(p, key));
+	}
+	/* leaked_bytes keeps its meaning: everything in use at exit. */
+	cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), 94 + 224 + 84 + 74);
+	json_decref(doc);
+}
+
+Test(leaks, classes_agree_with_valgrind)
+{
+	if (system("valgrind --version >/dev/null 2>&1") != 0)
+		cr_skip_test("valgrind is not installed");
+	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+	const char *dir = e2e_tmpdir();
+	json_t *doc = profile_leak_classes(dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	for (int i = 0; i < 4; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), vg.leak[i][0], "%s: prof %ld, valgrind %ld", key,
+			     e2e_int(p, key), vg.leak[i][0]);
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), vg.leak[i][1], "%s: prof %ld, valgrind %ld", key,
+			     e2e_int(p, key), vg.leak[i][1]);
+	}
+	json_decref(doc);
+}
+
+static char *leaks_text(const char *dir, const char *opt1, const char *opt2)
+{
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/leaks.txt", dir);
+	const char *cmd[] = { e2e_prof(), "leaks", dir, opt1, opt2, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	return e2e_read_file(out);
+}
+
+Test(leaks, lost_by_default_everything_with_show_all)
+{
+	const char *dir = e2e_tmpdir();
+	json_decref(profile_leak_classes(dir));
+	char *text = leaks_text(dir, NULL, NULL);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "30 bytes in 1 block are definitely lost"), "%s", text);
+	cr_expect_not_null(strstr(text, "are indirectly lost"), "%s", text);
+	cr_expect_null(strstr(text, "are still reachable"), "%s", text);
+	cr_expect_null(strstr(text, "are possibly lost"), "%s", text);
+	cr_expect_not_null(strstr(text, "still reachable: 74 bytes in 3 blocks"), "%s", text);
+	free(text);
+	text = leaks_text(dir, "--show=all", NULL);
+	cr_expect_not_null(strstr(text, "10 bytes in 1 block are still reachable"), "%s", text);
+	cr_expect_not_null(strstr(text, "20 bytes in 1 block are possibly lost"), "%s", text);
+	free(text);
+	const char *bad[] = { e2e_prof(), "leaks", "--show=lost", dir, NULL };
+	cr_expect_eq(e2e_run(bad, NULL, NULL, NULL), 2 << 8);
+}
+
+Test(leaks, suppression_files_as_valgrind_writes_them)
+{
+	const char *dir = e2e_tmpdir();
+	json_decref(profile_leak_classes(dir));
+	char supp[PATH_MAX];
+	snprintf(supp, sizeof(supp), "%s/my.supp", dir);
+	FILE *f = fopen(supp, "w");
+	cr_assert_not_null(f);
+	/* The 30-byte block: malloc called from build() directly (the tree comes through mk). */
+	fputs("# a comment\n{\n   dropped-block\n   Memcheck:Leak\n   match-leak-kinds: definite\n"
+	      "   fun:malloc\n   fun:build\n   fun:main\n}\n", f);
+	fclose(f);
+	char *text = leaks_text(dir, "--suppressions", supp);
+	cr_assert_not_null(text);
+	cr_expect_null(strstr(text, "30 bytes in 1 block are definitely lost"), "%s", text);
+	cr_expect_not_null(strstr(text, "suppressed: 30 bytes in 1 block"), "%s", text);
+	cr_expect_not_null(strstr(text, "are indirectly lost"), "%s", text);
+	free(text);
+	f = fopen(supp, "w");
+	fputs("{\n   broken\n", f);
+	fclose(f);
+	const char *cmd[] = { e2e_prof(), "leaks", "--suppressions", supp, dir, NULL };
+	cr_expect_eq(e2e_run(cmd, NULL, NULL, NULL), 2 << 8);
+}
+
+Test(leaks, an_execd_image_leaks_nothing)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_exec"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	size_t i;
+	json_t *p;
+	int execd = 0;
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		if (!json_object_get(p, "exec"))
+			continue;
+		execd++;
+		cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), 0);
+		cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 2);
+	}
+	cr_expect_eq(execd, 1);
+	json_decref(doc);
+}
