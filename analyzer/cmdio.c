@@ -58,13 +58,14 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "title", required_argument, NULL, 'T' }, { "format", required_argument, NULL, 'f' },
 		{ "min-ns", required_argument, NULL, 'm' }, { "show", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 's' },
+		{ "findings", no_argument, NULL, 'n' },
 		{ "pid", required_argument, NULL, 'p' }, { "exe", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	/* Which CMD_* flag each long option needs (same order as all[]). */
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
-					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, 0, 0, 0 };
+					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, 0, 0, 0 };
 	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
 		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];
@@ -93,6 +94,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		case 'c': o->csv = 1; break;
 		case 'b': o->brief = 1; break;
 		case 'd': o->folded = 1; break;
+		case 'n': o->findings = 1; break;
 		case 'o': o->outfile = optarg; break;
 		case 'k': o->kind = optarg; break;
 		case 'B': o->by = optarg; break;
@@ -232,7 +234,15 @@ int cmd_open(struct cmd_io *io, const struct cmd_opts *o)
 
 void cmd_write_json(struct cmd_io *io, json_t *processes)
 {
-	json_t *doc = json_pack("{s:i,s:o}", "version", 1, "processes", processes);
+	cmd_write_json_findings(io, NULL, processes);
+}
+
+void cmd_write_json_findings(struct cmd_io *io, json_t *findings, json_t *processes)
+{
+	json_t *doc = json_pack("{s:i}", "version", 1);
+	if (findings)
+		json_object_set_new(doc, "findings", findings);
+	json_object_set_new(doc, "processes", processes);
 	json_dumpf(doc, io->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 	fputc('\n', io->out);
 	json_decref(doc);

@@ -35,6 +35,7 @@ enum {
 	CMD_FLAME = 1 << 6,   /* --kind K (-k), --by W, --folded, --title T */
 	CMD_EXPORT = 1 << 7,  /* --format F (-f), --min-ns N */
 	CMD_LEAKS = 1 << 8,   /* --show KINDS, --suppressions FILE */
+	CMD_FINDINGS = 1 << 9, /* --findings */
 };
 /* Every command also takes --pid PID and --exe NAME: only the processes that match. */
 struct cmd_spec {
@@ -44,7 +45,7 @@ struct cmd_spec {
 	const char *usage;  /* the --help text */
 };
 struct cmd_opts {
-	int json, csv, brief, folded;
+	int json, csv, brief, folded, findings;
 	int top_given;
 	size_t top;         /* SIZE_MAX unless --top was given */
 	int frames;
@@ -77,6 +78,8 @@ int cmd_open(struct cmd_io *io, const struct cmd_opts *o);
  * gives them; -1 after a message (nothing given, nothing found, nothing selected). */
 int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n);
 void cmd_write_json(struct cmd_io *io, json_t *processes);
+/* The same with "findings" (taken) before "processes", as prof report writes it. */
+void cmd_write_json_findings(struct cmd_io *io, json_t *findings, json_t *processes);
 int cmd_close(struct cmd_io *io, int rc);
 /* The output part of cmd_close(), for commands that stream instead of loading (export). */
 int cmd_finish_output(FILE *out, const char *outfile, int rc);

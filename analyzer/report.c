@@ -2,6 +2,7 @@
  * document that SPEC.md fixes. */
 #include "commands.h"
 #include "family.h"
+#include "findings.h"
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
@@ -157,12 +158,14 @@ static void print_brief(FILE *out, struct process *p)
 }
 
 static const struct cmd_spec report_spec = {
-	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES, 6,
+	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS, 6,
 	"usage: prof report [options] TRACE...\n"
-	"Every section that has data: processes and threads, heap (and, when recorded, CPU,\n"
-	"locks, I/O, CUDA). A TRACE is a trace file or a run directory.\n\n"
-	"  --json       one JSON document (schema in SPEC.md); all sites unless --top\n"
+	"Findings first (what the rules in README say deserves a look), then every section that\n"
+	"has data: processes and threads, heap (and, when recorded, CPU, locks, I/O, CUDA).\n"
+	"A TRACE is a trace file or a run directory.\n\n"
+	"  --json       one JSON document (docs/JSON.md); all sites unless --top\n"
 	"  --brief      one line per process\n"
+	"  --findings   the findings only\n"
 	"  --top N      sites per table (text default 10)\n"
 	"  --frames N   frames per stack in text (default 6)\n"
 	"  -o FILE      write to FILE instead of stdout\n"
@@ -178,13 +181,21 @@ int cmd_report(int argc, char **argv)
 		return rc;
 	if (cmd_open(&io, &o) < 0)
 		return 1;
+	struct findings fs;
+	findings_collect(&fs, io.ps, io.n);
 	if (o.json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < io.n; i++)
 			json_array_append_new(arr, process_json(&io.ps[i], o.top));
-		cmd_write_json(&io, arr);
+		cmd_write_json_findings(&io, findings_json(&fs), arr);
+		findings_free(&fs);
 		return cmd_close(&io, 0);
 	}
+	if (!o.brief)
+		findings_print(io.out, &fs, io.n, o.findings ? o.frames : 2);
+	findings_free(&fs);
+	if (o.findings)
+		return cmd_close(&io, 0);
 	size_t top = o.top_given ? o.top : 10;
 	for (size_t i = 0; i < io.n; i++) {
 		struct process *p = &io.ps[i];
