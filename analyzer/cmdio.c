@@ -2,6 +2,7 @@
  * arguments, open its output, and at the end report write errors and free everything. */
 #include "commands.h"
 #include "process.h"
+#include "stackfmt.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -58,14 +59,14 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "title", required_argument, NULL, 'T' }, { "format", required_argument, NULL, 'f' },
 		{ "min-ns", required_argument, NULL, 'm' }, { "show", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 's' },
-		{ "findings", no_argument, NULL, 'n' },
+		{ "findings", no_argument, NULL, 'n' }, { "fold", required_argument, NULL, 'L' },
 		{ "pid", required_argument, NULL, 'p' }, { "exe", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	/* Which CMD_* flag each long option needs (same order as all[]). */
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
-					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, 0, 0, 0 };
+					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, 0, 0, 0, 0 };
 	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
 		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];
@@ -124,6 +125,12 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		case 'e':
 			o->exe = optarg;
 			break;
+		case 'L':
+			if (stack_fold_set(optarg) < 0) {
+				prof_error("%s: --fold: list too long", spec->name);
+				return 2;
+			}
+			break;
 		case 'S':
 			if (parse_show(optarg, &o->show) < 0) {
 				prof_error("%s: --show: unknown leak kind in '%s' (definite, indirect, "
@@ -140,7 +147,10 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 			break;
 		case 'h':
 			fputs(spec->usage, stdout);
-			fputs("  --pid PID    only the process PID\n"
+			fputs("  --fold LIST  innermost frames to hide: std:: (C++ library), libc, alloc\n"
+			      "               (allocator wrappers), or name prefixes; none (default\n"
+			      "               std::,libc,alloc)\n"
+			      "  --pid PID    only the process PID\n"
 			      "  --exe NAME   only processes running NAME (its file name or path)\n", stdout);
 			return 0;
 		case ':':

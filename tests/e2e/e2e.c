@@ -173,7 +173,16 @@ json_t *e2e_prof_json(const char *command, const char *path)
 	char out[PATH_MAX], err[PATH_MAX];
 	snprintf(out, sizeof(out), "%s/out.json", d);
 	snprintf(err, sizeof(err), "%s/err.txt", d);
-	const char *argv[] = { e2e_prof(), command, "--json", path, NULL };
+	/* "leaks --show=all": the command, then one option */
+	char cmd[128], *opt = NULL;
+	snprintf(cmd, sizeof(cmd), "%s", command);
+	if ((opt = strchr(cmd, ' ')))
+		*opt++ = 0;
+	const char *argv[] = { e2e_prof(), cmd, "--json", path, opt, NULL };
+	if (opt) {
+		argv[3] = opt;
+		argv[4] = path;
+	}
 	int st = e2e_run(argv, NULL, out, err);
 	if (st != 0) {
 		char *e = e2e_read_file(err);

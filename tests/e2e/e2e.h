@@ -33,7 +33,8 @@ int e2e_profile(const char *dir, const char *const argv[], const char *const env
 /* valgrind's HEAP SUMMARY (and LEAK SUMMARY, --leak-check=full) of argv; 0 on success. */
 int e2e_valgrind(const char *const argv[], struct vg_summary *s);
 
-/* `prof report --json` (or any prof command with --json) on path: the parsed document. */
+/* `prof report --json` (or any prof command with --json; "leaks --show=all": a command and
+ * one option) on path: the parsed document. */
 json_t *e2e_prof_json(const char *command, const char *path);
 /* processes[i] of a report; NULL if absent. */
 json_t *e2e_process(json_t *doc, size_t i);
