@@ -59,14 +59,15 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "title", required_argument, NULL, 'T' }, { "format", required_argument, NULL, 'f' },
 		{ "min-ns", required_argument, NULL, 'm' }, { "show", required_argument, NULL, 'S' },
 		{ "suppressions", required_argument, NULL, 's' },
-		{ "findings", no_argument, NULL, 'n' }, { "fold", required_argument, NULL, 'L' },
+		{ "findings", no_argument, NULL, 'n' }, { "signal", required_argument, NULL, 'g' },
+		{ "fold", required_argument, NULL, 'L' },
 		{ "pid", required_argument, NULL, 'p' }, { "exe", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	/* Which CMD_* flag each long option needs (same order as all[]). */
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
-					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, 0, 0, 0, 0 };
+					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL, 0, 0, 0, 0 };
 	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
 		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];
@@ -124,6 +125,11 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 			break;
 		case 'e':
 			o->exe = optarg;
+			break;
+		case 'g':
+			if (parse_count(optarg, 64, &v) < 0 || v == 0)
+				goto bad_number;
+			o->signal = (int)v;
 			break;
 		case 'L':
 			if (stack_fold_set(optarg) < 0) {

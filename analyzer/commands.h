@@ -16,6 +16,7 @@ int cmd_flame(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_mark_exit(int argc, char **argv);
 
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
  * (sorted). Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
@@ -36,6 +37,7 @@ enum {
 	CMD_EXPORT = 1 << 7,  /* --format F (-f), --min-ns N */
 	CMD_LEAKS = 1 << 8,   /* --show KINDS, --suppressions FILE */
 	CMD_FINDINGS = 1 << 9, /* --findings */
+	CMD_SIGNAL = 1 << 10, /* --signal N */
 };
 /* Every command also takes --pid PID and --exe NAME: only the processes that match. */
 struct cmd_spec {
@@ -52,6 +54,7 @@ struct cmd_opts {
 	const char *outfile, *kind, *by, *title, *format;
 	uint64_t min_ns;
 	uint32_t pid;       /* --pid, 0 for any */
+	int signal;         /* --signal */
 	const char *exe;    /* --exe, NULL for any */
 	unsigned show;      /* --show: 1u << PROF_LEAK_* (default definitely and indirectly lost) */
 	const char *supp[16];  /* --suppressions, in order */

@@ -63,7 +63,8 @@ static uint64_t parse_size(const char *s)
 /* The PROF_* settings this process started with, carried into programs it starts. */
 static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
 					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
-					     "PROF_DEBUG", "PROF_LEAK_CHECK" };
+					     "PROF_DEBUG", "PROF_LEAK_CHECK", "PROF_ONLY",
+					     "PROF_ROOT_PID" };
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
 static char carried[NCARRIED][1100];
 
@@ -90,6 +91,10 @@ static void read_config(void)
 		prof_cfg.cpu_hz = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("PROF_FREERES")) && *v)
 		prof_cfg.free_at_exit = atoi(v) != 0;
+	if ((v = getenv("PROF_ONLY")) && *v)
+		snprintf(prof_cfg.only, sizeof(prof_cfg.only), "%s", v);
+	if ((v = getenv("PROF_ROOT_PID")) && *v)
+		prof_cfg.root_pid = (uint32_t)strtoul(v, NULL, 10);
 	if ((v = getenv("PROF_LEAK_CHECK")) && *v)
 		prof_cfg.leak_check = atoi(v) != 0;
 	if ((v = getenv("PROF_MAX_SIZE")) && *v)
@@ -286,6 +291,8 @@ static int start_recording(uint32_t ppid, int argc, char **argv)
 	return 0;
 }
 
+static int wanted(void);
+
 /* Fork child: everything of the parent's trace is dropped; the child starts its own. */
 static void atfork_child(void)
 {
@@ -301,7 +308,7 @@ static void atfork_child(void)
 	prof_modules_reset();
 	prof_locks_fork_child();
 	prof_threads_fork_child();
-	if (was_active)
+	if (was_active && wanted())
 		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
 }
 
@@ -323,6 +330,34 @@ static int read_cmdline(void)
 	}
 	cmdline_argv[argc] = NULL;
 	return argc;
+}
+
+static int name_listed(const char *list, const char *path)
+{
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t len = strlen(name);
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == len && !strncmp(p, name, n))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* Whether this process is one to record: PROF_ROOT_PID names the only one (prof-run
+ * --no-follow), PROF_ONLY the programs (its argv[0] or its executable's file name). */
+static int wanted(void)
+{
+	if (prof_cfg.root_pid && (uint32_t)getpid() != prof_cfg.root_pid)
+		return 0;
+	if (!prof_cfg.only[0])
+		return 1;
+	char exe[1024];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	return (saved_argc > 0 && name_listed(prof_cfg.only, saved_argv[0])) ||
+	       (n > 0 && name_listed(prof_cfg.only, exe));
 }
 
 _Atomic int prof_start_state;  /* 0 not started, 1 starting, 2 done */
@@ -350,7 +385,8 @@ void prof_start(void)
 	prof_locks_init();
 	prof_threads_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
-	if (start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
+	/* A process not recorded still carries the library to the programs it starts. */
+	if (wanted() && start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
 		pthread_atfork(NULL, NULL, atfork_child);
 		on_exit(on_exit_handler, NULL);
 		install_signal_handlers();

@@ -20,6 +20,8 @@ struct prof_config {
 	unsigned cpu_hz;
 	int free_at_exit;       /* call __libc_freeres at exit, as valgrind does */
 	int leak_check;         /* classify blocks left at exit (PROF_LEAK_CHECK) */
+	uint32_t root_pid;      /* PROF_ROOT_PID: record only this process (prof-run --no-follow) */
+	char only[256];         /* PROF_ONLY: record only these programs (comma list of names) */
 	int debug;              /* PROF_DEBUG level */
 	uint64_t max_size;      /* largest trace file, bytes */
 	char output[1024];      /* PROF_OUTPUT template */
