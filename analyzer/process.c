@@ -6,6 +6,7 @@
 #include "grow.h"
 #include "trace.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +351,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	if (!t)
 		return -1;
 	int rc = copy_identity(p, t);
+	if (trace_promised(t))
+		p->cut_bytes = trace_promised(t) - trace_size(t);
 	struct trace_event ev;
 	struct prewarm warm = { 0 };
 	int got = 0;
@@ -369,6 +372,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		p->complete = 1;
 	if (p->hdr.lost_records > p->lost_records)
 		p->lost_records = p->hdr.lost_records;
+	if (p->cut_bytes)
+		p->complete = 0;
 	trace_close(t);
 	if (rc == -1)
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -433,6 +438,9 @@ int processes_load(char **paths, size_t n, struct process **out)
 			processes_free(ps, i + 1);
 			return -1;
 		}
+		if (ps[i].cut_bytes)
+			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
+				   "reporting what it holds", paths[i], ps[i].cut_bytes);
 	}
 	qsort(ps, n, sizeof(*ps), cmp_start);  /* in the order they started */
 	*out = ps;

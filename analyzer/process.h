@@ -59,6 +59,7 @@ struct process {
 	char *exec_path;
 	int complete;
 	uint64_t lost_records;
+	uint64_t cut_bytes;         /* the file is this much shorter than its header says */
 	uint64_t unknown_records;   /* of types this prof does not know */
 
 	struct thread_info *threads;

@@ -67,6 +67,8 @@ static json_t *process_json(struct process *p, size_t top)
 		"start_ns", (json_int_t)p->hdr.start_realtime_ns, "duration_ns", (json_int_t)p->end_ns,
 		"exit", exit_json(p), "complete", p->complete,
 		"lost_records", (json_int_t)p->lost_records, "trace", jstr(p->path));
+	if (p->cut_bytes)
+		json_object_set_new(o, "truncated_bytes", json_integer((json_int_t)p->cut_bytes));
 	if (p->exit_kind == EXIT_EXEC && p->exec_path)
 		json_object_set_new(o, "exec", jstr(p->exec_path));
 	json_object_set_new(o, "threads", threads_json(p));
@@ -104,9 +106,13 @@ static void print_identity(FILE *out, const struct process *p)
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
 	fprintf(out, "   exe %s, host %s, parent %u, started %s\n", p->exe, p->host, p->hdr.ppid, when);
 	fprintf(out, "   trace %s\n", p->path);
+	char lost[32];
 	if (p->lost_records)
-		fprintf(out, "   WARNING: %" PRIu64 " records were lost (trace space ran out); totals are short\n",
-			p->lost_records);
+		fprintf(out, "   WARNING: %s record%s lost (trace space ran out); totals are short\n",
+			fmt_count(p->lost_records, lost, sizeof(lost)), p->lost_records == 1 ? " was" : "s were");
+	if (p->cut_bytes)
+		fprintf(out, "   WARNING: the trace file is cut short (%s bytes missing): reported as far as it goes\n",
+			fmt_count(p->cut_bytes, lost, sizeof(lost)));
 	if (p->nchildren) {
 		fprintf(out, "   forked:");
 		for (size_t i = 0; i < p->nchildren; i++)
