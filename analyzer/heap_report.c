@@ -160,11 +160,11 @@ static void print_sites(FILE *out, struct process *p, const char *title,
 		if (shown++ == 0)
 			fprintf(out, "\n   %s:\n", title);
 		char a[32], b[32], c[32], d[32], e[32], f[32];
-		fprintf(out, "   #%zu %s in %s calls; %s at peak; %s temporary; leaked %s in %s blocks\n",
+		fprintf(out, "   #%zu %s in %s call%s; %s at peak; %s temporary; in use at exit %s in %s block%s\n",
 			shown, fmt_bytes(s->bytes, a, sizeof(a)), fmt_count(s->calls, b, sizeof(b)),
-			fmt_bytes(s->peak_bytes, f, sizeof(f)),
+			s->calls == 1 ? "" : "s", fmt_bytes(s->peak_bytes, f, sizeof(f)),
 			fmt_count(s->temporary, d, sizeof(d)), fmt_bytes(s->leaked_bytes, c, sizeof(c)),
-			fmt_count(s->leaked_blocks, e, sizeof(e)));
+			fmt_count(s->leaked_blocks, e, sizeof(e)), s->leaked_blocks == 1 ? "" : "s");
 		stack_print(out, p, v[i].stack, frames, "       ");
 	}
 	free(v);
@@ -207,10 +207,14 @@ static void heap_brief(FILE *out, const struct process *p)
 {
 	char a[32], b[32], c[32], d[32], e[32];
 	const struct heap_stats *h = heap_of(p);
-	fprintf(out, "; heap: %s allocs, %s allocated, peak %s, %s %s in %s blocks",
-		fmt_count(h->alloc_calls, a, sizeof(a)), fmt_bytes(h->bytes_allocated, b, sizeof(b)),
-		fmt_bytes(h->peak, c, sizeof(c)), p->complete ? "leaked" : "in use",
-		fmt_bytes(h->leaked_bytes, d, sizeof(d)), fmt_count(h->leaked_blocks, e, sizeof(e)));
+	fprintf(out, "; heap: %s alloc%s, %s allocated, peak %s, %s %s in %s block%s",
+		fmt_count(h->alloc_calls, a, sizeof(a)), h->alloc_calls == 1 ? "" : "s",
+		fmt_bytes(h->bytes_allocated, b, sizeof(b)), fmt_bytes(h->peak, c, sizeof(c)),
+		p->complete ? "in use at exit" : "in use", fmt_bytes(h->leaked_bytes, d, sizeof(d)),
+		fmt_count(h->leaked_blocks, e, sizeof(e)), h->leaked_blocks == 1 ? "" : "s");
+	if (h->leak_scanned)
+		fprintf(out, " (lost %s)", fmt_bytes(h->class_bytes[PROF_LEAK_DEFINITE] +
+						     h->class_bytes[PROF_LEAK_INDIRECT], a, sizeof(a)));
 }
 
 /* ---- leaks ------------------------------------------------------------------------------ */

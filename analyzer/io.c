@@ -11,6 +11,7 @@
 #include "trace.h"
 
 #include <inttypes.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,7 +320,8 @@ static int account(struct process *p, int32_t fi, unsigned op, int64_t result, u
 	f->cls_time[hc] += dur;
 	if (timed && io_hist_add(&f->hist[hc], dur) < 0)
 		return -1;
-	if (result < 0)
+	/* A non-blocking connect that is under way has not failed. */
+	if (result < 0 && !(op == PROF_IO_CONNECT && result == -EINPROGRESS))
 		f->errors++;
 	switch (cls) {
 	case 'o':

@@ -172,6 +172,10 @@ static void summarize(const struct lock_info *l, struct lock_summary *s)
 	/* Without a snapshot (killed before the first was written) every wait that did not
 	 * time out was an acquisition. */
 	s->acquisitions = l->have_stats ? l->acquisitions : l->waits - l->timeouts;
+	/* A condition variable or barrier is "acquired" by each wait, which always blocks (and,
+	 * timed out or not, takes the mutex back): never fewer acquisitions than waits. */
+	if ((l->kind == PROF_LOCK_COND || l->kind == PROF_LOCK_BARRIER) && s->acquisitions < s->contended)
+		s->acquisitions = s->contended;
 	s->avg_wait_ns = s->contended ? s->wait_ns / s->contended : 0;
 	s->hold_ns = l->hold_ns;
 	s->max_hold_ns = l->max_hold_ns;

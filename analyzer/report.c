@@ -85,12 +85,12 @@ static json_t *process_json(struct process *p, size_t top)
 
 static void print_identity(FILE *out, const struct process *p)
 {
-	char d[32], when[64];
+	char d[32], when[64], arg[1024];
 	fprintf(out, "== Process %u:", p->hdr.pid);
 	for (uint32_t i = 0; i < p->argc; i++)
-		fprintf(out, " %s", p->argv[i]);
+		fprintf(out, " %s", fmt_arg(p->argv[i], arg, sizeof(arg)));
 	if (p->argc == 0)
-		fprintf(out, " %s", p->exe);
+		fprintf(out, " %s", fmt_arg(p->exe, arg, sizeof(arg)));
 	fprintf(out, "  [");
 	switch (p->exit_kind) {
 	case EXIT_CODE: fprintf(out, "exit %d", p->exit_value); break;
@@ -104,7 +104,8 @@ static void print_identity(FILE *out, const struct process *p)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	fprintf(out, "   exe %s, host %s, parent %u, started %s\n", p->exe, p->host, p->hdr.ppid, when);
+	fprintf(out, "   exe %s, host %s, parent %u, started %s\n", fmt_arg(p->exe, arg, sizeof(arg)),
+		p->host, p->hdr.ppid, when);
 	fprintf(out, "   trace %s\n", p->path);
 	char lost[32];
 	if (p->lost_records)
@@ -123,7 +124,7 @@ static void print_identity(FILE *out, const struct process *p)
 
 static void print_threads(FILE *out, struct process *p)
 {
-	char a[32], b[32], c[32], d[32], e[32], r[256];
+	char a[32], b[32], c[32], d[32], e[32], r[256], name[80];
 	fprintf(out, "\n-- Threads (%zu)\n   %-8s %-16s %-8s %10s %10s %10s %10s %10s  %s\n",
 		p->nthreads, "TID", "NAME", "PARENT", "START", "END", "CPU", "LOCK WAIT", "COND WAIT",
 		"START ROUTINE");
@@ -135,7 +136,7 @@ static void print_threads(FILE *out, struct process *p)
 			snprintf(parent, sizeof(parent), "%u", ptid);
 		const char *routine = addr_label(p, t->start_routine, r, sizeof(r));
 		fprintf(out, "   %-8u %-16s %-8s %10s %10s %10s %10s %10s  %s\n", t->tid,
-			t->name[0] ? t->name : "?", parent, fmt_ns(t->start_ns, a, sizeof(a)),
+			t->name[0] ? fmt_arg(t->name, name, sizeof(name)) : "?", parent, fmt_ns(t->start_ns, a, sizeof(a)),
 			t->ended ? fmt_ns(t->end_ns, b, sizeof(b)) : "-",
 			t->ended ? fmt_ns(t->cpu_ns, c, sizeof(c)) : "-",
 			fmt_ns(t->lock_wait_ns, d, sizeof(d)), fmt_ns(t->cond_wait_ns, e, sizeof(e)),
@@ -145,8 +146,8 @@ static void print_threads(FILE *out, struct process *p)
 
 static void print_brief(FILE *out, struct process *p)
 {
-	char a[32];
-	fprintf(out, "pid %u %s: ", p->hdr.pid, p->argc ? p->argv[0] : p->exe);
+	char a[32], arg[1024];
+	fprintf(out, "pid %u %s: ", p->hdr.pid, fmt_arg(p->argc ? p->argv[0] : p->exe, arg, sizeof(arg)));
 	if (p->exit_kind == EXIT_CODE)
 		fprintf(out, "exit %d", p->exit_value);
 	else if (p->exit_kind == EXIT_SIGNAL)
@@ -161,6 +162,38 @@ static void print_brief(FILE *out, struct process *p)
 		if (families[i]->brief && families[i]->has_data(p))
 			families[i]->brief(out, p);
 	fputc('\n', out);
+}
+
+/* ---- the order of processes ------------------------------------------------------------ */
+
+/* The work a process did: its threads' CPU time, else how long it ran. */
+static uint64_t work_of(const struct process *p)
+{
+	uint64_t cpu = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		cpu += p->threads[i].cpu_ns;
+	return cpu ? cpu : p->end_ns / 1000;
+}
+
+static int cmp_work(const void *a, const void *b)
+{
+	const struct process *const *x = a, *const *y = b;
+	uint64_t wx = work_of(*x), wy = work_of(*y);
+	if (wx != wy)
+		return wx < wy ? 1 : -1;
+	return x < y ? -1 : x > y;
+}
+
+/* Text reports lead with the processes that did the most work (a run through a shell or a
+ * launcher makes many that did little); JSON keeps the order they started in. */
+static const struct process **busiest_first(struct process *ps, size_t n)
+{
+	const struct process **v = malloc(sizeof(*v) * (n ? n : 1));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = &ps[i];
+	if (v && n > 1)
+		qsort(v, n, sizeof(*v), cmp_work);
+	return v;
 }
 
 static const struct cmd_spec report_spec = {
@@ -189,6 +222,13 @@ int cmd_report(int argc, char **argv)
 		return 1;
 	struct findings fs;
 	findings_collect(&fs, io.ps, io.n);
+	if (o.json && (o.brief || o.findings)) {
+		prof_error("report: --json has every section; --%s does not go with it",
+			   o.brief ? "brief" : "findings");
+		findings_free(&fs);
+		cmd_close(&io, 0);
+		return 2;
+	}
 	if (o.json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < io.n; i++)
@@ -203,8 +243,13 @@ int cmd_report(int argc, char **argv)
 	if (o.findings)
 		return cmd_close(&io, 0);
 	size_t top = o.top_given ? o.top : 10;
+	const struct process **order = busiest_first(io.ps, io.n);
+	if (!order)
+		return cmd_close(&io, 1);
+	if (io.n > 1 && !o.brief)
+		fprintf(io.out, "%zu processes, busiest (most CPU time) first\n\n", io.n);
 	for (size_t i = 0; i < io.n; i++) {
-		struct process *p = &io.ps[i];
+		struct process *p = (struct process *)order[i];
 		if (o.brief) {
 			print_brief(io.out, p);
 			continue;
@@ -217,5 +262,6 @@ int cmd_report(int argc, char **argv)
 			if (families[f]->print && families[f]->has_data(p))
 				families[f]->print(io.out, p, top, o.frames);
 	}
+	free(order);
 	return cmd_close(&io, 0);
 }

@@ -1,6 +1,7 @@
 /* Unit tests of the I/O analysis: latency histograms and percentiles, and per-file results
  * from synthetic traces (names, renames, failed opens, EOF, the slowest calls, flame weights). */
 #include <criterion/criterion.h>
+#include <errno.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +137,21 @@ static const struct io_file *file(const struct process *p, const char *path)
 }
 
 #define T0 TG_START_NS
+
+Test(io_analysis, connect_in_progress_is_not_an_error)
+{
+	struct tg *tg = tg_create();
+	io_name(tg, 0, T0 + 10, PROF_IO_SOCKET, 2, 3, 3, 500, 0, "tcp 127.0.0.1:9");
+	io_call(tg, 0, T0 + 20, PROF_IO_CONNECT, 2, 3, -EINPROGRESS, 100, 0);
+	io_call(tg, 0, T0 + 30, PROF_IO_CONNECT, 2, 3, -ECONNREFUSED, 100, 0);
+	tg_exit(tg, 0, T0 + 1000, 0, 0);
+	struct process p;
+	load(tg, &p);
+	const struct io_file *f = file(&p, "tcp 127.0.0.1:9");
+	cr_assert_not_null(f);
+	cr_expect_eq(f->errors, 1, "only the refused connect failed");
+	unload(&p);
+}
 
 Test(io_analysis, bytes_calls_and_latency_per_file)
 {
