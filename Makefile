@@ -78,12 +78,15 @@ $(BUILD)/test-core: $(CORE_SRC) $(wildcard tests/core/*.h) $(ANALYZER_OBJ) $(wil
 $(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h
 	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson -lm
 
+# Ends with what to look at first (the findings); the rest is written to files.
 demo: all $(BUILD)/progs/demo
-	scripts/prof-run -o $(BUILD)/demo-run -- $(BUILD)/progs/demo
-	$(BUILD)/prof report $(BUILD)/demo-run
-	$(BUILD)/prof leaks $(BUILD)/demo-run | head -n 40
+	scripts/prof-run --force -o $(BUILD)/demo-run -- $(BUILD)/progs/demo
+	$(BUILD)/prof report -o $(BUILD)/demo-report.txt $(BUILD)/demo-run
+	$(BUILD)/prof leaks -o $(BUILD)/demo-leaks.txt $(BUILD)/demo-run
 	$(BUILD)/prof flame --kind alloc -o $(BUILD)/demo-alloc.svg $(BUILD)/demo-run
-	@echo "flame graph: $(BUILD)/demo-alloc.svg"
+	@echo
+	$(BUILD)/prof report --findings $(BUILD)/demo-run
+	@echo "full report: $(BUILD)/demo-report.txt   leaks: $(BUILD)/demo-leaks.txt   flame graph: $(BUILD)/demo-alloc.svg"
 
 # Exported symbols must be hooks only: nothing of libunwind, jansson or our internals.
 check-exports: $(BUILD)/libprof.so
