@@ -303,6 +303,19 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 	size_t n;
 	uint64_t sb, sn;
 	struct loss *l = losses(p, v, &n, &sb, &sn);
+	if (n == 0 && !sb && (h->leak_scanned || p->exit_kind == EXIT_EXEC || !h->leaked_blocks)) {
+		/* Nothing to list: one line, so that runs of many processes stay readable. */
+		if (p->exit_kind == EXIT_EXEC)
+			fprintf(out, "no leaks: the image was replaced by exec\n");
+		else
+			fprintf(out, "no lost blocks; %s in %s block%s still reachable, %s possibly lost\n",
+				fmt_bytes(h->class_bytes[PROF_LEAK_REACHABLE], a, sizeof(a)),
+				fmt_count(h->class_blocks[PROF_LEAK_REACHABLE], b, sizeof(b)),
+				h->class_blocks[PROF_LEAK_REACHABLE] == 1 ? "" : "s",
+				fmt_bytes(h->class_bytes[PROF_LEAK_POSSIBLE], c, sizeof(c)));
+		free(l);
+		return;
+	}
 	for (size_t i = 0; l && i < n && i < v->top; i++) {
 		const char *what = l[i].cls >= 0 ? class_text[l[i].cls]
 			: p->complete ? "still allocated at exit" : "in use";
@@ -334,7 +347,6 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 			fmt_count(sn, b, sizeof(b)), sn == 1 ? "" : "s");
 	if (h->leak_scanned && v->show != ~0u)
 		fprintf(out, "   (shown: definitely and indirectly lost; --show=all for the rest)\n");
-	(void)c;
 }
 
 /* ---- flame graphs ----------------------------------------------------------------------- */

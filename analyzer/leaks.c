@@ -3,9 +3,12 @@
  * (the heap, GPU device memory) adds its records. */
 #include "commands.h"
 #include "family.h"
+#include "format.h"
 #include "process.h"
 #include "stackfmt.h"
 #include "suppress.h"
+
+#include <stdlib.h>
 
 static const struct cmd_spec leaks_spec = {
 	"leaks", CMD_OUTPUT | CMD_JSON | CMD_TOP | CMD_FRAMES | CMD_LEAKS, 16,
@@ -39,7 +42,8 @@ static json_t *leaks_json(struct process *p, const struct leak_view *v)
 
 static void leaks_text(FILE *out, struct process *p, const struct leak_view *v)
 {
-	fprintf(out, "== Process %u (%s)%s\n", p->hdr.pid, p->exe,
+	char exe[1024];
+	fprintf(out, "== Process %u (%s)%s\n", p->hdr.pid, fmt_arg(p->exe, exe, sizeof(exe)),
 		p->complete ? "" : ": did not exit normally; blocks in use when the trace ends");
 	for (size_t i = 0; families[i]; i++)
 		if (families[i]->leaks_print)
@@ -71,8 +75,10 @@ int cmd_leaks(int argc, char **argv)
 			json_array_append_new(arr, leaks_json(&io.ps[i], &v));
 		cmd_write_json(&io, arr);
 	} else {
-		for (size_t i = 0; i < io.n; i++)
-			leaks_text(io.out, &io.ps[i], &v);
+		struct process **order = processes_by_work(io.ps, io.n);
+		for (size_t i = 0; order && i < io.n; i++)
+			leaks_text(io.out, order[i], &v);
+		free(order);
 	}
 	supp_free(supp);
 	return cmd_close(&io, 0);

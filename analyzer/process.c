@@ -456,3 +456,31 @@ void processes_free(struct process *ps, size_t n)
 		process_free(&ps[i]);
 	free(ps);
 }
+
+/* The work a process did: its threads' CPU time, else how long it ran. */
+static uint64_t work_of(const struct process *p)
+{
+	uint64_t cpu = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		cpu += p->threads[i].cpu_ns;
+	return cpu ? cpu : p->end_ns / 1000;
+}
+
+static int cmp_work(const void *a, const void *b)
+{
+	struct process *const *x = a, *const *y = b;
+	uint64_t wx = work_of(*x), wy = work_of(*y);
+	if (wx != wy)
+		return wx < wy ? 1 : -1;
+	return *x < *y ? -1 : *x > *y;
+}
+
+struct process **processes_by_work(struct process *ps, size_t n)
+{
+	struct process **v = malloc(sizeof(*v) * (n ? n : 1));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = &ps[i];
+	if (v && n > 1)
+		qsort(v, n, sizeof(*v), cmp_work);
+	return v;
+}

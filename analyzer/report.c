@@ -164,38 +164,6 @@ static void print_brief(FILE *out, struct process *p)
 	fputc('\n', out);
 }
 
-/* ---- the order of processes ------------------------------------------------------------ */
-
-/* The work a process did: its threads' CPU time, else how long it ran. */
-static uint64_t work_of(const struct process *p)
-{
-	uint64_t cpu = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		cpu += p->threads[i].cpu_ns;
-	return cpu ? cpu : p->end_ns / 1000;
-}
-
-static int cmp_work(const void *a, const void *b)
-{
-	const struct process *const *x = a, *const *y = b;
-	uint64_t wx = work_of(*x), wy = work_of(*y);
-	if (wx != wy)
-		return wx < wy ? 1 : -1;
-	return x < y ? -1 : x > y;
-}
-
-/* Text reports lead with the processes that did the most work (a run through a shell or a
- * launcher makes many that did little); JSON keeps the order they started in. */
-static const struct process **busiest_first(struct process *ps, size_t n)
-{
-	const struct process **v = malloc(sizeof(*v) * (n ? n : 1));
-	for (size_t i = 0; v && i < n; i++)
-		v[i] = &ps[i];
-	if (v && n > 1)
-		qsort(v, n, sizeof(*v), cmp_work);
-	return v;
-}
-
 static const struct cmd_spec report_spec = {
 	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS, 6,
 	"usage: prof report [options] TRACE...\n"
@@ -243,13 +211,13 @@ int cmd_report(int argc, char **argv)
 	if (o.findings)
 		return cmd_close(&io, 0);
 	size_t top = o.top_given ? o.top : 10;
-	const struct process **order = busiest_first(io.ps, io.n);
+	struct process **order = processes_by_work(io.ps, io.n);
 	if (!order)
 		return cmd_close(&io, 1);
 	if (io.n > 1 && !o.brief)
 		fprintf(io.out, "%zu processes, busiest (most CPU time) first\n\n", io.n);
 	for (size_t i = 0; i < io.n; i++) {
-		struct process *p = (struct process *)order[i];
+		struct process *p = order[i];
 		if (o.brief) {
 			print_brief(io.out, p);
 			continue;

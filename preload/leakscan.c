@@ -8,7 +8,7 @@
  * possibly lost block); a block no root chain reaches is lost, "indirectly" when another lost
  * block points to it, else "definitely". libprof's own memory (its data, its tables, the trace
  * mapping) is never a root, nor is the heap's own memory ([heap], the arenas) outside the live
- * blocks. Memory is read with process_vm_readv, so a page that went away reads as nothing
+ * blocks. memcheck's default interior-pointer heuristics apply (heuristic_start()). Memory is read with process_vm_readv, so a page that went away reads as nothing
  * instead of faulting. Everything here lives in mappings of its own, never in the heap. */
 #include "prof.h"
 
@@ -225,6 +225,26 @@ static void push(size_t i)
 		work[nwork++] = (uint32_t)i;
 }
 
+static int read_words(uint64_t addr, uint64_t *out, size_t n)
+{
+	struct iovec local = { out, n * 8 }, remote = { (void *)(uintptr_t)addr, n * 8 };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)(n * 8) ? 0 : -1;
+}
+
+/* memcheck's default interior-pointer heuristics, which count such a pointer as one to the
+ * start: a length or element count stored before the data (length64, newarray: sqlite's
+ * allocator, C++ arrays of objects with destructors) and libstdc++'s old std::string
+ * (length, capacity, refcount, then the characters). */
+static int heuristic_start(const struct block *b, uint64_t v)
+{
+	uint64_t w[3];
+	if (v == b->ptr + 8 && b->size >= 8 && read_words(b->ptr, w, 1) == 0 && w[0] > 0 &&
+	    (b->size - 8) % w[0] == 0)
+		return 1;
+	return v == b->ptr + 24 && b->size >= 25 && read_words(b->ptr, w, 3) == 0 &&
+	       w[0] <= w[1] && w[1] == b->size - 25;
+}
+
 /* memcheck's lc_push_if_a_chunk_ptr: definite when the pointer sits in a root or in a
  * reachable block. */
 static void found(uint64_t v, int definite)
@@ -240,7 +260,7 @@ static void found(uint64_t v, int definite)
 			b->state = INDIRECT;
 			push((size_t)i);
 		}
-	} else if (v == b->ptr && definite && b->state != REACHABLE) {
+	} else if (definite && b->state != REACHABLE && (v == b->ptr || heuristic_start(b, v))) {
 		b->state = REACHABLE;
 		push((size_t)i);
 	} else if (b->state == UNREACHED) {
