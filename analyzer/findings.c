@@ -21,7 +21,8 @@
 #define FIND_TEMP_SHARE 0.25       /* that are >= 25% of its calls */
 #define FIND_IO_TAIL 10            /* a file whose p99 latency is >= 10x its median */
 #define FIND_IO_MIN_CALLS 20       /* over >= 20 calls */
-#define FIND_IO_SHARE 0.20         /* or whose I/O took >= 20% of the process's lifetime */
+#define FIND_IO_SHARE 0.20         /* or whose I/O took >= 20% of the process's lifetime (pipes
+				    * are left out: their reads wait for the other end) */
 #define FIND_GPU_BUSY 0.50         /* GPU busy < 50% of the lifetime while CUDA calls took more */
 
 static int add(struct findings *f, struct process *p, const char *kind, uint32_t stack,
@@ -150,7 +151,9 @@ static void io_rules(struct findings *f, struct process *p)
 	uint64_t p50 = 0, p99 = 0, calls = 0;
 	for (size_t i = 0; i < s->nfiles; i++) {
 		const struct io_file *fl = &s->files[i];
-		if (fl->merged_into >= 0 || (worst && fl->time_ns <= worst->time_ns))
+		/* A pipe's reads wait for the program at its other end: not I/O latency. */
+		if (fl->merged_into >= 0 || (worst && fl->time_ns <= worst->time_ns) ||
+		    !strncmp(fl->path, "pipe:", 5))
 			continue;
 		struct io_hist all = { 0 };
 		for (int c = 0; c < IO_CLS_COUNT; c++)
@@ -201,12 +204,16 @@ static void cuda_rules(struct findings *f, struct process *p)
 int findings_collect(struct findings *f, struct process *ps, size_t n)
 {
 	*f = (struct findings){ 0 };
+	struct process **order = processes_by_work(ps, n);
+	if (!order)
+		return -1;
 	for (size_t i = 0; i < n; i++) {
-		heap_rules(f, &ps[i]);
-		lock_rules(f, &ps[i]);
-		io_rules(f, &ps[i]);
-		cuda_rules(f, &ps[i]);
+		heap_rules(f, order[i]);
+		lock_rules(f, order[i]);
+		io_rules(f, order[i]);
+		cuda_rules(f, order[i]);
 	}
+	free(order);
 	return 0;
 }
 
@@ -230,12 +237,16 @@ json_t *findings_json(const struct findings *f)
 	return arr;
 }
 
-void findings_print(FILE *out, const struct findings *f, size_t nprocs, int frames)
+void findings_print(FILE *out, const struct findings *f, size_t nprocs, int frames, size_t max)
 {
 	fprintf(out, "-- Findings\n");
 	if (!f->n)
 		fprintf(out, "   nothing stands out by the rules (README: Findings); details below\n");
 	for (size_t i = 0; i < f->n; i++) {
+		if (i == max) {
+			fprintf(out, "    ... %zu more (prof report --findings)\n", f->n - max);
+			break;
+		}
 		const struct finding *x = &f->v[i];
 		fprintf(out, "%2zu. [%s]", i + 1, x->kind);
 		if (nprocs > 1)

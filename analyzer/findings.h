@@ -22,11 +22,12 @@ struct findings {
 	size_t n;
 };
 
-/* Every rule over every process, in that order. */
+/* Every rule over every process, busiest processes first. */
 int findings_collect(struct findings *f, struct process *ps, size_t n);
 void findings_free(struct findings *f);
 /* SPEC.md's "findings": [{kind, process, summary, evidence, stack}]. */
 json_t *findings_json(const struct findings *f);
-void findings_print(FILE *out, const struct findings *f, size_t nprocs, int frames);
+/* At most max of them (the rest counted). */
+void findings_print(FILE *out, const struct findings *f, size_t nprocs, int frames, size_t max);
 
 #endif

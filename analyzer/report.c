@@ -206,7 +206,7 @@ int cmd_report(int argc, char **argv)
 		return cmd_close(&io, 0);
 	}
 	if (!o.brief)
-		findings_print(io.out, &fs, io.n, o.findings ? o.frames : 2);
+		findings_print(io.out, &fs, io.n, o.findings ? o.frames : 2, o.findings ? SIZE_MAX : 8);
 	findings_free(&fs);
 	if (o.findings)
 		return cmd_close(&io, 0);

@@ -60,6 +60,26 @@ static uint64_t parse_size(const char *s)
 	}
 }
 
+/* One line naming the PROF_EVENTS entries that are no family (they are ignored). */
+static void log_unknown_events(const char *list)
+{
+	char unknown[256] = "";
+	size_t used = 0;
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		char item[64];
+		int bad = 0;
+		snprintf(item, sizeof(item), "%.*s", (int)n, list);
+		prof_events_parse(item, &bad);
+		if (bad && used + n + 2 < sizeof(unknown))
+			used += (size_t)snprintf(unknown + used, sizeof(unknown) - used, "%s%s",
+						 used ? "," : "", item);
+		list += n + (list[n] == ',');
+	}
+	prof_log("PROF_EVENTS: unknown event famil%s '%s' ignored (known: alloc,lock,thread,io,cuda,cpu,all)",
+		 strchr(unknown, ',') ? "ies" : "y", unknown);
+}
+
 /* The PROF_* settings this process started with, carried into programs it starts. */
 static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
 					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
@@ -81,7 +101,7 @@ static void read_config(void)
 		int bad;
 		prof_cfg.events = prof_events_parse(v, &bad);
 		if (bad)
-			prof_log("PROF_EVENTS=%s: unknown event family ignored (known: alloc,lock,thread,io,cuda,cpu,all)", v);
+			log_unknown_events(v);
 	}
 	if ((v = getenv("PROF_STACK_DEPTH")) && *v) {
 		long d = strtol(v, NULL, 10);

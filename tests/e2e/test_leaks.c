@@ -138,3 +138,26 @@ Test(leaks, an_execd_image_leaks_nothing)
 	cr_expect_eq(execd, 1);
 	json_decref(doc);
 }
+
+/* memcheck's default heuristics: length64 and newarray interior pointers count as start
+ * pointers (tests/progs/leak_heuristics.c). */
+Test(leaks, interior_pointer_heuristics_as_memcheck)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_heuristics"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 72);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.blocks"), 2);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.possibly_lost.bytes"), 24);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.blocks"), 0);
+	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		struct vg_summary vg;
+		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+		cr_expect_eq(vg.leak[3][0], 72, "valgrind still reachable %ld", vg.leak[3][0]);
+		cr_expect_eq(vg.leak[2][0], 24, "valgrind possibly lost %ld", vg.leak[2][0]);
+	}
+	json_decref(doc);
+}

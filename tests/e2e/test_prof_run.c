@@ -225,3 +225,22 @@ Test(prof_run, sigterm_is_passed_on_and_recorded)
 	cr_expect_gt(e2e_int(p, "duration_ns"), 500000000L);
 	json_decref(doc);
 }
+
+/* The library itself: one line naming what it ignores, the rest recorded. */
+Test(prof_run, the_library_names_unknown_event_families)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/lib-err.txt", dir);
+	const char *argv[] = { "/bin/true", NULL };
+	const char *env[] = { "PROF_EVENTS=alloc,locks,io", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
+	char *e = e2e_read_file(err);
+	cr_assert_not_null(e);
+	cr_expect_eq(e2e_count_lines(e), 1, "%s", e);
+	cr_expect_not_null(strstr(e, "unknown event family 'locks' ignored"), "%s", e);
+	free(e);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_decref(doc);
+}
