@@ -1234,15 +1234,17 @@ void cuda_leaks_print(FILE *out, struct process *p, const struct leak_view *view
 	size_t n = 0;
 	struct leak_ref *v = leaks_sorted(p, &n);
 	for (size_t i = 0; v && i < n && i < top; i++) {
-		fprintf(out, "\n%s bytes in %s GPU device blocks %s, record %zu of %zu, from:\n",
+		fprintf(out, "\n%s bytes in %s GPU device block%s %s, record %zu of %zu, from:\n",
 			fmt_count(v[i].s->bytes, a, sizeof(a)), fmt_count(v[i].s->blocks, b, sizeof(b)),
+			v[i].s->blocks == 1 ? "" : "s",
 			p->complete ? "still allocated at exit" : "in use", i + 1, n);
 		stack_print(out, p, v[i].stack, frames, "   ");
 	}
 	if (v && n)
-		fprintf(out, "\nGPU LEAK SUMMARY: %s bytes in %s device blocks from %zu allocation site%s\n",
+		fprintf(out, "\nGPU LEAK SUMMARY: %s bytes in %s device block%s from %zu allocation site%s\n",
 			fmt_count(cuda_of(p)->leaked_bytes, a, sizeof(a)),
-			fmt_count(cuda_of(p)->leaked_blocks, b, sizeof(b)), n, n == 1 ? "" : "s");
+			fmt_count(cuda_of(p)->leaked_blocks, b, sizeof(b)),
+			cuda_of(p)->leaked_blocks == 1 ? "" : "s", n, n == 1 ? "" : "s");
 	free(v);
 }
 

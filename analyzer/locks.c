@@ -263,8 +263,9 @@ void locks_print(FILE *out, struct process *p, size_t top, int frames)
 		ncontended += v[i].contended > 0;
 	}
 	char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32];
-	fprintf(out, "\n-- Locks (%zu, %zu contended; %s waited in %s contended acquisitions)\n", n,
-		ncontended, fmt_ns(total_wait, a, sizeof(a)), fmt_count(contended, b, sizeof(b)));
+	fprintf(out, "\n-- Locks (%zu, %zu contended; %s waited in %s contended acquisition%s)\n", n,
+		ncontended, fmt_ns(total_wait, a, sizeof(a)), fmt_count(contended, b, sizeof(b)),
+		contended == 1 ? "" : "s");
 	fprintf(out, "   %3s %-16s %-7s %12s %10s %9s %10s %10s %10s %10s %10s %10s\n", "#", "ADDRESS",
 		"KIND", "ACQUIRED", "CONTENDED", "CHANGED", "TOT WAIT", "AVG WAIT", "MAX WAIT",
 		"TOT HOLD", "AVG HOLD", "MAX HOLD");
