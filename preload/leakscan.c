@@ -289,11 +289,44 @@ static void scan(uint64_t lo, uint64_t hi, int definite)
 	}
 }
 
+/* Scans the blocks to scan. Small ones are read many at a time (one process_vm_readv for
+ * up to BATCH blocks); a batch that cannot be read whole is scanned block by block. */
+#define BATCH 256
 static void drain(void)
 {
+	static struct iovec local[BATCH], remote[BATCH];
+	static uint64_t batch_buf[sizeof(buf) / 8];
+	uint32_t ids[BATCH];
 	while (nwork) {
-		const struct block *b = &tab[work[--nwork]];
-		scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE);
+		size_t n = 0, bytes = 0;
+		while (nwork && n < BATCH) {
+			const struct block *b = &tab[work[nwork - 1]];
+			size_t len = (size_t)b->size & ~(size_t)7;
+			if (bytes + len > sizeof(batch_buf))
+				break;
+			ids[n] = work[--nwork];
+			local[n] = (struct iovec){ (char *)batch_buf + bytes, len };
+			remote[n] = (struct iovec){ (void *)(uintptr_t)b->ptr, len };
+			bytes += len;
+			n++;
+		}
+		if (n == 0) {  /* one block larger than the batch buffer */
+			const struct block *b = &tab[work[--nwork]];
+			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE);
+			continue;
+		}
+		int whole = process_vm_readv(getpid(), local, n, remote, n, 0) == (ssize_t)bytes;
+		for (size_t i = 0; i < n; i++) {
+			const struct block *b = &tab[ids[i]];
+			int definite = leader < 0 && b->state == REACHABLE;
+			if (!whole) {
+				scan(b->ptr, b->ptr + b->size, definite);
+				continue;
+			}
+			const uint64_t *w = local[i].iov_base;
+			for (size_t k = 0; k < local[i].iov_len / 8; k++)
+				found(w[k], definite);
+		}
 	}
 }
 
