@@ -1,7 +1,8 @@
 /* Leak classes at exit, as memcheck finds them, at no cost while the program runs: the blocks
  * still allocated come from the trace itself (its ALLOC and FREE records, read back from the
- * mapped file), then the roots (writable mappings: data segments, thread stacks, the exiting
- * thread's registers) and the blocks they reach are scanned for pointers to those blocks.
+ * mapped file), then the roots (writable mappings: data segments, thread stacks above their
+ * stack pointers, registers: the other threads are stopped meanwhile) and the blocks they
+ * reach are scanned for pointers to those blocks.
  *
  * memcheck's rules: a pointer to a block's start from a root or a reachable block makes it
  * reachable; a pointer into its middle makes it possibly lost (as does any pointer from a
@@ -12,12 +13,19 @@
  * instead of faulting. Everything here lives in mappings of its own, never in the heap. */
 #include "prof.h"
 
-#define _GNU_SOURCE 1
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -358,6 +366,107 @@ static void scan_root(uint64_t lo, uint64_t hi, int from)
 	}
 }
 
+/* ---- the other threads: stopped while the scan runs -------------------------------------- */
+
+/* As memcheck does, the scan looks at a thread's stack only above its stack pointer, where
+ * its registers are saved too. Each other thread is sent a signal whose handler notes where
+ * its stack is live (a local of its own, just below the signal frame that holds the
+ * registers) and waits there until the scan is over, so the heap also holds still. A thread
+ * that does not answer in time (the signal blocked) has its whole stack scanned. */
+#define STOP_MAX 1024
+#define STOP_WAIT_MS 200
+static _Atomic uintptr_t stopped_sp[STOP_MAX];
+static _Atomic int stop_slots, stop_ready, stop_release;
+
+static void stop_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	volatile uintptr_t here = 0;
+	int i = atomic_fetch_add(&stop_slots, 1);
+	if (i < STOP_MAX)
+		atomic_store(&stopped_sp[i], (uintptr_t)&here);
+	atomic_fetch_add(&stop_ready, 1);
+	while (!atomic_load(&stop_release))
+		syscall(SYS_futex, &stop_release, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	errno = saved;
+}
+
+/* A signal the program leaves alone, or 0. */
+static int stop_signal(struct sigaction *old)
+{
+	for (int sig = SIGRTMAX - 2; sig > SIGRTMIN + 4; sig--)
+		if (sigaction(sig, NULL, old) == 0 && old->sa_handler == SIG_DFL &&
+		    !(old->sa_flags & SA_SIGINFO))
+			return sig;
+	return 0;
+}
+
+/* Whether thread tid blocks sig (it would not answer: its whole stack is scanned). */
+static int blocks(pid_t tid, int sig)
+{
+	char path[64], text[2048];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = 0;
+	const char *b = strstr(text, "SigBlk:");
+	return !b || (strtoull(b + 7, NULL, 16) >> (sig - 1) & 1);
+}
+
+/* Signals every other thread; returns how many, waiting up to STOP_WAIT_MS for them. */
+static int stop_others(int sig)
+{
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return 0;
+	pid_t me = (pid_t)syscall(SYS_gettid), pid = getpid();
+	int sent = 0;
+	char ents[4096];
+	long n;
+	while ((n = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(ents + off);
+			off += d->d_reclen;
+			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+			if (tid > 0 && tid != me && !blocks(tid, sig) &&
+			    syscall(SYS_tgkill, pid, tid, sig) == 0)
+				sent++;
+		}
+	}
+	close(dir);
+	struct timespec ms = { 0, 1000000 };
+	for (int waited = 0; atomic_load(&stop_ready) < sent && waited < STOP_WAIT_MS; waited++)
+		nanosleep(&ms, NULL);
+	return sent;
+}
+
+/* Lets the stopped threads go. The signal is then ignored, not given back its default
+ * action: one still pending (a thread that blocked it meanwhile) is dropped rather than
+ * killing the exiting process. */
+static void release_others(int sig)
+{
+	atomic_store(&stop_release, 1);
+	syscall(SYS_futex, &stop_release, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	signal(sig, SIG_IGN);
+}
+
+/* Where the stack in [lo, hi) is live: the lowest stopped thread's mark in it, else lo. */
+static uint64_t live_from(uint64_t lo, uint64_t hi)
+{
+	uint64_t from = hi;
+	int n = atomic_load(&stop_slots);
+	for (int i = 0; i < n && i < STOP_MAX; i++) {
+		uint64_t sp = atomic_load(&stopped_sp[i]);
+		if (sp >= lo && sp < hi && sp < from)
+			from = sp;
+	}
+	return from < hi ? from : lo;
+}
+
 /* ---- roots: /proc/self/maps -------------------------------------------------------------- */
 
 static uint64_t hex(const char **s)
@@ -416,8 +525,8 @@ static void scan_maps(uint64_t sp)
 		}
 		if (perms[0] == 'r' && perms[1] == 'w' && strncmp(name, "/dev/", 5) &&
 		    !heap_mapping(lo, hi, name)) {
-			if (sp >= lo && sp < hi)
-				lo = sp;  /* the exiting thread: its live stack only */
+			/* A thread's stack: the live part only (this thread's, a stopped one's). */
+			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
 			scan_root(lo, hi, 0);
 		}
 		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
@@ -479,6 +588,13 @@ void prof_leak_scan(void)
 	for (size_t i = 0; i < nblocks; i++)
 		if (tab[i].ptr + tab[i].size + 1 > heap_hi)
 			heap_hi = tab[i].ptr + tab[i].size + 1;
+	struct sigaction old, sa = { .sa_handler = stop_handler, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	int sig = stop_signal(&old);
+	if (sig && sigaction(sig, &sa, NULL) == 0)
+		stop_others(sig);
+	else
+		sig = 0;
 	scan_with_registers();
 	drain();
 	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect). */
@@ -490,6 +606,8 @@ void prof_leak_scan(void)
 		drain();
 	}
 	leader = -1;
+	if (sig)
+		release_others(sig);
 	struct prof_rec_leak_scan *r = prof_reserve(th, sizeof(*r));
 	if (!r)
 		return;

@@ -161,3 +161,30 @@ Test(leaks, interior_pointer_heuristics_as_memcheck)
 	}
 	json_decref(doc);
 }
+
+/* Threads: what a dead thread left only in its stack is lost; a thread still running at exit
+ * is stopped for the scan, and only its live stack (above its stack pointer) and registers
+ * are roots (tests/progs/leak_thread.c). */
+Test(leaks, thread_stacks_as_memcheck_sees_them)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_thread"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.bytes"), 300);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.blocks"), 3);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 50);
+	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		struct vg_summary vg;
+		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+		for (int i = 0; i < 4; i++) {
+			char key[64];
+			snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+			cr_expect_eq(e2e_int(p, key), vg.leak[i][1], "%s: prof %ld, valgrind %ld", key,
+				     e2e_int(p, key), vg.leak[i][1]);
+		}
+	}
+	json_decref(doc);
+}
