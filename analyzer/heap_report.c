@@ -190,12 +190,12 @@ static void heap_print(FILE *out, struct process *p, size_t top, int frames)
 			fmt_bytes(h->class_bytes[k], a, sizeof(a)), fmt_count(h->class_blocks[k], b, sizeof(b)),
 			h->class_blocks[k] == 1 ? "" : "s");
 	}
-	fprintf(out, "   temporary         %s allocations (%.1f%% of calls)\n",
-		fmt_count(h->temporary, c, sizeof(c)),
+	fprintf(out, "   temporary         %s allocation%s (%.1f%% of calls)\n",
+		fmt_count(h->temporary, c, sizeof(c)), h->temporary == 1 ? "" : "s",
 		h->alloc_calls ? 100.0 * (double)h->temporary / (double)h->alloc_calls : 0.0);
 	if (h->unmatched_frees)
-		fprintf(out, "   (%s frees of blocks allocated before recording began)\n",
-			fmt_count(h->unmatched_frees, a, sizeof(a)));
+		fprintf(out, "   (%s free%s of blocks allocated before recording began)\n",
+			fmt_count(h->unmatched_frees, a, sizeof(a)), h->unmatched_frees == 1 ? "" : "s");
 	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames);
 	print_sites(out, p, "Top sites by bytes allocated", site_key_bytes, top, frames);
 	print_sites(out, p, "Top sites by allocation calls", site_key_calls, top, frames);

@@ -34,6 +34,11 @@ Test(report, control_characters_in_argv_are_escaped)
 	cr_assert_eq(prof(dir, args, &text), 0);
 	cr_expect_null(strchr(text, '\033'), "a raw escape character in:\n%s", text);
 	cr_expect_not_null(strstr(text, "/bin/echo \"\\x1b[31mred\\nline\" plain"), "%s", text);
+	/* Plurals agree with their numbers. */
+	cr_expect_null(strstr(text, " 1 allocations"), "%s", text);
+	cr_expect_null(strstr(text, " 1 blocks"), "%s", text);
+	cr_expect_null(strstr(text, " 1 frees"), "%s", text);
+	cr_expect_null(strstr(text, " 1 calls"), "%s", text);
 	free(text);
 }
 
