@@ -147,8 +147,43 @@ static json_t *heap_json(struct process *p, size_t top)
 			 "unmatched_frees", (json_int_t)h->unmatched_frees, "sites", sites);
 }
 
+/* The stacks the heap section printed already: a site in several lists shows its whole
+ * stack once, then its first frame only. */
+struct shown_stacks {
+	uint32_t *ids;
+	size_t n;
+};
+
+static int once(struct shown_stacks *seen, uint32_t stack)
+{
+	for (size_t i = 0; i < seen->n; i++)
+		if (seen->ids[i] == stack)
+			return 0;
+	uint32_t *v = realloc(seen->ids, (seen->n + 1) * sizeof(*v));
+	if (v) {
+		seen->ids = v;
+		seen->ids[seen->n++] = stack;
+	}
+	return 1;
+}
+
+static void print_first_frame(FILE *out, struct process *p, uint32_t stack)
+{
+	struct sym_frame f;
+	char buf[256], shorter[256];
+	if (stack_shown(p, stack, &f, 1, NULL, NULL) == 1) {
+		fprintf(out, "       at %s", shorten_templates(frame_label(&f, buf, sizeof(buf)), shorter,
+							     sizeof(shorter)));
+		if (f.file)
+			fprintf(out, " (%s:%d)", f.file, f.line);
+		fprintf(out, ", stack above\n");
+	} else
+		fprintf(out, "       (no stack recorded)\n");
+}
+
 static void print_sites(FILE *out, struct process *p, const char *title,
-			uint64_t (*key)(const struct heap_site *), size_t top, int frames)
+			uint64_t (*key)(const struct heap_site *), size_t top, int frames,
+			struct shown_stacks *seen)
 {
 	size_t n;
 	struct site_ref *v = heap_sites_sorted(p, key, &n);
@@ -165,7 +200,10 @@ static void print_sites(FILE *out, struct process *p, const char *title,
 			s->calls == 1 ? "" : "s", fmt_bytes(s->peak_bytes, f, sizeof(f)),
 			fmt_count(s->temporary, d, sizeof(d)), fmt_bytes(s->leaked_bytes, c, sizeof(c)),
 			fmt_count(s->leaked_blocks, e, sizeof(e)), s->leaked_blocks == 1 ? "" : "s");
-		stack_print(out, p, v[i].stack, frames, "       ");
+		if (once(seen, v[i].stack))
+			stack_print(out, p, v[i].stack, frames, "       ");
+		else
+			print_first_frame(out, p, v[i].stack);
 	}
 	free(v);
 }
@@ -196,11 +234,20 @@ static void heap_print(FILE *out, struct process *p, size_t top, int frames)
 	if (h->unmatched_frees)
 		fprintf(out, "   (%s free%s of blocks allocated before recording began)\n",
 			fmt_count(h->unmatched_frees, a, sizeof(a)), h->unmatched_frees == 1 ? "" : "s");
-	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames);
-	print_sites(out, p, "Top sites by bytes allocated", site_key_bytes, top, frames);
-	print_sites(out, p, "Top sites by allocation calls", site_key_calls, top, frames);
-	print_sites(out, p, "Top sites by leaked bytes", site_key_leaked, top, frames);
-	print_sites(out, p, "Top sites by temporary allocations", site_key_temporary, top, frames);
+	struct shown_stacks seen = { NULL, 0 };
+	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames,
+		    &seen);
+	print_sites(out, p, "Top sites by bytes allocated", site_key_bytes, top, frames, &seen);
+	print_sites(out, p, "Top sites by allocation calls", site_key_calls, top, frames, &seen);
+	if (h->leak_scanned)
+		print_sites(out, p, "Top sites by bytes lost (definitely and indirectly)", site_key_lost,
+			    top, frames, &seen);
+	else
+		print_sites(out, p, "Top sites by bytes in use at exit", site_key_leaked, top, frames,
+			    &seen);
+	print_sites(out, p, "Top sites by temporary allocations", site_key_temporary, top, frames,
+		    &seen);
+	free(seen.ids);
 }
 
 static void heap_brief(FILE *out, const struct process *p)

@@ -52,6 +52,15 @@ Test(findings, lost_blocks_and_temporaries)
 	cr_assert_not_null(text);
 	cr_expect_eq(strncmp(text, "-- Findings\n", 12), 0, "%.200s", text);
 	cr_expect_not_null(strstr(text, "[leak]"));
+	/* A site in several heap lists: its whole stack once (after the findings), then one line. */
+	const char *heap = strstr(text, "-- Heap");
+	cr_assert_not_null(heap);
+	int full = 0;
+	for (const char *h = heap; (h = strstr(h, ": make_word (examples/demo.c:")); h++)
+		full++;
+	cr_expect_eq(full, 1, "%s", heap);
+	cr_expect_not_null(strstr(heap, "       at make_word (examples/demo.c:"), "%s", heap);
+	cr_expect_not_null(strstr(heap, ", stack above"), "%s", heap);
 	free(text);
 }
 
