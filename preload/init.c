@@ -248,8 +248,8 @@ static void on_exit_handler(int status, void *arg)
 		}
 	}
 	th->in_hook++;
+	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
 	prof_leak_scan();
-	prof_modules_rescan();
 	prof_locks_flush();
 	prof_thread_end(th);
 	write_exit(0, status);

@@ -371,8 +371,14 @@ static void scan_root(uint64_t lo, uint64_t hi, int from)
 /* As memcheck does, the scan looks at a thread's stack only above its stack pointer, where
  * its registers are saved too. Each other thread is sent a signal whose handler notes where
  * its stack is live (a local of its own, just below the signal frame that holds the
- * registers) and waits there until the scan is over, so the heap also holds still. A thread
- * that does not answer in time (the signal blocked) has its whole stack scanned. */
+ * registers) and waits there, so the heap also holds still. A thread that does not answer
+ * in time (the signal blocked) has its whole stack scanned.
+ *
+ * The threads stay stopped until the process ends (exit_group() takes them): let go, a
+ * thread asleep in poll() or nanosleep() would see EINTR and run on while the process
+ * exits, which it would not do unprofiled. What the exiting thread does after the scan
+ * takes no lock a stopped thread may hold (the loader's: modules are rescanned before), but
+ * the records may need more file: if a stopped thread was extending it, all are let go. */
 #define STOP_MAX 1024
 #define STOP_WAIT_MS 200
 static _Atomic uintptr_t stopped_sp[STOP_MAX];
@@ -389,7 +395,7 @@ static void stop_handler(int sig)
 	atomic_fetch_add(&stop_ready, 1);
 	while (!atomic_load(&stop_release))
 		syscall(SYS_futex, &stop_release, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-	errno = saved;
+	errno = saved;  /* only where they were let go: see release_others() */
 }
 
 /* A signal the program leaves alone, or 0. */
@@ -444,9 +450,9 @@ static int stop_others(int sig)
 	return sent;
 }
 
-/* Lets the stopped threads go. The signal is then ignored, not given back its default
- * action: one still pending (a thread that blocked it meanwhile) is dropped rather than
- * killing the exiting process. */
+/* Lets the stopped threads go (only when one of them holds what the exiting thread needs).
+ * The signal is then ignored, not given back its default action: one still pending (a
+ * thread that blocked it meanwhile) is dropped rather than killing the exiting process. */
 static void release_others(int sig)
 {
 	atomic_store(&stop_release, 1);
@@ -606,7 +612,7 @@ void prof_leak_scan(void)
 		drain();
 	}
 	leader = -1;
-	if (sig)
+	if (sig && prof_writer_growing())
 		release_others(sig);
 	struct prof_rec_leak_scan *r = prof_reserve(th, sizeof(*r));
 	if (!r)

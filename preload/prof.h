@@ -116,6 +116,7 @@ int prof_writer_fd(void);  /* our trace's descriptor, -1 if none: never reported
 int prof_fd_hide(int fd);  /* our own descriptors live above the program's */
 int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
 		      uintptr_t *map_lo, uintptr_t *map_hi);
+int prof_writer_growing(void);
 
 /* Registers the calling thread (THREAD_START) if it is not yet; returns its state. */
 struct prof_thread *prof_thread_get(void);

@@ -188,3 +188,24 @@ Test(leaks, thread_stacks_as_memcheck_sees_them)
 	}
 	json_decref(doc);
 }
+
+/* The threads the scan stops stay stopped until the process is gone: one asleep in poll()
+ * must not wake with EINTR and print what it never prints unprofiled. */
+Test(leaks, stopped_threads_do_not_run_on)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/ticker.txt", dir);
+	const char *argv[] = { e2e_prog("exit_ticker"), NULL };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
+		char *text = e2e_read_file(out);
+		cr_assert_not_null(text);
+		cr_expect_str_eq(text, "main done\n");
+		free(text);
+	}
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.leak_classes.possibly_lost.blocks"), 0);
+	json_decref(doc);
+}
