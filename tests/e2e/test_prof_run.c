@@ -244,3 +244,22 @@ Test(prof_run, the_library_names_unknown_event_families)
 	cr_assert_not_null(doc);
 	json_decref(doc);
 }
+
+/* A run of many processes: the summary shows the ten busiest and counts the rest. */
+Test(prof_run, many_processes_summary_leads_with_the_busiest)
+{
+	const char *dir = e2e_tmpdir();
+	char *out, *err, script[PATH_MAX + 128];
+	snprintf(script, sizeof(script),
+		 "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do /bin/true; done; %s", e2e_prog("demo"));
+	const char *prog[] = { "/bin/sh", "-c", script, NULL };
+	cr_assert_eq(prof_run(dir, prog, &out, &err), 0);
+	cr_expect_eq(traces_in(dir), 14, "%s", err);
+	cr_expect_not_null(strstr(err, "... and 4 more processes"), "%s", err);
+	const char *first = strstr(err, "pid ");
+	cr_assert_not_null(first, "%s", err);
+	cr_expect(strstr(first, "demo") && strstr(first, "demo") < strchr(first, '\n'),
+		  "the demo, which did the most work, first:\n%s", err);
+	free(out);
+	free(err);
+}
