@@ -1155,8 +1155,9 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 	size_t n = 0;
 	struct cuda_api_row **rows = api_sorted(p, &n);
 	if (rows && n) {
-		fprintf(out, "\n   API calls (%llu driver calls made inside runtime calls)\n",
-			(unsigned long long)s->correlated);
+		char corr[32];
+		fprintf(out, "\n   API calls (%s driver call%s made inside runtime calls)\n",
+			fmt_count(s->correlated, corr, sizeof(corr)), s->correlated == 1 ? "" : "s");
 		fprintf(out, " Time(%%)      Total      Calls        Avg        Med        Min        Max     StdDev  Errors  Name\n");
 		for (size_t i = 0; i < n && i < top; i++) {
 			const struct cuda_api_row *r = rows[i];
@@ -1190,10 +1191,14 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 		}
 	}
 	if (s->alloc_calls)
-		fprintf(out, "\n   Device memory: %llu allocations, %s allocated, peak %s, %s in %llu blocks not freed\n",
-			(unsigned long long)s->alloc_calls, fmt_bytes(s->bytes_allocated, a, sizeof(a)),
-			fmt_bytes(s->peak, b, sizeof(b)), fmt_bytes(s->leaked_bytes, c, sizeof(c)),
-			(unsigned long long)s->leaked_blocks);
+	{
+		char calls[32], blocks[32];
+		fprintf(out, "\n   Device memory: %s allocation%s, %s allocated, peak %s, %s in %s block%s not freed\n",
+			fmt_count(s->alloc_calls, calls, sizeof(calls)), s->alloc_calls == 1 ? "" : "s",
+			fmt_bytes(s->bytes_allocated, a, sizeof(a)), fmt_bytes(s->peak, b, sizeof(b)),
+			fmt_bytes(s->leaked_bytes, c, sizeof(c)),
+			fmt_count(s->leaked_blocks, blocks, sizeof(blocks)), s->leaked_blocks == 1 ? "" : "s");
+	}
 	struct cuda_nvtx_row **nr = nvtx_sorted(p, &n);
 	if (nr && n) {
 		fprintf(out, "\n   NVTX ranges\n      Total      Count        Avg        Med        Min        Max  Name\n");

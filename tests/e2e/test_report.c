@@ -91,3 +91,22 @@ Test(report, busiest_first_and_pid_exe_select)
 	cr_expect_eq(prof(dir, both, &text), 2);
 	free(text);
 }
+
+/* Counts in text have thousands separators, in every table. */
+Test(report, thousands_separators_everywhere)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { "/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=2500", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	const char *args[] = { "report", dir, NULL };
+	char *text;
+	cr_assert_eq(prof(dir, args, &text), 0);
+	const char *io = strstr(text, "/dev/zero");
+	cr_assert_not_null(io, "%s", text);
+	const char *line = io;
+	while (line > text && line[-1] != '\n')
+		line--;
+	cr_expect_not_null(strstr(line, " 2,500 "), "%.*s", (int)(strchr(io, '\n') - line), line);
+	cr_expect_null(strstr(text, " 2500 "), "%s", text);
+	free(text);
+}
