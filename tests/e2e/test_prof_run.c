@@ -194,11 +194,11 @@ Test(prof_run, no_follow_and_only)
 }
 
 /* kill of prof-run reaches the program; its end and signal are in its trace. */
-Test(prof_run, sigterm_is_passed_on_and_recorded)
+static void signal_is_passed_on(int sig)
 {
 	const char *dir = e2e_tmpdir();
 	char run[PATH_MAX], lib[PATH_MAX + 16], an[PATH_MAX + 32];
-	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(run, sizeof(run), "%s/run-%d", dir, sig);
 	snprintf(lib, sizeof(lib), "PROF_LIB=%s", e2e_lib());
 	snprintf(an, sizeof(an), "PROF_ANALYZER=%s", e2e_prof());
 	pid_t pid = fork();
@@ -211,19 +211,31 @@ Test(prof_run, sigterm_is_passed_on_and_recorded)
 		_exit(127);
 	}
 	usleep(700 * 1000);
-	kill(pid, SIGTERM);
+	kill(pid, sig);
 	int st = 0;
 	for (int i = 0; i < 100 && waitpid(pid, &st, WNOHANG) == 0; i++)
 		usleep(50 * 1000);
-	cr_assert(WIFEXITED(st), "prof-run did not end after SIGTERM");
-	cr_expect_eq(WEXITSTATUS(st), 128 + SIGTERM);
+	cr_assert(WIFEXITED(st), "prof-run did not end after signal %d", sig);
+	cr_expect_eq(WEXITSTATUS(st), 128 + sig);
 	json_t *doc = e2e_prof_json("report", run);
 	cr_assert_not_null(doc);
 	json_t *p = e2e_process(doc, 0);
-	cr_expect_eq(e2e_int(p, "exit.signal"), SIGTERM);
+	cr_expect_eq(e2e_int(p, "exit.signal"), sig);
 	cr_expect_lt(e2e_int(p, "duration_ns"), 5000000000L);
 	cr_expect_gt(e2e_int(p, "duration_ns"), 500000000L);
 	json_decref(doc);
+}
+
+Test(prof_run, sigterm_is_passed_on_and_recorded)
+{
+	signal_is_passed_on(SIGTERM);
+}
+
+/* Not from a terminal (no foreground group of ours got it): SIGINT and SIGHUP too. */
+Test(prof_run, sigint_and_sighup_are_passed_on)
+{
+	signal_is_passed_on(SIGINT);
+	signal_is_passed_on(SIGHUP);
 }
 
 /* The library itself: one line naming what it ignores, the rest recorded. */
@@ -260,6 +272,25 @@ Test(prof_run, many_processes_summary_leads_with_the_busiest)
 	cr_assert_not_null(first, "%s", err);
 	cr_expect(strstr(first, "demo") && strstr(first, "demo") < strchr(first, '\n'),
 		  "the demo, which did the most work, first:\n%s", err);
+	free(out);
+	free(err);
+}
+
+/* The program starts with the dispositions prof-run was given (it runs in the background of
+ * the script, which must not leave SIGINT ignored: Python looks at it). */
+Test(prof_run, the_program_keeps_its_signal_dispositions)
+{
+	const char *dir = e2e_tmpdir();
+	char *out, *err, direct[PATH_MAX];
+	const char *prog[] = { e2e_prog("dispositions"), NULL };
+	cr_assert_eq(prof_run(dir, prog, &out, &err), 0);
+	snprintf(direct, sizeof(direct), "%s/direct.txt", dir);
+	cr_assert_eq(e2e_run(prog, NULL, direct, NULL), 0);
+	char *want = e2e_read_file(direct);
+	cr_assert_not_null(want);
+	cr_expect_str_eq(out, want);
+	cr_expect_not_null(strstr(out, "2 default"), "%s", out);
+	free(want);
 	free(out);
 	free(err);
 }
