@@ -9,8 +9,9 @@
  * possibly lost block); a block no root chain reaches is lost, "indirectly" when another lost
  * block points to it, else "definitely". libprof's own memory (its data, its tables, the trace
  * mapping) is never a root, nor is the heap's own memory ([heap], the arenas) outside the live
- * blocks. memcheck's default interior-pointer heuristics apply (heuristic_start()). Memory is read with process_vm_readv, so a page that went away reads as nothing
- * instead of faulting. Everything here lives in mappings of its own, never in the heap. */
+ * blocks. memcheck's default interior-pointer heuristics apply (heuristic_start()). Memory
+ * is read with process_vm_readv, so a page that went away reads as nothing instead of
+ * faulting. Everything here lives in mappings of its own, never in the heap. */
 #include "prof.h"
 
 #include <dirent.h>
