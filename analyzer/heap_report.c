@@ -354,6 +354,8 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 		/* Nothing to list: one line, so that runs of many processes stay readable. */
 		if (p->exit_kind == EXIT_EXEC)
 			fprintf(out, "no leaks: the image was replaced by exec\n");
+		else if (!h->leak_scanned)
+			fprintf(out, "nothing in use %s\n", p->complete ? "at exit" : "when the trace ends");
 		else
 			fprintf(out, "no lost blocks; %s in %s block%s still reachable, %s possibly lost\n",
 				fmt_bytes(h->class_bytes[PROF_LEAK_REACHABLE], a, sizeof(a)),
