@@ -58,6 +58,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "by", required_argument, NULL, 'B' }, { "folded", no_argument, NULL, 'd' },
 		{ "title", required_argument, NULL, 'T' }, { "format", required_argument, NULL, 'f' },
 		{ "min-ns", required_argument, NULL, 'm' }, { "show", required_argument, NULL, 'S' },
+		{ "show-leak-kinds", required_argument, NULL, 'S' },  /* valgrind's name for it */
 		{ "suppressions", required_argument, NULL, 's' },
 		{ "findings", no_argument, NULL, 'n' }, { "signal", required_argument, NULL, 'g' },
 		{ "fold", required_argument, NULL, 'L' },
@@ -67,7 +68,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	/* Which CMD_* flag each long option needs (same order as all[]). */
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
-					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL, 0, 0, 0, 0 };
+					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL, 0, 0, 0, 0 };
 	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
 		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];

@@ -57,6 +57,20 @@ static unsigned parse_kinds(const char *list)
 	return kinds;
 }
 
+/* A frame line as it is matched: valgrind writes C++ functions mangled (fun:_Znwm), libprof's
+ * frames are demangled, so a mangled name without wildcards is demangled here. */
+static char *line_copy(const char *l)
+{
+	char *d = strncmp(l, "fun:_Z", 6) || strpbrk(l, "*?") ? NULL : sym_demangle(l + 4);
+	if (!d)
+		return strdup(l);
+	char *out = malloc(strlen(d) + 5);
+	if (out)
+		sprintf(out, "fun:%s", d);
+	free(d);
+	return out;
+}
+
 static void entry_free(struct supp_entry *e)
 {
 	free(e->name);
@@ -116,7 +130,7 @@ int supp_load(struct suppressions **sp, const char *path)
 		} else if (!strncmp(l, "fun:", 4) || !strncmp(l, "obj:", 4) || !strcmp(l, "...") ||
 			   !strncmp(l, "src:", 4)) {
 			char **v = realloc(e.lines, (e.n + 1) * sizeof(*v));
-			if (!v || !(v[e.n] = strdup(l)))
+			if (!v || !(v[e.n] = line_copy(l)))
 				err = "out of memory";
 			if (v)
 				e.lines = v, e.n += v[e.n] != NULL;

@@ -209,3 +209,28 @@ Test(leaks, stopped_threads_do_not_run_on)
 	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.leak_classes.possibly_lost.blocks"), 0);
 	json_decref(doc);
 }
+
+/* Suppressions as valgrind writes them for C++: mangled names (fun:_Znwm), "...". */
+Test(leaks, suppressions_with_mangled_cxx_names)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("heap_cxx"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	char supp[PATH_MAX];
+	snprintf(supp, sizeof(supp), "%s/cxx.supp", dir);
+	FILE *f = fopen(supp, "w");
+	cr_assert_not_null(f);
+	fputs("{\n   cxx-paint\n   Memcheck:Leak\n   match-leak-kinds: all\n   fun:_Znwm\n   ...\n"
+	      "   fun:_ZN6shapes6Canvas5paintEi\n}\n", f);
+	fclose(f);
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/supp-out.txt", dir);
+	const char *cmd[] = { e2e_prof(), "leaks", "--show-leak-kinds=all", "--suppressions", supp, dir,
+			      NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	cr_expect_null(strstr(text, "shapes::Canvas::paint"), "%s", text);
+	cr_expect_null(strstr(text, "suppressed: 0 bytes"), "%s", text);
+	free(text);
+}
