@@ -251,10 +251,11 @@ int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int reallo
 	return 0;
 }
 
-int heap_leak_scan(struct heap_stats *h, unsigned flags)
+int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed)
 {
 	h->leak_scanned = 1;
 	h->leak_flags = flags;
+	h->leak_listed = listed;
 	return 0;
 }
 
@@ -262,6 +263,7 @@ int heap_leak_class(struct heap_stats *h, unsigned cls, const uint64_t *ptrs, si
 {
 	if (cls >= PROF_LEAK_CLASS_COUNT)
 		return 0;
+	h->leak_got += n;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t *c = u64map_put(&h->leak_class, ptrs[i], NULL);
 		if (!c)
@@ -276,6 +278,9 @@ int heap_finish(struct heap_stats *h, int execd)
 	snapshot_if_at_peak(h);  /* the process ended at its peak */
 	if (execd)
 		return 0;
+	/* Some of the scan's lists were lost (no space left): its classes cannot be told. */
+	if (h->leak_scanned && h->leak_got != h->leak_listed)
+		h->leak_scanned = 0;
 	for (size_t i = 0; i < h->live_cap; i++) {
 		const struct live_block *b = &h->live[i];
 		if (!b->site)

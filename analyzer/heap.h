@@ -55,6 +55,7 @@ struct heap_stats {
 	 * every other block left is still reachable. */
 	int leak_scanned;
 	unsigned leak_flags;  /* PROF_LEAK_* of the scan */
+	uint64_t leak_listed, leak_got;  /* lost addresses the scan wrote, and those read */
 	struct u64map leak_class;  /* ptr -> enum prof_leak_class (uint32_t) */
 	uint64_t class_bytes[PROF_LEAK_CLASS_COUNT], class_blocks[PROF_LEAK_CLASS_COUNT];
 };
@@ -65,7 +66,7 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 	       uint32_t stack);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
 /* The leak check's records: LEAK_SCAN, then LEAK_BLOCKS lists (ptrs of one class). */
-int heap_leak_scan(struct heap_stats *h, unsigned flags);
+int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed);
 int heap_leak_class(struct heap_stats *h, unsigned cls, const uint64_t *ptrs, size_t n);
 /* After the last record. exec'd: the image was replaced, so nothing it held is a leak. */
 int heap_finish(struct heap_stats *h, int execd);

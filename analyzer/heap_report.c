@@ -29,7 +29,7 @@ static int heap_on_record(struct process *p, void *state, const struct trace_eve
 				  r->stack);
 	}
 	if (h->type == PROF_REC_LEAK_SCAN)
-		return heap_leak_scan(state, h->flags);
+		return heap_leak_scan(state, h->flags, ((const struct prof_rec_leak_scan *)h)->listed);
 	if (h->type == PROF_REC_LEAK_BLOCKS) {
 		const struct prof_rec_leak_blocks *r = (const void *)h;
 		size_t room = (h->size - sizeof(*r)) / sizeof(uint64_t);
@@ -501,7 +501,8 @@ static void heap_dump(FILE *out, const struct prof_rec *r)
 {
 	if (r->type == PROF_REC_LEAK_SCAN) {
 		const struct prof_rec_leak_scan *l = (const void *)r;
-		fprintf(out, " blocks=%u root_bytes=%" PRIu64 "%s", l->blocks, l->root_bytes,
+		fprintf(out, " blocks=%u listed=%u root_bytes=%" PRIu64 "%s", l->blocks, l->listed,
+			l->root_bytes,
 			r->flags & PROF_LEAK_OTHER_THREADS ? " other_threads" : "");
 	} else if (r->type == PROF_REC_LEAK_BLOCKS) {
 		const struct prof_rec_leak_blocks *l = (const void *)r;

@@ -424,14 +424,15 @@ static int blocks(pid_t tid, int sig)
 	return !b || (strtoull(b + 7, NULL, 16) >> (sig - 1) & 1);
 }
 
-/* Signals every other thread; returns how many, waiting up to STOP_WAIT_MS for them. */
+/* Signals every other thread (sig 0: none), waiting up to STOP_WAIT_MS for them. Returns
+ * whether some were not stopped (their stacks are then scanned whole). */
 static int stop_others(int sig)
 {
 	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
-		return 0;
+		return 1;
 	pid_t me = (pid_t)syscall(SYS_gettid), pid = getpid();
-	int sent = 0;
+	int sent = 0, others = 0;
 	char ents[4096];
 	long n;
 	while ((n = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0) {
@@ -439,7 +440,8 @@ static int stop_others(int sig)
 			struct dirent64 *d = (struct dirent64 *)(ents + off);
 			off += d->d_reclen;
 			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
-			if (tid > 0 && tid != me && !blocks(tid, sig) &&
+			others += tid > 0 && tid != me;
+			if (sig && tid > 0 && tid != me && !blocks(tid, sig) &&
 			    syscall(SYS_tgkill, pid, tid, sig) == 0)
 				sent++;
 		}
@@ -448,7 +450,7 @@ static int stop_others(int sig)
 	struct timespec ms = { 0, 1000000 };
 	for (int waited = 0; atomic_load(&stop_ready) < sent && waited < STOP_WAIT_MS; waited++)
 		nanosleep(&ms, NULL);
-	return sent;
+	return atomic_load(&stop_ready) < others;
 }
 
 /* Lets the stopped threads go (only when one of them holds what the exiting thread needs).
@@ -547,26 +549,29 @@ static void scan_maps(uint64_t sp)
 
 #define PER_RECORD 1024
 
-static void write_class(struct prof_thread *th, unsigned cls, uint32_t state)
+/* The blocks in one state, as LEAK_BLOCKS records of class cls; returns how many. */
+static uint32_t write_class(struct prof_thread *th, unsigned cls, uint32_t state)
 {
 	size_t i = 0;
+	uint32_t written = 0;
 	for (;;) {
 		uint32_t n = 0;
 		size_t from = i;
 		for (; i < nblocks && n < PER_RECORD; i++)
 			n += tab[i].state == state;
 		if (n == 0)
-			return;
+			return written;
 		uint32_t size = (uint32_t)(sizeof(struct prof_rec_leak_blocks) + n * sizeof(uint64_t));
 		struct prof_rec_leak_blocks *r = prof_reserve(th, size);
 		if (!r)
-			return;
+			return written;
 		r->count = n;
 		r->pad = 0;
 		for (uint32_t k = 0; from < i; from++)
 			if (tab[from].state == state)
 				r->ptrs[k++] = tab[from].ptr;
 		prof_commit(r, PROF_REC_LEAK_BLOCKS, cls, size, prof_now());
+		written += n;
 	}
 }
 
@@ -598,10 +603,9 @@ void prof_leak_scan(void)
 	struct sigaction old, sa = { .sa_handler = stop_handler, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	int sig = stop_signal(&old);
-	if (sig && sigaction(sig, &sa, NULL) == 0)
-		stop_others(sig);
-	else
+	if (sig && sigaction(sig, &sa, NULL) < 0)
 		sig = 0;
+	int whole_stacks = stop_others(sig);
 	scan_with_registers();
 	drain();
 	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect). */
@@ -615,15 +619,15 @@ void prof_leak_scan(void)
 	leader = -1;
 	if (sig && prof_writer_growing())
 		release_others(sig);
+	uint32_t listed = write_class(th, PROF_LEAK_DEFINITE, UNREACHED) +
+			  write_class(th, PROF_LEAK_INDIRECT, INDIRECT) +
+			  write_class(th, PROF_LEAK_POSSIBLE, POSSIBLE);
 	struct prof_rec_leak_scan *r = prof_reserve(th, sizeof(*r));
 	if (!r)
 		return;
 	r->root_bytes = root_bytes;
 	r->blocks = (uint32_t)nblocks;
-	r->pad = 0;
-	prof_commit(r, PROF_REC_LEAK_SCAN, prof_threads_alive() > 1 ? PROF_LEAK_OTHER_THREADS : 0,
-		    sizeof(*r), prof_now());
-	write_class(th, PROF_LEAK_DEFINITE, UNREACHED);
-	write_class(th, PROF_LEAK_INDIRECT, INDIRECT);
-	write_class(th, PROF_LEAK_POSSIBLE, POSSIBLE);
+	r->listed = listed;
+	prof_commit(r, PROF_REC_LEAK_SCAN, whole_stacks ? PROF_LEAK_OTHER_THREADS : 0, sizeof(*r),
+		    prof_now());
 }

@@ -126,14 +126,15 @@ struct prof_rec_exec { struct prof_rec h; char path[]; };
 struct prof_rec_fork { struct prof_rec h; uint32_t child_pid; uint32_t pad; };
 
 /* LEAK_SCAN: at exit, the blocks still allocated were classified as memcheck does (leak
- * check). The LEAK_BLOCKS records that follow list the lost ones; every other block allocated
- * at exit is still reachable. */
-#define PROF_LEAK_OTHER_THREADS 1u  /* other threads ran: their whole stacks were roots */
+ * check). It follows the LEAK_BLOCKS records that list the lost ones (`listed` addresses in
+ * all); every other block allocated at exit is still reachable. A reader that did not get
+ * `listed` addresses (records lost for want of space) treats the trace as unclassified. */
+#define PROF_LEAK_OTHER_THREADS 1u  /* other threads ran: some stacks were scanned whole */
 struct prof_rec_leak_scan {
 	struct prof_rec h;     /* flags: PROF_LEAK_* */
 	uint64_t root_bytes;   /* bytes of roots scanned (data segments, stacks, registers) */
 	uint32_t blocks;       /* blocks allocated at exit, as the scan saw them */
-	uint32_t pad;
+	uint32_t listed;       /* addresses in the LEAK_BLOCKS records before it */
 };
 
 /* LEAK_BLOCKS: `count` blocks (their addresses) of one class. */
