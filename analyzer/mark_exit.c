@@ -1,7 +1,8 @@
 /* prof mark-exit --pid PID --signal N RUN: prof-run's note that the program it started died
  * of signal N, which the program itself could not write (the library leaves SIGTERM and the
  * like to the program). Where that process's trace ends without an end of its own (state
- * RUNNING), one EXIT record (how 1: a signal) timed now is appended in a chunk of its own. */
+ * RUNNING, and no EXIT written by the library's handler of a crash), one EXIT record (how 1:
+ * a signal) timed now is appended in a chunk of its own. */
 #include "commands.h"
 #include "prof_format.h"
 
@@ -23,6 +24,38 @@ static const struct cmd_spec mark_exit_spec = {
 	"  -h, --help   this help\n",
 };
 
+/* Whether a signal-handler stream (odd stream ids) holds an EXIT: the library's record of a
+ * crash. Only those chunks are read, so a long trace costs one header read per chunk. */
+static int has_crash_exit(int fd, const struct prof_file_header *h)
+{
+	static char chunk[64u << 10];
+	uint64_t n = h->chunks_claimed;
+	for (uint64_t i = 0; i < n;) {
+		struct prof_chunk_header_run c;
+		off_t off = (off_t)(h->data_offset + i * h->chunk_size);
+		if (pread(fd, &c, sizeof(c), off) != (ssize_t)sizeof(c))
+			return 0;
+		if (c.magic != PROF_CHUNK_MAGIC || c.units == 0 || c.units > n - i) {
+			i++;
+			continue;
+		}
+		uint64_t span = (uint64_t)c.units * h->chunk_size;
+		if ((c.stream & 1) && span <= sizeof(chunk) &&
+		    pread(fd, chunk, span, off) == (ssize_t)span) {
+			for (uint64_t at = sizeof(c); at + sizeof(struct prof_rec) <= span;) {
+				const struct prof_rec *r = (const void *)(chunk + at);
+				if (r->size < sizeof(*r) || r->size % 8 || r->size > span - at)
+					break;
+				if (r->type == PROF_REC_EXIT)
+					return 1;
+				at += r->size;
+			}
+		}
+		i += c.units;
+	}
+	return 0;
+}
+
 static int mark(const char *path, int sig)
 {
 	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
@@ -36,7 +69,7 @@ static int mark(const char *path, int sig)
 	}
 	int rc = 0;
 	if (h.magic != PROF_MAGIC || !(h.features & PROF_FEAT_CHUNK_RUNS) ||
-	    h.state != PROF_STATE_RUNNING || h.chunk_size < 1024)
+	    h.state != PROF_STATE_RUNNING || h.chunk_size < 1024 || has_crash_exit(fd, &h))
 		goto out;  /* not ours to change: another layout, or it has an end */
 	struct timespec ts;
 	clock_gettime((clockid_t)h.clock_id, &ts);

@@ -294,3 +294,26 @@ Test(prof_run, the_program_keeps_its_signal_dispositions)
 	free(out);
 	free(err);
 }
+
+/* A crash the library recorded itself keeps its own end: prof-run adds none. */
+Test(prof_run, a_recorded_crash_gets_no_second_end)
+{
+	const char *dir = e2e_tmpdir();
+	char *out, *err;
+	const char *prog[] = { e2e_prog("crash"), "segv", "10", NULL };
+	cr_expect_eq(prof_run(dir, prog, &out, &err), 128 + SIGSEGV);
+	free(out);
+	free(err);
+	char run[PATH_MAX], dump[PATH_MAX];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(dump, sizeof(dump), "%s/dump.txt", dir);
+	const char *cmd[] = { e2e_prof(), "dump", run, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, dump, NULL), 0);
+	char *text = e2e_read_file(dump);
+	cr_assert_not_null(text);
+	int exits = 0;
+	for (const char *t = text; (t = strstr(t, " EXIT ")); t++)
+		exits++;
+	cr_expect_eq(exits, 1, "%s", text);
+	free(text);
+}
