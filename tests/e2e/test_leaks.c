@@ -234,3 +234,26 @@ Test(leaks, suppressions_with_mangled_cxx_names)
 	cr_expect_null(strstr(text, "suppressed: 0 bytes"), "%s", text);
 	free(text);
 }
+
+/* PROF_LEAK_CHECK=0: no classes, everything in use at exit still counted and listed. */
+Test(leaks, the_check_can_be_turned_off)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	const char *env[] = { "PROF_LEAK_CHECK=0", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("leaks", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(json_is_null(json_object_get(p, "leak_classes")));
+	cr_expect_eq(e2e_int(p, "leaked_bytes"), 94 + 224 + 84 + 74);
+	long blocks = 0;
+	size_t i;
+	json_t *l;
+	json_array_foreach(json_object_get(p, "leaks"), i, l) {
+		blocks += e2e_int(l, "blocks");
+		cr_expect_null(json_object_get(l, "class"));
+	}
+	cr_expect_eq(blocks, 3 + 7 + 3 + 3, "every block listed, unclassified");
+	json_decref(doc);
+}
