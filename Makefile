@@ -78,12 +78,15 @@ $(BUILD)/test-core: $(CORE_SRC) $(wildcard tests/core/*.h) $(ANALYZER_OBJ) $(wil
 $(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h
 	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson -lm
 
+# Ends with what to look at first (the findings); the rest is written to files.
 demo: all $(BUILD)/progs/demo
-	scripts/prof-run -o $(BUILD)/demo-run -- $(BUILD)/progs/demo
-	$(BUILD)/prof report $(BUILD)/demo-run
-	$(BUILD)/prof leaks $(BUILD)/demo-run | head -n 40
+	scripts/prof-run --force -o $(BUILD)/demo-run -- $(BUILD)/progs/demo
+	$(BUILD)/prof report -o $(BUILD)/demo-report.txt $(BUILD)/demo-run
+	$(BUILD)/prof leaks -o $(BUILD)/demo-leaks.txt $(BUILD)/demo-run
 	$(BUILD)/prof flame --kind alloc -o $(BUILD)/demo-alloc.svg $(BUILD)/demo-run
-	@echo "flame graph: $(BUILD)/demo-alloc.svg"
+	@echo
+	$(BUILD)/prof report --findings $(BUILD)/demo-run
+	@echo "full report: $(BUILD)/demo-report.txt   leaks: $(BUILD)/demo-leaks.txt   flame graph: $(BUILD)/demo-alloc.svg"
 
 # Exported symbols must be hooks only: nothing of libunwind, jansson or our internals.
 check-exports: $(BUILD)/libprof.so
@@ -111,7 +114,8 @@ asan: deps
 		CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" \
 		build-asan/prof build-asan/test-unit
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 2
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
+		UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 2
 	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
 
 test: check-exports unit core tsan asan test-bundle

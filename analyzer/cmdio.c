@@ -2,6 +2,8 @@
  * arguments, open its output, and at the end report write errors and free everything. */
 #include "commands.h"
 #include "process.h"
+#include "stackfmt.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -22,6 +24,31 @@ static int parse_count(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* --show: memcheck's --show-leak-kinds words. */
+static int parse_show(const char *s, unsigned *out)
+{
+	static const char *const names[PROF_LEAK_CLASS_COUNT] = {
+		[PROF_LEAK_REACHABLE] = "reachable", [PROF_LEAK_DEFINITE] = "definite",
+		[PROF_LEAK_INDIRECT] = "indirect", [PROF_LEAK_POSSIBLE] = "possible",
+	};
+	unsigned mask = 0;
+	while (*s) {
+		size_t n = strcspn(s, ","), before = mask;
+		if (n == 3 && !strncmp(s, "all", 3))
+			mask = ~0u;
+		for (unsigned c = 0; c < PROF_LEAK_CLASS_COUNT; c++)
+			if (n == strlen(names[c]) && !strncmp(s, names[c], n))
+				mask |= 1u << c;
+		if (mask == before && n != 3)
+			return -1;
+		s += n + (s[n] == ',');
+	}
+	if (!mask)
+		return -1;
+	*out = mask;
+	return 0;
+}
+
 int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opts *o)
 {
 	static const struct option all[] = {
@@ -30,13 +57,20 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "frames", required_argument, NULL, 'F' }, { "kind", required_argument, NULL, 'k' },
 		{ "by", required_argument, NULL, 'B' }, { "folded", no_argument, NULL, 'd' },
 		{ "title", required_argument, NULL, 'T' }, { "format", required_argument, NULL, 'f' },
-		{ "min-ns", required_argument, NULL, 'm' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{ "min-ns", required_argument, NULL, 'm' }, { "show", required_argument, NULL, 'S' },
+		{ "show-leak-kinds", required_argument, NULL, 'S' },  /* valgrind's name for it */
+		{ "suppressions", required_argument, NULL, 's' },
+		{ "findings", no_argument, NULL, 'n' }, { "signal", required_argument, NULL, 'g' },
+		{ "fold", required_argument, NULL, 'L' },
+		{ "pid", required_argument, NULL, 'p' }, { "exe", required_argument, NULL, 'e' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	/* Which CMD_* flag each long option needs (same order as all[]). */
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
-					  CMD_EXPORT, 0 };
+					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL, 0, 0, 0, 0 };
+	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
+		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];
 	size_t n = 0;
 	for (size_t i = 0; all[i].name; i++)
@@ -51,7 +85,8 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	if (spec->options & CMD_EXPORT)
 		strcat(shorts, "f:");
 
-	*o = (struct cmd_opts){ .top = SIZE_MAX, .frames = spec->frames };
+	*o = (struct cmd_opts){ .top = SIZE_MAX, .frames = spec->frames,
+				.show = 1u << PROF_LEAK_DEFINITE | 1u << PROF_LEAK_INDIRECT };
 	uint64_t v;
 	int c, li = -1;
 	optind = 1;
@@ -62,6 +97,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		case 'c': o->csv = 1; break;
 		case 'b': o->brief = 1; break;
 		case 'd': o->folded = 1; break;
+		case 'n': o->findings = 1; break;
 		case 'o': o->outfile = optarg; break;
 		case 'k': o->kind = optarg; break;
 		case 'B': o->by = optarg; break;
@@ -83,8 +119,46 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 				goto bad_number;
 			o->min_ns = v;
 			break;
+		case 'p':
+			if (parse_count(optarg, UINT32_MAX, &v) < 0 || v == 0)
+				goto bad_number;
+			o->pid = (uint32_t)v;
+			break;
+		case 'e':
+			o->exe = optarg;
+			break;
+		case 'g':
+			if (parse_count(optarg, 64, &v) < 0 || v == 0)
+				goto bad_number;
+			o->signal = (int)v;
+			break;
+		case 'L':
+			if (stack_fold_set(optarg) < 0) {
+				prof_error("%s: --fold: list too long", spec->name);
+				return 2;
+			}
+			break;
+		case 'S':
+			if (parse_show(optarg, &o->show) < 0) {
+				prof_error("%s: --show: unknown leak kind in '%s' (definite, indirect, "
+					   "possible, reachable, all)", spec->name, optarg);
+				return 2;
+			}
+			break;
+		case 's':
+			if (o->nsupp == (int)(sizeof(o->supp) / sizeof(o->supp[0]))) {
+				prof_error("%s: too many --suppressions files", spec->name);
+				return 2;
+			}
+			o->supp[o->nsupp++] = optarg;
+			break;
 		case 'h':
 			fputs(spec->usage, stdout);
+			fputs("  --fold LIST  innermost frames to hide: std:: (C++ library), libc, alloc\n"
+			      "               (allocator wrappers), or name prefixes; none (default\n"
+			      "               std::,libc,alloc)\n"
+			      "  --pid PID    only the process PID\n"
+			      "  --exe NAME   only processes running NAME (its file name or path)\n", stdout);
 			return 0;
 		case ':':
 			prof_error("%s: option '%s' needs a value (try prof %s --help)", spec->name,
@@ -104,11 +178,64 @@ bad_number:
 	return 2;
 }
 
-int cmd_open(struct cmd_io *io, char *const *args, int nargs, const char *outfile)
+static const char *base_name(const char *s)
+{
+	const char *b = strrchr(s, '/');
+	return b ? b + 1 : s;
+}
+
+/* Whether a trace's process is one --pid and --exe select. */
+static int selected(const struct cmd_opts *o, const struct prof_file_header *h, const char *exe,
+		    const char *argv0)
+{
+	if (o->pid && h->pid != o->pid)
+		return 0;
+	if (!o->exe)
+		return 1;
+	return !strcmp(exe, o->exe) || !strcmp(base_name(exe), o->exe) ||
+	       (argv0 && (!strcmp(argv0, o->exe) || !strcmp(base_name(argv0), o->exe)));
+}
+
+int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n)
+{
+	if (inputs_expand(o->traces, o->ntraces, paths, n) < 0)
+		return -1;
+	if (!o->pid && !o->exe)
+		return 0;
+	size_t kept = 0;
+	for (size_t i = 0; i < *n; i++) {
+		char err[512];
+		struct trace *t = trace_open((*paths)[i], err, sizeof(err));
+		/* An unreadable trace is kept: loading it says what is wrong with it. */
+		int keep = !t || selected(o, trace_header(t), trace_exe(t),
+					  trace_argc(t) ? trace_argv(t, 0) : NULL);
+		if (t)
+			trace_close(t);
+		if (keep)
+			(*paths)[kept++] = (*paths)[i];
+		else
+			free((*paths)[i]);
+	}
+	(*paths)[kept] = NULL;
+	*n = kept;
+	if (kept == 0) {
+		char pid[32] = "";
+		if (o->pid)
+			snprintf(pid, sizeof(pid), "pid %u", o->pid);
+		prof_error("no process matches %s%s%s%s", pid, o->pid && o->exe ? " and " : "",
+			   o->exe ? "exe " : "", o->exe ? o->exe : "");
+		inputs_free(*paths);
+		return -1;
+	}
+	return 0;
+}
+
+int cmd_open(struct cmd_io *io, const struct cmd_opts *o)
 {
 	char **paths;
+	const char *outfile = o->outfile;
 	*io = (struct cmd_io){ .out = stdout, .outfile = outfile };
-	if (inputs_expand(args, nargs, &paths, &io->n) < 0)
+	if (cmd_inputs(o, &paths, &io->n) < 0)
 		return -1;
 	int loaded = processes_load(paths, io->n, &io->ps);
 	inputs_free(paths);
@@ -124,7 +251,15 @@ int cmd_open(struct cmd_io *io, char *const *args, int nargs, const char *outfil
 
 void cmd_write_json(struct cmd_io *io, json_t *processes)
 {
-	json_t *doc = json_pack("{s:i,s:o}", "version", 1, "processes", processes);
+	cmd_write_json_findings(io, NULL, processes);
+}
+
+void cmd_write_json_findings(struct cmd_io *io, json_t *findings, json_t *processes)
+{
+	json_t *doc = json_pack("{s:i}", "version", 1);
+	if (findings)
+		json_object_set_new(doc, "findings", findings);
+	json_object_set_new(doc, "processes", processes);
 	json_dumpf(doc, io->out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 	fputc('\n', io->out);
 	json_decref(doc);

@@ -16,6 +16,7 @@ int cmd_flame(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_mark_exit(int argc, char **argv);
 
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
  * (sorted). Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
@@ -34,7 +35,11 @@ enum {
 	CMD_FRAMES = 1 << 5,  /* --frames N */
 	CMD_FLAME = 1 << 6,   /* --kind K (-k), --by W, --folded, --title T */
 	CMD_EXPORT = 1 << 7,  /* --format F (-f), --min-ns N */
+	CMD_LEAKS = 1 << 8,   /* --show KINDS, --suppressions FILE */
+	CMD_FINDINGS = 1 << 9, /* --findings */
+	CMD_SIGNAL = 1 << 10, /* --signal N */
 };
+/* Every command also takes --pid PID and --exe NAME: only the processes that match. */
 struct cmd_spec {
 	const char *name;   /* "report": for messages */
 	unsigned options;   /* CMD_* */
@@ -42,12 +47,18 @@ struct cmd_spec {
 	const char *usage;  /* the --help text */
 };
 struct cmd_opts {
-	int json, csv, brief, folded;
+	int json, csv, brief, folded, findings;
 	int top_given;
 	size_t top;         /* SIZE_MAX unless --top was given */
 	int frames;
 	const char *outfile, *kind, *by, *title, *format;
 	uint64_t min_ns;
+	uint32_t pid;       /* --pid, 0 for any */
+	int signal;         /* --signal */
+	const char *exe;    /* --exe, NULL for any */
+	unsigned show;      /* --show: 1u << PROF_LEAK_* (default definitely and indirectly lost) */
+	const char *supp[16];  /* --suppressions, in order */
+	int nsupp;
 	char **traces;      /* the arguments left: TRACE... */
 	int ntraces;
 };
@@ -65,8 +76,13 @@ struct cmd_io {
 	FILE *out;
 	const char *outfile;
 };
-int cmd_open(struct cmd_io *io, char *const *args, int nargs, const char *outfile);
+int cmd_open(struct cmd_io *io, const struct cmd_opts *o);
+/* The trace files of the TRACE arguments that --pid and --exe select, as inputs_expand()
+ * gives them; -1 after a message (nothing given, nothing found, nothing selected). */
+int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n);
 void cmd_write_json(struct cmd_io *io, json_t *processes);
+/* The same with "findings" (taken) before "processes", as prof report writes it. */
+void cmd_write_json_findings(struct cmd_io *io, json_t *findings, json_t *processes);
 int cmd_close(struct cmd_io *io, int rc);
 /* The output part of cmd_close(), for commands that stream instead of loading (export). */
 int cmd_finish_output(FILE *out, const char *outfile, int rc);

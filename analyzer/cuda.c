@@ -1155,8 +1155,9 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 	size_t n = 0;
 	struct cuda_api_row **rows = api_sorted(p, &n);
 	if (rows && n) {
-		fprintf(out, "\n   API calls (%llu driver calls made inside runtime calls)\n",
-			(unsigned long long)s->correlated);
+		char corr[32];
+		fprintf(out, "\n   API calls (%s driver call%s made inside runtime calls)\n",
+			fmt_count(s->correlated, corr, sizeof(corr)), s->correlated == 1 ? "" : "s");
 		fprintf(out, " Time(%%)      Total      Calls        Avg        Med        Min        Max     StdDev  Errors  Name\n");
 		for (size_t i = 0; i < n && i < top; i++) {
 			const struct cuda_api_row *r = rows[i];
@@ -1190,10 +1191,14 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 		}
 	}
 	if (s->alloc_calls)
-		fprintf(out, "\n   Device memory: %llu allocations, %s allocated, peak %s, %s in %llu blocks not freed\n",
-			(unsigned long long)s->alloc_calls, fmt_bytes(s->bytes_allocated, a, sizeof(a)),
-			fmt_bytes(s->peak, b, sizeof(b)), fmt_bytes(s->leaked_bytes, c, sizeof(c)),
-			(unsigned long long)s->leaked_blocks);
+	{
+		char calls[32], blocks[32];
+		fprintf(out, "\n   Device memory: %s allocation%s, %s allocated, peak %s, %s in %s block%s not freed\n",
+			fmt_count(s->alloc_calls, calls, sizeof(calls)), s->alloc_calls == 1 ? "" : "s",
+			fmt_bytes(s->bytes_allocated, a, sizeof(a)), fmt_bytes(s->peak, b, sizeof(b)),
+			fmt_bytes(s->leaked_bytes, c, sizeof(c)),
+			fmt_count(s->leaked_blocks, blocks, sizeof(blocks)), s->leaked_blocks == 1 ? "" : "s");
+	}
 	struct cuda_nvtx_row **nr = nvtx_sorted(p, &n);
 	if (nr && n) {
 		fprintf(out, "\n   NVTX ranges\n      Total      Count        Avg        Med        Min        Max  Name\n");
@@ -1213,8 +1218,9 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames)
 
 /* ---- leaks and flame graphs ------------------------------------------------------------ */
 
-void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top)
+void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, const struct leak_view *view)
 {
+	size_t top = view->top;
 	(void)proc;  /* the device totals are in prof report's "cuda" section */
 	size_t n = 0;
 	struct leak_ref *v = leaks_sorted(p, &n);
@@ -1225,21 +1231,25 @@ void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top)
 	free(v);
 }
 
-void cuda_leaks_print(FILE *out, struct process *p, size_t top, int frames)
+void cuda_leaks_print(FILE *out, struct process *p, const struct leak_view *view)
 {
+	size_t top = view->top;
+	int frames = view->frames;
 	char a[32], b[32];
 	size_t n = 0;
 	struct leak_ref *v = leaks_sorted(p, &n);
 	for (size_t i = 0; v && i < n && i < top; i++) {
-		fprintf(out, "\n%s bytes in %s GPU device blocks %s, record %zu of %zu, from:\n",
+		fprintf(out, "\n%s bytes in %s GPU device block%s %s, record %zu of %zu, from:\n",
 			fmt_count(v[i].s->bytes, a, sizeof(a)), fmt_count(v[i].s->blocks, b, sizeof(b)),
+			v[i].s->blocks == 1 ? "" : "s",
 			p->complete ? "still allocated at exit" : "in use", i + 1, n);
 		stack_print(out, p, v[i].stack, frames, "   ");
 	}
 	if (v && n)
-		fprintf(out, "\nGPU LEAK SUMMARY: %s bytes in %s device blocks from %zu allocation site%s\n",
+		fprintf(out, "\nGPU LEAK SUMMARY: %s bytes in %s device block%s from %zu allocation site%s\n",
 			fmt_count(cuda_of(p)->leaked_bytes, a, sizeof(a)),
-			fmt_count(cuda_of(p)->leaked_blocks, b, sizeof(b)), n, n == 1 ? "" : "s");
+			fmt_count(cuda_of(p)->leaked_blocks, b, sizeof(b)),
+			cuda_of(p)->leaked_blocks == 1 ? "" : "s", n, n == 1 ? "" : "s");
 	free(v);
 }
 

@@ -126,8 +126,9 @@ void cuda_print(FILE *out, struct process *p, size_t top, int frames);
 void cuda_kernels_print(FILE *out, struct process *p, size_t top);
 /* Device memory still allocated at exit, for `prof leaks`: JSON entries appended to leaks
  * (same shape as host ones, "kind": "device"), and the text records. */
-void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, size_t top);
-void cuda_leaks_print(FILE *out, struct process *p, size_t top, int frames);
+struct leak_view;
+void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, const struct leak_view *view);
+void cuda_leaks_print(FILE *out, struct process *p, const struct leak_view *view);
 /* Flame graph weights: GPU time caused by each launching CPU stack. */
 int cuda_flame(struct process *p, const char *by,
 	       void (*emit)(void *ctx, uint32_t stack, uint64_t weight), void *ctx);

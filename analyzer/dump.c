@@ -226,7 +226,7 @@ int cmd_dump(int argc, char **argv)
 		return rc;
 	char **paths;
 	size_t n;
-	if (inputs_expand(o.traces, o.ntraces, &paths, &n) < 0)
+	if (cmd_inputs(&o, &paths, &n) < 0)
 		return 1;
 	int status = 0;
 	for (size_t i = 0; i < n && !status; i++) {

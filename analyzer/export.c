@@ -150,7 +150,7 @@ int cmd_export(int argc, char **argv)
 	}
 	char **paths;
 	size_t n;
-	if (inputs_expand(o.traces, o.ntraces, &paths, &n) < 0)
+	if (cmd_inputs(&o, &paths, &n) < 0)
 		return 1;
 	struct timeline tl = { .out = o.outfile ? fopen(o.outfile, "w") : stdout, .first = 1,
 			       .min_ns = o.min_ns };

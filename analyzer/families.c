@@ -21,10 +21,13 @@ int family_routed;
 
 void family_route_init(void)
 {
-	for (size_t i = 0; families[i]; i++)
-		for (unsigned t = families[i]->first_type;
-		     t <= families[i]->last_type && t < FAMILY_TYPES; t++)
+	for (size_t i = 0; families[i]; i++) {
+		const struct family *f = families[i];
+		for (unsigned t = f->first_type; t <= f->last_type && t < FAMILY_TYPES; t++)
 			family_route[t] = (unsigned char)(i + 1);
+		for (unsigned t = f->more_first; t && t <= f->more_last && t < FAMILY_TYPES; t++)
+			family_route[t] = (unsigned char)(i + 1);
+	}
 	family_routed = 1;
 }
 

@@ -44,9 +44,21 @@ struct family_timeline {
 	int (*finish)(void *state, struct timeline *tl);  /* after the last record */
 };
 
+/* What `prof leaks` shows: at most top records, frames per stack, which leak classes (bits
+ * 1u << PROF_LEAK_*, where the trace was classified at exit), less what a suppression file
+ * matches (suppress.h; NULL: none). */
+struct suppressions;
+struct leak_view {
+	size_t top;
+	int frames;
+	unsigned show;
+	const struct suppressions *supp;
+};
+
 struct family {
 	const char *name;               /* "heap", "locks", ... */
 	unsigned first_type, last_type; /* the record types it owns (prof_fmt_*.h constants) */
+	unsigned more_first, more_last; /* a second range it owns; 0, 0: none */
 
 	/* Analysis: state_size bytes, zeroed, then init(); every record it owns, in time
 	 * order, with that state; finish() after the last one. on_record and finish return 0,
@@ -67,8 +79,8 @@ struct family {
 
 	/* prof leaks: what is still allocated, as text records (with the family's summary
 	 * line) and as entries of processes[].leaks (adding the family's totals to proc). */
-	void (*leaks_print)(FILE *out, struct process *p, size_t top, int frames);
-	void (*leaks_json)(struct process *p, json_t *proc, json_t *leaks, size_t top);
+	void (*leaks_print)(FILE *out, struct process *p, const struct leak_view *v);
+	void (*leaks_json)(struct process *p, json_t *proc, json_t *leaks, const struct leak_view *v);
 
 	const struct flame_kind *flames;
 	size_t nflames;

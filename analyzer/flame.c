@@ -40,8 +40,9 @@ static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, 
 		      const char *root)
 {
 	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
-	int n = stack_symbolize(p, stack, frames, PROF_MAX_STACK_DEPTH * 2);
-	const char **names = malloc(sizeof(char *) * (size_t)(n + 2));
+	int truncated;
+	int n = stack_shown(p, stack, frames, PROF_MAX_STACK_DEPTH * 2, NULL, &truncated);
+	const char **names = malloc(sizeof(char *) * (size_t)(n + 3));
 	if (!names)
 		return -1;
 	int d = 0;
@@ -49,9 +50,12 @@ static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, 
 		names[d++] = root;
 	if (n == 0)
 		names[d++] = "[no stack]";
+	else if (truncated)  /* its real root is unknown: one root for all such stacks */
+		names[d++] = "[truncated]";
 	for (int i = n; i-- > 0;) {  /* flame graphs want the root first */
-		char buf[256];
-		if (!(names[d++] = keep(ss, frame_label(&frames[i], buf, sizeof(buf))))) {
+		char buf[256], shorter[256];
+		if (!(names[d++] = keep(ss, shorten_templates(frame_label(&frames[i], buf, sizeof(buf)),
+							      shorter, sizeof(shorter))))) {
 			free(names);
 			return -1;
 		}
@@ -146,7 +150,7 @@ int cmd_flame(int argc, char **argv)
 	if (!weight)
 		return 2;
 	struct cmd_io io;
-	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
+	if (cmd_open(&io, &o) < 0)
 		return 1;
 	struct process *ps = io.ps;
 	size_t n = io.n;

@@ -2,6 +2,7 @@
 #include "format.h"
 
 #include <stdio.h>
+#include <string.h>
 
 const char *fmt_bytes(uint64_t n, char *buf, size_t len)
 {
@@ -60,4 +61,34 @@ void fmt_quoted(FILE *out, const char *s, size_t max)
 			fputc(c, out);
 	}
 	fputc('"', out);
+}
+
+const char *fmt_arg(const char *s, char *buf, size_t len)
+{
+	int plain = *s != 0;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		if (*c < 0x20 || *c == 0x7f || *c == ' ' || *c == '"' || *c == '\\' || *c == '\'')
+			plain = 0;
+	if (plain || len < 8)
+		return s;
+	static const char named[] = "\a\b\t\n\v\f\r";
+	size_t o = 0;
+	buf[o++] = '"';
+	for (const unsigned char *c = (const unsigned char *)s; *c && o + 6 < len; c++) {
+		const char *n = *c && *c < 0x20 ? strchr(named, *c) : NULL;
+		if (*c == '"' || *c == '\\') {
+			buf[o++] = '\\';
+			buf[o++] = (char)*c;
+		} else if (n) {
+			buf[o++] = '\\';
+			buf[o++] = "abtnvfr"[n - named];
+		} else if (*c < 0x20 || *c == 0x7f) {
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", *c);
+		} else {
+			buf[o++] = (char)*c;
+		}
+	}
+	buf[o++] = '"';
+	buf[o] = 0;
+	return buf;
 }

@@ -12,5 +12,8 @@ const char *fmt_ns(uint64_t ns, char *buf, size_t len);     /* "1.23 s", "45.6 u
 /* A string from a trace, quoted, with anything unprintable escaped so that it stays on one
  * line; at most max bytes (stops earlier at a NUL). */
 void fmt_quoted(FILE *out, const char *s, size_t max);
+/* A command-line word as text shows it: as it is when plain, else in double quotes with
+ * control characters, quotes and backslashes escaped (\n, \x1b); UTF-8 stays. */
+const char *fmt_arg(const char *s, char *buf, size_t len);
 
 #endif

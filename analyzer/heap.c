@@ -20,6 +20,7 @@ void heap_init(void *state)
 	struct heap_stats *h = state;
 	*h = (struct heap_stats){ 0 };
 	u64map_init(&h->site_map, sizeof(uint32_t));
+	u64map_init(&h->leak_class, sizeof(uint32_t));
 	/* Addresses come from the trace: a seed it cannot know keeps probing short. */
 	h->live_seed = u64_mix(u64_seed() ^ (uint64_t)(uintptr_t)h);
 }
@@ -32,6 +33,7 @@ void heap_free(void *state)
 	free(h->sites);
 	free(h->site_of);
 	u64map_free(&h->site_map);
+	u64map_free(&h->leak_class);
 	free(h->last);
 }
 
@@ -249,9 +251,36 @@ int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int reallo
 	return 0;
 }
 
-int heap_finish(struct heap_stats *h)
+int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed)
+{
+	h->leak_scanned = 1;
+	h->leak_flags = flags;
+	h->leak_listed = listed;
+	return 0;
+}
+
+int heap_leak_class(struct heap_stats *h, unsigned cls, const uint64_t *ptrs, size_t n)
+{
+	if (cls >= PROF_LEAK_CLASS_COUNT)
+		return 0;
+	h->leak_got += n;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t *c = u64map_put(&h->leak_class, ptrs[i], NULL);
+		if (!c)
+			return -1;
+		*c = cls;
+	}
+	return 0;
+}
+
+int heap_finish(struct heap_stats *h, int execd)
 {
 	snapshot_if_at_peak(h);  /* the process ended at its peak */
+	if (execd)
+		return 0;
+	/* Some of the scan's lists were lost (no space left): its classes cannot be told. */
+	if (h->leak_scanned && h->leak_got != h->leak_listed)
+		h->leak_scanned = 0;
 	for (size_t i = 0; i < h->live_cap; i++) {
 		const struct live_block *b = &h->live[i];
 		if (!b->site)
@@ -261,6 +290,14 @@ int heap_finish(struct heap_stats *h)
 		s->leaked_blocks++;
 		h->leaked_bytes += b->size;
 		h->leaked_blocks++;
+		if (!h->leak_scanned)
+			continue;
+		const uint32_t *c = u64map_get(&h->leak_class, b->ptr);
+		unsigned cls = c ? *c : PROF_LEAK_REACHABLE;
+		s->class_bytes[cls] += b->size;
+		s->class_blocks[cls]++;
+		h->class_bytes[cls] += b->size;
+		h->class_blocks[cls]++;
 	}
 	return 0;
 }

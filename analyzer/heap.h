@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "prof_format.h"
 #include "u64map.h"
 
 struct process;
@@ -20,6 +21,8 @@ struct heap_site {
 	uint32_t stack;       /* its allocation stack */
 	uint64_t peak_bytes;  /* of the heap's peak, the bytes this site had allocated */
 	uint64_t leaked_bytes, leaked_blocks;
+	/* leaked, split by memcheck's classes (enum prof_leak_class) when the trace has them */
+	uint64_t class_bytes[PROF_LEAK_CLASS_COUNT], class_blocks[PROF_LEAK_CLASS_COUNT];
 };
 
 /* A live block: one slot of the open-addressing table of live blocks, keyed by address. */
@@ -48,6 +51,13 @@ struct heap_stats {
 	struct u64map site_map;  /* stack id -> site index (uint32_t), for large ids */
 	uint64_t *last;       /* stream -> address of its latest allocation (temporaries) */
 	size_t nlast;
+	/* The leak check at exit (LEAK_SCAN, LEAK_BLOCKS): lost blocks' classes by address;
+	 * every other block left is still reachable. */
+	int leak_scanned;
+	unsigned leak_flags;  /* PROF_LEAK_* of the scan */
+	uint64_t leak_listed, leak_got;  /* lost addresses the scan wrote, and those read */
+	struct u64map leak_class;  /* ptr -> enum prof_leak_class (uint32_t) */
+	uint64_t class_bytes[PROF_LEAK_CLASS_COUNT], class_blocks[PROF_LEAK_CLASS_COUNT];
 };
 
 void heap_init(void *state);  /* a struct heap_stats */
@@ -55,7 +65,11 @@ void heap_free(void *state);
 int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, uint64_t size,
 	       uint32_t stack);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
-int heap_finish(struct heap_stats *h);
+/* The leak check's records: LEAK_SCAN, then LEAK_BLOCKS lists (ptrs of one class). */
+int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed);
+int heap_leak_class(struct heap_stats *h, unsigned cls, const uint64_t *ptrs, size_t n);
+/* After the last record. exec'd: the image was replaced, so nothing it held is a leak. */
+int heap_finish(struct heap_stats *h, int execd);
 
 /* The site of an allocation stack, or NULL if it allocated nothing. */
 const struct heap_site *heap_site_of(const struct heap_stats *h, uint32_t stack);
@@ -74,6 +88,7 @@ uint64_t site_key_calls(const struct heap_site *s);
 uint64_t site_key_leaked(const struct heap_site *s);
 uint64_t site_key_temporary(const struct heap_site *s);
 uint64_t site_key_peak(const struct heap_site *s);
+uint64_t site_key_lost(const struct heap_site *s);  /* definitely + indirectly lost bytes */
 /* Caller frees; NULL (with *n == 0) when out of memory. */
 struct site_ref *heap_sites_sorted(const struct process *p,
 				   uint64_t (*key)(const struct heap_site *), size_t *n);

@@ -11,6 +11,7 @@
 #include "trace.h"
 
 #include <inttypes.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,7 +320,8 @@ static int account(struct process *p, int32_t fi, unsigned op, int64_t result, u
 	f->cls_time[hc] += dur;
 	if (timed && io_hist_add(&f->hist[hc], dur) < 0)
 		return -1;
-	if (result < 0)
+	/* A non-blocking connect that is under way has not failed. */
+	if (result < 0 && !(op == PROF_IO_CONNECT && result == -EINPROGRESS))
 		f->errors++;
 	switch (cls) {
 	case 'o':
@@ -584,14 +586,16 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 		const struct io_file *f = v[i].f;
 		char p50[32], p95[32], p99[32], mx[32];
 		uint64_t calls = v[i].all.count;
-		fprintf(out, "   %10s %8s %6" PRIu64 " %8" PRIu64 " %10s %8" PRIu64 " %10s %9s %9s %9s %9s %5" PRIu64 "  %s\n",
-			fmt_ns(f->time_ns, a, sizeof(a)), fmt_count(calls, b, sizeof(b)), f->opens,
-			f->reads, fmt_bytes(f->read_bytes, c, sizeof(c)), f->writes,
+		char o[32], r[32], w[32], e[32];
+		fprintf(out, "   %10s %8s %6s %8s %10s %8s %10s %9s %9s %9s %9s %5s  %s\n",
+			fmt_ns(f->time_ns, a, sizeof(a)), fmt_count(calls, b, sizeof(b)),
+			fmt_count(f->opens, o, sizeof(o)), fmt_count(f->reads, r, sizeof(r)),
+			fmt_bytes(f->read_bytes, c, sizeof(c)), fmt_count(f->writes, w, sizeof(w)),
 			fmt_bytes(f->write_bytes, d, sizeof(d)),
 			fmt_ns(io_hist_quantile(&v[i].all, 0.50), p50, sizeof(p50)),
 			fmt_ns(io_hist_quantile(&v[i].all, 0.95), p95, sizeof(p95)),
 			fmt_ns(io_hist_quantile(&v[i].all, 0.99), p99, sizeof(p99)),
-			fmt_ns(v[i].all.max, mx, sizeof(mx)), f->errors, f->path);
+			fmt_ns(v[i].all.max, mx, sizeof(mx)), fmt_count(f->errors, e, sizeof(e)), f->path);
 	}
 	if (n > top)
 		fprintf(out, "   (%zu more files)\n", n - top);

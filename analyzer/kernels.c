@@ -61,7 +61,7 @@ int cmd_kernels(int argc, char **argv)
 		prof_error("kernels: --json and --csv exclude each other");
 		return 2;
 	}
-	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
+	if (cmd_open(&io, &o) < 0)
 		return 1;
 	if (o.json) {
 		json_t *arr = json_array();

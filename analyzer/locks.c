@@ -172,6 +172,10 @@ static void summarize(const struct lock_info *l, struct lock_summary *s)
 	/* Without a snapshot (killed before the first was written) every wait that did not
 	 * time out was an acquisition. */
 	s->acquisitions = l->have_stats ? l->acquisitions : l->waits - l->timeouts;
+	/* A condition variable or barrier is "acquired" by each wait, which always blocks (and,
+	 * timed out or not, takes the mutex back): never fewer acquisitions than waits. */
+	if ((l->kind == PROF_LOCK_COND || l->kind == PROF_LOCK_BARRIER) && s->acquisitions < s->contended)
+		s->acquisitions = s->contended;
 	s->avg_wait_ns = s->contended ? s->wait_ns / s->contended : 0;
 	s->hold_ns = l->hold_ns;
 	s->max_hold_ns = l->max_hold_ns;
@@ -259,8 +263,9 @@ void locks_print(FILE *out, struct process *p, size_t top, int frames)
 		ncontended += v[i].contended > 0;
 	}
 	char a[32], b[32], c[32], d[32], e[32], f[32], g[32], h[32], k[32];
-	fprintf(out, "\n-- Locks (%zu, %zu contended; %s waited in %s contended acquisitions)\n", n,
-		ncontended, fmt_ns(total_wait, a, sizeof(a)), fmt_count(contended, b, sizeof(b)));
+	fprintf(out, "\n-- Locks (%zu, %zu contended; %s waited in %s contended acquisition%s)\n", n,
+		ncontended, fmt_ns(total_wait, a, sizeof(a)), fmt_count(contended, b, sizeof(b)),
+		contended == 1 ? "" : "s");
 	fprintf(out, "   %3s %-16s %-7s %12s %10s %9s %10s %10s %10s %10s %10s %10s\n", "#", "ADDRESS",
 		"KIND", "ACQUIRED", "CONTENDED", "CHANGED", "TOT WAIT", "AVG WAIT", "MAX WAIT",
 		"TOT HOLD", "AVG HOLD", "MAX HOLD");

@@ -17,6 +17,7 @@ static const struct {
 	{"kernels", cmd_kernels, "GPU kernel timing table: --json, --csv"},
 	{"export", cmd_export, "timeline for chrome://tracing and Perfetto: --format chrome -o F.json"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
+	{"mark-exit", cmd_mark_exit, "record a signal death in a trace (prof-run does this)"},
 };
 
 static void usage(FILE *out)

@@ -6,6 +6,7 @@
 #include "grow.h"
 #include "trace.h"
 
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +60,10 @@ static void on_thread_end(struct process *p, const struct prof_rec_thread_end *r
 		return;
 	t->ended = 1;
 	t->end_ns = process_rel_time(p, r->h.time);
-	t->cpu_ns = r->cpu_ns;
+	/* The main thread's CPU clock started at exec, before the trace (the loader, the
+	 * libraries' constructors): what it shows is at most the life the trace saw. */
+	uint64_t life = t->end_ns > t->start_ns ? t->end_ns - t->start_ns : 0;
+	t->cpu_ns = r->cpu_ns < life ? r->cpu_ns : life;
 	memcpy(t->name, r->name, sizeof(r->name));
 	t->name[16] = '\0';
 }
@@ -350,6 +354,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	if (!t)
 		return -1;
 	int rc = copy_identity(p, t);
+	if (trace_promised(t))
+		p->cut_bytes = trace_promised(t) - trace_size(t);
 	struct trace_event ev;
 	struct prewarm warm = { 0 };
 	int got = 0;
@@ -369,6 +375,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		p->complete = 1;
 	if (p->hdr.lost_records > p->lost_records)
 		p->lost_records = p->hdr.lost_records;
+	if (p->cut_bytes)
+		p->complete = 0;
 	trace_close(t);
 	if (rc == -1)
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -433,6 +441,9 @@ int processes_load(char **paths, size_t n, struct process **out)
 			processes_free(ps, i + 1);
 			return -1;
 		}
+		if (ps[i].cut_bytes)
+			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
+				   "reporting what it holds", paths[i], ps[i].cut_bytes);
 	}
 	qsort(ps, n, sizeof(*ps), cmp_start);  /* in the order they started */
 	*out = ps;
@@ -444,4 +455,32 @@ void processes_free(struct process *ps, size_t n)
 	for (size_t i = 0; ps && i < n; i++)
 		process_free(&ps[i]);
 	free(ps);
+}
+
+/* The work a process did: its threads' CPU time, else how long it ran. */
+static uint64_t work_of(const struct process *p)
+{
+	uint64_t cpu = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		cpu += p->threads[i].cpu_ns;
+	return cpu ? cpu : p->end_ns / 1000;
+}
+
+static int cmp_work(const void *a, const void *b)
+{
+	struct process *const *x = a, *const *y = b;
+	uint64_t wx = work_of(*x), wy = work_of(*y);
+	if (wx != wy)
+		return wx < wy ? 1 : -1;
+	return *x < *y ? -1 : *x > *y;
+}
+
+struct process **processes_by_work(struct process *ps, size_t n)
+{
+	struct process **v = malloc(sizeof(*v) * (n ? n : 1));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = &ps[i];
+	if (v && n > 1)
+		qsort(v, n, sizeof(*v), cmp_work);
+	return v;
 }

@@ -59,6 +59,7 @@ struct process {
 	char *exec_path;
 	int complete;
 	uint64_t lost_records;
+	uint64_t cut_bytes;         /* the file is this much shorter than its header says */
 	uint64_t unknown_records;   /* of types this prof does not know */
 
 	struct thread_info *threads;
@@ -83,6 +84,10 @@ void process_free(struct process *p);
 /* Loads every path; on error prints it and returns -1 (nothing to free). */
 int processes_load(char **paths, size_t n, struct process **out);
 void processes_free(struct process *ps, size_t n);
+/* The processes, busiest (most CPU time, else longest) first: text reports of runs with many
+ * processes (a shell, a launcher) lead with those that did the work. Caller frees the array;
+ * NULL when out of memory. */
+struct process **processes_by_work(struct process *ps, size_t n);
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id);
 struct thread_info *process_thread(struct process *p, uint32_t serial);

@@ -2,6 +2,7 @@
  * document that SPEC.md fixes. */
 #include "commands.h"
 #include "family.h"
+#include "findings.h"
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
@@ -66,6 +67,8 @@ static json_t *process_json(struct process *p, size_t top)
 		"start_ns", (json_int_t)p->hdr.start_realtime_ns, "duration_ns", (json_int_t)p->end_ns,
 		"exit", exit_json(p), "complete", p->complete,
 		"lost_records", (json_int_t)p->lost_records, "trace", jstr(p->path));
+	if (p->cut_bytes)
+		json_object_set_new(o, "truncated_bytes", json_integer((json_int_t)p->cut_bytes));
 	if (p->exit_kind == EXIT_EXEC && p->exec_path)
 		json_object_set_new(o, "exec", jstr(p->exec_path));
 	json_object_set_new(o, "threads", threads_json(p));
@@ -82,12 +85,12 @@ static json_t *process_json(struct process *p, size_t top)
 
 static void print_identity(FILE *out, const struct process *p)
 {
-	char d[32], when[64];
+	char d[32], when[64], arg[1024];
 	fprintf(out, "== Process %u:", p->hdr.pid);
 	for (uint32_t i = 0; i < p->argc; i++)
-		fprintf(out, " %s", p->argv[i]);
+		fprintf(out, " %s", fmt_arg(p->argv[i], arg, sizeof(arg)));
 	if (p->argc == 0)
-		fprintf(out, " %s", p->exe);
+		fprintf(out, " %s", fmt_arg(p->exe, arg, sizeof(arg)));
 	fprintf(out, "  [");
 	switch (p->exit_kind) {
 	case EXIT_CODE: fprintf(out, "exit %d", p->exit_value); break;
@@ -101,11 +104,16 @@ static void print_identity(FILE *out, const struct process *p)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	fprintf(out, "   exe %s, host %s, parent %u, started %s\n", p->exe, p->host, p->hdr.ppid, when);
+	fprintf(out, "   exe %s, host %s, parent %u, started %s\n", fmt_arg(p->exe, arg, sizeof(arg)),
+		p->host, p->hdr.ppid, when);
 	fprintf(out, "   trace %s\n", p->path);
+	char lost[32];
 	if (p->lost_records)
-		fprintf(out, "   WARNING: %" PRIu64 " records were lost (trace space ran out); totals are short\n",
-			p->lost_records);
+		fprintf(out, "   WARNING: %s record%s lost (trace space ran out); totals are short\n",
+			fmt_count(p->lost_records, lost, sizeof(lost)), p->lost_records == 1 ? " was" : "s were");
+	if (p->cut_bytes)
+		fprintf(out, "   WARNING: the trace file is cut short (%s bytes missing): reported as far as it goes\n",
+			fmt_count(p->cut_bytes, lost, sizeof(lost)));
 	if (p->nchildren) {
 		fprintf(out, "   forked:");
 		for (size_t i = 0; i < p->nchildren; i++)
@@ -116,7 +124,7 @@ static void print_identity(FILE *out, const struct process *p)
 
 static void print_threads(FILE *out, struct process *p)
 {
-	char a[32], b[32], c[32], d[32], e[32], r[256];
+	char a[32], b[32], c[32], d[32], e[32], r[256], name[80];
 	fprintf(out, "\n-- Threads (%zu)\n   %-8s %-16s %-8s %10s %10s %10s %10s %10s  %s\n",
 		p->nthreads, "TID", "NAME", "PARENT", "START", "END", "CPU", "LOCK WAIT", "COND WAIT",
 		"START ROUTINE");
@@ -128,7 +136,7 @@ static void print_threads(FILE *out, struct process *p)
 			snprintf(parent, sizeof(parent), "%u", ptid);
 		const char *routine = addr_label(p, t->start_routine, r, sizeof(r));
 		fprintf(out, "   %-8u %-16s %-8s %10s %10s %10s %10s %10s  %s\n", t->tid,
-			t->name[0] ? t->name : "?", parent, fmt_ns(t->start_ns, a, sizeof(a)),
+			t->name[0] ? fmt_arg(t->name, name, sizeof(name)) : "?", parent, fmt_ns(t->start_ns, a, sizeof(a)),
 			t->ended ? fmt_ns(t->end_ns, b, sizeof(b)) : "-",
 			t->ended ? fmt_ns(t->cpu_ns, c, sizeof(c)) : "-",
 			fmt_ns(t->lock_wait_ns, d, sizeof(d)), fmt_ns(t->cond_wait_ns, e, sizeof(e)),
@@ -138,8 +146,8 @@ static void print_threads(FILE *out, struct process *p)
 
 static void print_brief(FILE *out, struct process *p)
 {
-	char a[32];
-	fprintf(out, "pid %u %s: ", p->hdr.pid, p->argc ? p->argv[0] : p->exe);
+	char a[32], arg[1024];
+	fprintf(out, "pid %u %s: ", p->hdr.pid, fmt_arg(p->argc ? p->argv[0] : p->exe, arg, sizeof(arg)));
 	if (p->exit_kind == EXIT_CODE)
 		fprintf(out, "exit %d", p->exit_value);
 	else if (p->exit_kind == EXIT_SIGNAL)
@@ -157,12 +165,14 @@ static void print_brief(FILE *out, struct process *p)
 }
 
 static const struct cmd_spec report_spec = {
-	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES, 6,
+	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS, 6,
 	"usage: prof report [options] TRACE...\n"
-	"Every section that has data: processes and threads, heap (and, when recorded, CPU,\n"
-	"locks, I/O, CUDA). A TRACE is a trace file or a run directory.\n\n"
-	"  --json       one JSON document (schema in SPEC.md); all sites unless --top\n"
+	"Findings first (what the rules in README say deserves a look), then every section that\n"
+	"has data: processes and threads, heap (and, when recorded, CPU, locks, I/O, CUDA).\n"
+	"A TRACE is a trace file or a run directory.\n\n"
+	"  --json       one JSON document (docs/JSON.md); all sites unless --top\n"
 	"  --brief      one line per process\n"
+	"  --findings   the findings only\n"
 	"  --top N      sites per table (text default 10)\n"
 	"  --frames N   frames per stack in text (default 6)\n"
 	"  -o FILE      write to FILE instead of stdout\n"
@@ -176,18 +186,38 @@ int cmd_report(int argc, char **argv)
 	int rc = cmd_parse(&report_spec, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (cmd_open(&io, o.traces, o.ntraces, o.outfile) < 0)
+	if (cmd_open(&io, &o) < 0)
 		return 1;
+	struct findings fs;
+	findings_collect(&fs, io.ps, io.n);
+	if (o.json && (o.brief || o.findings)) {
+		prof_error("report: --json has every section; --%s does not go with it",
+			   o.brief ? "brief" : "findings");
+		findings_free(&fs);
+		cmd_close(&io, 0);
+		return 2;
+	}
 	if (o.json) {
 		json_t *arr = json_array();
 		for (size_t i = 0; i < io.n; i++)
 			json_array_append_new(arr, process_json(&io.ps[i], o.top));
-		cmd_write_json(&io, arr);
+		cmd_write_json_findings(&io, findings_json(&fs), arr);
+		findings_free(&fs);
 		return cmd_close(&io, 0);
 	}
+	if (!o.brief)
+		findings_print(io.out, &fs, io.n, o.findings ? o.frames : 2, o.findings ? SIZE_MAX : 8);
+	findings_free(&fs);
+	if (o.findings)
+		return cmd_close(&io, 0);
 	size_t top = o.top_given ? o.top : 10;
+	struct process **order = processes_by_work(io.ps, io.n);
+	if (!order)
+		return cmd_close(&io, 1);
+	if (io.n > 1 && !o.brief)
+		fprintf(io.out, "%zu processes, busiest (most CPU time) first\n\n", io.n);
 	for (size_t i = 0; i < io.n; i++) {
-		struct process *p = &io.ps[i];
+		struct process *p = order[i];
 		if (o.brief) {
 			print_brief(io.out, p);
 			continue;
@@ -200,5 +230,6 @@ int cmd_report(int argc, char **argv)
 			if (families[f]->print && families[f]->has_data(p))
 				families[f]->print(io.out, p, top, o.frames);
 	}
+	free(order);
 	return cmd_close(&io, 0);
 }

@@ -19,6 +19,18 @@ static struct symbolizer *process_symbolizer(struct process *p)
 	return p->sym;
 }
 
+static const char *base_name(const char *path)
+{
+	const char *b = strrchr(path, '/');
+	return b ? b + 1 : path;
+}
+
+/* libprof's own frames (a hook that called the real function) are never the program's. */
+static int is_libprof(const struct sym_frame *f)
+{
+	return !strcmp(base_name(f->module), "libprof.so");
+}
+
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max)
 {
 	const struct stack_info *s = process_stack(p, stack_id);
@@ -26,9 +38,161 @@ int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out,
 	if (!s || !sym)
 		return 0;
 	int n = 0;
-	for (uint32_t i = 0; i < s->depth && n < max; i++)
-		n += sym_lookup(sym, s->modules[i], s->frames[i], 1, out + n, max - n);
+	for (uint32_t i = 0; i < s->depth && n < max; i++) {
+		int got = sym_lookup(sym, s->modules[i], s->frames[i], 1, out + n, max - n);
+		if (got > 0 && is_libprof(&out[n + got - 1]))
+			continue;
+		n += got;
+	}
 	return n;
+}
+
+/* ---- folding ------------------------------------------------------------------------------ */
+
+#define FOLD_MAX 32
+static char fold_items[FOLD_MAX][64];
+static int fold_n = -1;  /* -1: the default, FOLD_DEFAULT */
+
+/* Allocator wrappers libraries put around malloc (folded by the "alloc" item). */
+static const char *const alloc_wrappers[] = {
+	"xmalloc", "xcalloc", "xrealloc", "xstrdup", "xzalloc", "g_malloc", "g_realloc",
+	"g_try_malloc", "g_try_realloc", "g_slice_alloc", "g_strdup", "PyMem_", "PyObject_Malloc",
+	"PyObject_Calloc", "PyObject_Realloc", "_PyObject_", "sqlite3Malloc", "sqlite3MemMalloc",
+	"sqlite3DbMalloc", "sqlite3_malloc", "sqlite3Realloc", "OPENSSL_malloc", "CRYPTO_malloc",
+	"CRYPTO_zalloc", "CRYPTO_realloc", "ruby_xmalloc", "je_", "tc_", NULL,
+};
+
+int stack_fold_set(const char *list)
+{
+	fold_n = 0;
+	if (!strcmp(list, "none") || !*list)
+		return 0;
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		if (fold_n == FOLD_MAX || n >= sizeof(fold_items[0]))
+			return -1;
+		if (n)
+			snprintf(fold_items[fold_n++], sizeof(fold_items[0]), "%.*s", (int)n, list);
+		list += n + (list[n] == ',');
+	}
+	return 0;
+}
+
+static int starts(const char *s, const char *prefix)
+{
+	return s && !strncmp(s, prefix, strlen(prefix));
+}
+
+/* A demangled function's qualified name, without the return type a template function's
+ * name starts with ("void std::vector<...>::_M_realloc_insert(...)"). */
+static const char *qualified_name(const char *fn)
+{
+	if (!fn)
+		return NULL;
+	const char *start = fn;
+	int depth = 0;
+	for (const char *c = fn; *c && *c != '('; c++) {
+		if (*c == '<')
+			depth++;
+		else if (*c == '>' && depth > 0)
+			depth--;
+		else if (*c == ' ' && depth == 0 && c[1] && c[1] != '(')
+			start = c + 1;
+	}
+	return start;
+}
+
+static int item_folds(const char *item, const struct sym_frame *f)
+{
+	const char *mod = base_name(f->module), *fn = qualified_name(f->function);
+	if (!strcmp(item, "libc"))
+		return starts(mod, "libc.") || starts(mod, "libc-") || starts(mod, "ld-linux") ||
+		       starts(mod, "libpthread") || starts(mod, "libdl") || starts(mod, "libm.") ||
+		       starts(mod, "libresolv") || starts(mod, "librt");
+	if (!strcmp(item, "std::"))
+		return starts(fn, "std::") || starts(fn, "__gnu_cxx::") || starts(fn, "__cxxabiv1::") ||
+		       starts(f->function, "operator new") || starts(f->function, "operator delete") ||
+		       starts(mod, "libstdc++") ||
+		       starts(mod, "libc++");
+	if (!strcmp(item, "alloc")) {
+		for (size_t i = 0; alloc_wrappers[i]; i++)
+			if (starts(fn, alloc_wrappers[i]))
+				return 1;
+		return 0;
+	}
+	return starts(fn, item) || starts(mod, item);
+}
+
+static int frame_folds(const struct sym_frame *f)
+{
+	static const char *const defaults[] = { "std::", "libc", "alloc" };
+	if (fold_n < 0) {
+		for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+			if (item_folds(defaults[i], f))
+				return 1;
+		return 0;
+	}
+	for (int i = 0; i < fold_n; i++)
+		if (item_folds(fold_items[i], f))
+			return 1;
+	return 0;
+}
+
+int stack_shown(struct process *p, uint32_t stack_id, struct sym_frame *out, int max,
+		int *folded, int *truncated)
+{
+	struct sym_frame all[PROF_MAX_STACK_DEPTH * 2];
+	int n = stack_symbolize(p, stack_id, all, PROF_MAX_STACK_DEPTH * 2);
+	int skip = 0;
+	while (skip < n && frame_folds(&all[skip]))
+		skip++;
+	if (skip == n)  /* nothing of the program's own: show it all */
+		skip = 0;
+	const struct stack_info *s = process_stack(p, stack_id);
+	if (truncated)
+		*truncated = s && p->hdr.stack_depth && s->depth >= p->hdr.stack_depth;
+	if (folded)
+		*folded = skip;
+	int k = 0;
+	for (int i = skip; i < n && k < max; i++)
+		out[k++] = all[i];
+	return k;
+}
+
+/* C++ template arguments as "<...>"; operator<, operator<< and operator-> stay. */
+const char *shorten_templates(const char *name, char *buf, size_t len)
+{
+	if (!name || !strchr(name, '<') || len == 0)
+		return name;
+	size_t o = 0;
+	int depth = 0;
+	for (const char *c = name; *c && o + 4 < len; c++) {
+		if (!strncmp(c, "operator", 8) && depth == 0) {
+			const char *e = c + 8;
+			while (*e == '<' || *e == '>' || *e == '-' || *e == '=')
+				e++;
+			while (c < e && o + 4 < len)
+				buf[o++] = *c++;
+			c--;
+			continue;
+		}
+		if (*c == '<') {
+			if (depth++ == 0) {
+				memcpy(buf + o, "<...", 4);
+				o += 4;
+			}
+			continue;
+		}
+		if (*c == '>' && depth > 0) {
+			if (--depth == 0)
+				buf[o++] = '>';
+			continue;
+		}
+		if (depth == 0)
+			buf[o++] = *c;
+	}
+	buf[o] = 0;
+	return buf;
 }
 
 int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out)
@@ -67,27 +231,33 @@ void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames
 		max_frames = 1;
 	if (max_frames > PROF_MAX_STACK_DEPTH * 2 - 1)
 		max_frames = PROF_MAX_STACK_DEPTH * 2 - 1;
-	/* Only what is shown is symbolized (one more, to know whether there is more). */
-	int n = stack_symbolize(p, stack_id, frames, max_frames + 1);
+	int folded, truncated;
+	int n = stack_shown(p, stack_id, frames, max_frames + 1, &folded, &truncated);
 	if (n == 0) {
 		fprintf(out, "%s(no stack recorded)\n", indent);
 		return;
 	}
 	for (int i = 0; i < n && i < max_frames; i++) {
-		char buf[256];
+		char buf[256], shorter[256];
 		const struct sym_frame *f = &frames[i];
 		fprintf(out, "%s%s 0x%" PRIx64 ": %s", indent, i == 0 ? "at" : "by", f->address,
-			frame_label(f, buf, sizeof(buf)));
+			shorten_templates(frame_label(f, buf, sizeof(buf)), shorter, sizeof(shorter)));
 		if (f->file)
 			fprintf(out, " (%s:%d)", f->file, f->line);
 		else if (f->function)
 			fprintf(out, " (in %s)", f->module);
 		if (f->inlined)
 			fputs(" [inlined]", out);
+		if (i == 0 && folded)
+			fprintf(out, "  (%d library frame%s folded: --fold none)", folded,
+				folded == 1 ? "" : "s");
 		fputc('\n', out);
 	}
 	if (n > max_frames)
 		fprintf(out, "%s... (more frames: --frames N)\n", indent);
+	else if (truncated)
+		fprintf(out, "%s... [truncated: the stack was deeper than PROF_STACK_DEPTH=%u]\n", indent,
+			p->hdr.stack_depth);
 }
 
 json_t *jstr(const char *s)

@@ -13,7 +13,20 @@
 
 struct process;
 
+/* Every frame of a stack, inlined calls expanded, libprof's own frames left out. */
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);
+/* The frames shown in text and flame graphs: the innermost ones that --fold names (library
+ * internals: "std::" the C++ library, "libc" the C library and loader, "alloc" known
+ * allocator wrappers, or any function or module name prefix) are left out, so the first
+ * frame is the program's own (all of them stay when none is). *folded: how many were;
+ * *truncated: the stack reached PROF_STACK_DEPTH, so its outer frames are missing. */
+int stack_shown(struct process *p, uint32_t stack_id, struct sym_frame *out, int max,
+		int *folded, int *truncated);
+/* --fold LIST: comma list of the items above, or "none"; default "std::,libc,alloc".
+ * Returns -1 for a list too long. */
+int stack_fold_set(const char *list);
+/* name with C++ template arguments shown as "<...>" (in buf when it had any). */
+const char *shorten_templates(const char *name, char *buf, size_t len);
 /* One code address that is not a return address (a thread's start routine): its innermost
  * source frame. Returns 1, or 0 when nothing is known of it. */
 int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out);

@@ -72,6 +72,8 @@ struct trace {
 	char *path;
 	int fd;
 	uint64_t size;
+	uint64_t units;       /* chunks (units) present: chunks_claimed, less what a cut lost */
+	uint64_t promised;    /* bytes the header promises, when the file is shorter; else 0 */
 	const struct prof_file_header *hdr;  /* &hdr_copy once checked */
 	struct prof_file_header hdr_copy;
 	char *strings;  /* the string area */
@@ -271,20 +273,21 @@ static int check_header(struct trace *t, char *err, size_t errlen)
 	if (parse_strings(t, err, errlen) < 0)
 		return -1;
 
-	/* A SIGKILLed writer leaves a full-length file: only a file cut short lacks chunks. */
+	/* A SIGKILLed writer leaves a full-length file: only a file cut short (a copy, a full
+	 * disk) lacks chunks. It is read as far as it goes; trace_promised() tells. */
 	uint64_t n = h->chunks_claimed;
+	t->units = n;
 	if (n) {
 		uint64_t room = t->size > h->data_offset ? t->size - h->data_offset : 0;
 		if (n > room / cs) {
-			if (n <= (UINT64_MAX - h->data_offset) / cs)
-				seterr(err, errlen, path, NO_OFFSET,
-				       "truncated: %" PRIu64 " bytes, header promises %" PRIu64,
-				       t->size, h->data_offset + n * cs);
-			else
+			if (n > (UINT64_MAX - h->data_offset) / cs) {
 				seterr(err, errlen, path, NO_OFFSET,
 				       "truncated: %" PRIu64 " bytes, header promises %" PRIu64
 				       " chunks of %u bytes", t->size, n, cs);
-			return -1;
+				return -1;
+			}
+			t->promised = h->data_offset + n * cs;
+			t->units = room / cs;
 		}
 	}
 	return 0;
@@ -335,7 +338,7 @@ static const uint8_t *index_at(struct trace *t, struct index_block *b, uint64_t 
  * it takes those it reads). */
 static int walk_chunks(struct trace *t, char *err, size_t errlen)
 {
-	uint64_t n = t->hdr->chunks_claimed;  /* fits in the file: checked by check_header() */
+	uint64_t n = t->units;  /* fits in the file: checked by check_header() */
 	uint64_t cs = t->chunk_size, data = t->hdr->data_offset, end = data + n * cs;
 	uint64_t last_span = 0;
 	size_t cap = 0;
@@ -361,6 +364,8 @@ static int walk_chunks(struct trace *t, char *err, size_t errlen)
 			}
 			if (t->runs) {
 				units = c.units;
+				if (t->promised && units > n - i)
+					units = (uint32_t)(n - i);  /* the cut went through it */
 				if (units == 0 || units > n - i) {
 					seterr(err, errlen, t->path, off,
 					       "bad chunk: spans %u units, %" PRIu64
@@ -486,6 +491,16 @@ struct trace *trace_open(const char *path, char *err, size_t errlen)
 fail:
 	trace_close(t);
 	return NULL;
+}
+
+uint64_t trace_promised(const struct trace *t)
+{
+	return t->promised;
+}
+
+uint64_t trace_size(const struct trace *t)
+{
+	return t->size;
 }
 
 const struct prof_file_header *trace_header(const struct trace *t) { return t->hdr; }

@@ -31,6 +31,10 @@ struct trace *trace_open(const char *path, char *err, size_t errlen);
 void trace_close(struct trace *t);
 
 const struct prof_file_header *trace_header(const struct trace *t);
+/* For a file cut short (shorter than its header says): the length it should have, else 0.
+ * Such a file is read as far as it goes. */
+uint64_t trace_promised(const struct trace *t);
+uint64_t trace_size(const struct trace *t);
 const char *trace_path(const struct trace *t);
 const char *trace_exe(const struct trace *t);
 const char *trace_host(const struct trace *t);

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .cpu_hz = 99,
-				.free_at_exit = 1, .max_size = 64ull << 30 };
+				.free_at_exit = 1, .leak_check = 1, .max_size = 64ull << 30 };
 _Atomic int prof_active;
 __thread struct prof_thread prof_self;
 
@@ -60,10 +60,31 @@ static uint64_t parse_size(const char *s)
 	}
 }
 
+/* One line naming the PROF_EVENTS entries that are no family (they are ignored). */
+static void log_unknown_events(const char *list)
+{
+	char unknown[256] = "";
+	size_t used = 0;
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		char item[64];
+		int bad = 0;
+		snprintf(item, sizeof(item), "%.*s", (int)n, list);
+		prof_events_parse(item, &bad);
+		if (bad && used + n + 2 < sizeof(unknown))
+			used += (size_t)snprintf(unknown + used, sizeof(unknown) - used, "%s%s",
+						 used ? "," : "", item);
+		list += n + (list[n] == ',');
+	}
+	prof_log("PROF_EVENTS: unknown event famil%s '%s' ignored (known: alloc,lock,thread,io,cuda,cpu,all)",
+		 strchr(unknown, ',') ? "ies" : "y", unknown);
+}
+
 /* The PROF_* settings this process started with, carried into programs it starts. */
 static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
 					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
-					     "PROF_DEBUG" };
+					     "PROF_DEBUG", "PROF_LEAK_CHECK", "PROF_ONLY",
+					     "PROF_ROOT_PID" };
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
 static char carried[NCARRIED][1100];
 
@@ -80,7 +101,7 @@ static void read_config(void)
 		int bad;
 		prof_cfg.events = prof_events_parse(v, &bad);
 		if (bad)
-			prof_log("PROF_EVENTS=%s: unknown event family ignored (known: alloc,lock,thread,io,cuda,cpu,all)", v);
+			log_unknown_events(v);
 	}
 	if ((v = getenv("PROF_STACK_DEPTH")) && *v) {
 		long d = strtol(v, NULL, 10);
@@ -90,6 +111,12 @@ static void read_config(void)
 		prof_cfg.cpu_hz = (unsigned)strtoul(v, NULL, 10);
 	if ((v = getenv("PROF_FREERES")) && *v)
 		prof_cfg.free_at_exit = atoi(v) != 0;
+	if ((v = getenv("PROF_ONLY")) && *v)
+		snprintf(prof_cfg.only, sizeof(prof_cfg.only), "%s", v);
+	if ((v = getenv("PROF_ROOT_PID")) && *v)
+		prof_cfg.root_pid = (uint32_t)strtoul(v, NULL, 10);
+	if ((v = getenv("PROF_LEAK_CHECK")) && *v)
+		prof_cfg.leak_check = atoi(v) != 0;
 	if ((v = getenv("PROF_MAX_SIZE")) && *v)
 		prof_cfg.max_size = parse_size(v);
 	if ((v = getenv("PROF_DEBUG")) && *v)
@@ -221,7 +248,8 @@ static void on_exit_handler(int status, void *arg)
 		}
 	}
 	th->in_hook++;
-	prof_modules_rescan();
+	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
+	prof_leak_scan();
 	prof_locks_flush();
 	prof_thread_end(th);
 	write_exit(0, status);
@@ -283,6 +311,8 @@ static int start_recording(uint32_t ppid, int argc, char **argv)
 	return 0;
 }
 
+static int wanted(void);
+
 /* Fork child: everything of the parent's trace is dropped; the child starts its own. */
 static void atfork_child(void)
 {
@@ -298,7 +328,7 @@ static void atfork_child(void)
 	prof_modules_reset();
 	prof_locks_fork_child();
 	prof_threads_fork_child();
-	if (was_active)
+	if (was_active && wanted())
 		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
 }
 
@@ -320,6 +350,34 @@ static int read_cmdline(void)
 	}
 	cmdline_argv[argc] = NULL;
 	return argc;
+}
+
+static int name_listed(const char *list, const char *path)
+{
+	const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t len = strlen(name);
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == len && !strncmp(p, name, n))
+			return 1;
+		p += n + (p[n] == ',');
+	}
+	return 0;
+}
+
+/* Whether this process is one to record: PROF_ROOT_PID names the only one (prof-run
+ * --no-follow), PROF_ONLY the programs (its argv[0] or its executable's file name). */
+static int wanted(void)
+{
+	if (prof_cfg.root_pid && (uint32_t)getpid() != prof_cfg.root_pid)
+		return 0;
+	if (!prof_cfg.only[0])
+		return 1;
+	char exe[1024];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	return (saved_argc > 0 && name_listed(prof_cfg.only, saved_argv[0])) ||
+	       (n > 0 && name_listed(prof_cfg.only, exe));
 }
 
 _Atomic int prof_start_state;  /* 0 not started, 1 starting, 2 done */
@@ -347,7 +405,8 @@ void prof_start(void)
 	prof_locks_init();
 	prof_threads_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
-	if (start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
+	/* A process not recorded still carries the library to the programs it starts. */
+	if (wanted() && start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
 		pthread_atfork(NULL, NULL, atfork_child);
 		on_exit(on_exit_handler, NULL);
 		install_signal_handlers();

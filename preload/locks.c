@@ -171,6 +171,7 @@ static void table_map(void)
 		table = NULL;
 		return;
 	}
+	prof_own_memory(p, size);  /* lock addresses: never roots of the leak scan */
 	used = (_Atomic uint32_t *)((char *)p + LOCK_SLOTS * sizeof(struct lock_entry));
 	atomic_store(&nused, 0);
 	table = p;  /* last: a hook that sees it sees the rest */

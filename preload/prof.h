@@ -19,6 +19,9 @@ struct prof_config {
 	unsigned stack_depth;   /* frames per stack, 0 = none */
 	unsigned cpu_hz;
 	int free_at_exit;       /* call __libc_freeres at exit, as valgrind does */
+	int leak_check;         /* classify blocks left at exit (PROF_LEAK_CHECK) */
+	uint32_t root_pid;      /* PROF_ROOT_PID: record only this process (prof-run --no-follow) */
+	char only[256];         /* PROF_ONLY: record only these programs (comma list of names) */
 	int debug;              /* PROF_DEBUG level */
 	uint64_t max_size;      /* largest trace file, bytes */
 	char output[1024];      /* PROF_OUTPUT template */
@@ -111,6 +114,9 @@ const char *prof_writer_path(void);
 uint32_t prof_writer_pid(void);
 int prof_writer_fd(void);  /* our trace's descriptor, -1 if none: never reported as I/O */
 int prof_fd_hide(int fd);  /* our own descriptors live above the program's */
+int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
+		      uintptr_t *map_lo, uintptr_t *map_hi);
+int prof_writer_growing(void);
 
 /* Registers the calling thread (THREAD_START) if it is not yet; returns its state. */
 struct prof_thread *prof_thread_get(void);
@@ -135,6 +141,11 @@ int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 
 /* heap.c */
 void prof_heap_init(void);
+
+/* leakscan.c: memcheck's leak classes at exit (LEAK_SCAN, LEAK_BLOCKS records); memory of
+ * libprof's own (tables it maps) is registered so that it is never taken for a root. */
+void prof_leak_scan(void);
+void prof_own_memory(const void *p, size_t len);
 
 /* log.c: one line on stderr with write(2); never allocates. */
 void prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -613,6 +613,33 @@ fail:
 	return -1;
 }
 
+/* The mapped file, for the exit-time leak scan (leakscan.c): its data units, and the whole
+ * mapping, which is never a root. */
+int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
+		      uintptr_t *map_lo, uintptr_t *map_hi)
+{
+	if (!w.hdr)
+		return -1;
+	*data = w.base + w.hdr->data_offset;
+	*units = __atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_ACQUIRE);
+	if (*units > atomic_load(&w.capacity))
+		*units = atomic_load(&w.capacity);
+	*unit_size = w.chunk_size;
+	*map_lo = (uintptr_t)w.base;
+	*map_hi = (uintptr_t)w.base + w.map_size;
+	return 0;
+}
+
+/* Whether a thread is extending the file now (grow() holds w.growing): the leak scan lets
+ * the threads it stopped go on if so, since the records it writes may need more file. */
+int prof_writer_growing(void)
+{
+	if (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire))
+		return 1;
+	atomic_flag_clear_explicit(&w.growing, memory_order_release);
+	return 0;
+}
+
 /* Ends the trace: no chunk is handed out any more, and the file is cut to the chunks used.
  * Threads still running may finish records in chunks they hold; those stay readable. */
 void prof_writer_close(int other_threads_alive)

@@ -25,13 +25,18 @@
 	X(FREE, 9, prof_rec_free)                       \
 	X(EXIT, 10, prof_rec_exit)                      \
 	X(EXEC, 11, prof_rec_exec)                      \
-	X(FORK, 12, prof_rec_fork)
+	X(FORK, 12, prof_rec_fork)                      \
+	X(LEAK_SCAN, 13, prof_rec_leak_scan)            \
+	X(LEAK_BLOCKS, 14, prof_rec_leak_blocks)
 
 /* The core range; within it, ALLOC and FREE belong to the heap family. */
 #define PROF_CORE_TYPE_FIRST 1
 #define PROF_CORE_TYPE_LAST 19
 #define PROF_HEAP_TYPE_FIRST 8
 #define PROF_HEAP_TYPE_LAST 9
+/* The heap family's second range: the leak classes written at exit. */
+#define PROF_LEAK_TYPE_FIRST 13
+#define PROF_LEAK_TYPE_LAST 14
 
 #define PROF_RECORD_TYPES(X) \
 	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
@@ -119,6 +124,30 @@ struct prof_rec_exec { struct prof_rec h; char path[]; };
 
 /* FORK: this process forked `child`. */
 struct prof_rec_fork { struct prof_rec h; uint32_t child_pid; uint32_t pad; };
+
+/* LEAK_SCAN: at exit, the blocks still allocated were classified as memcheck does (leak
+ * check). It follows the LEAK_BLOCKS records that list the lost ones (`listed` addresses in
+ * all); every other block allocated at exit is still reachable. A reader that did not get
+ * `listed` addresses (records lost for want of space) treats the trace as unclassified. */
+#define PROF_LEAK_OTHER_THREADS 1u  /* other threads ran: some stacks were scanned whole */
+struct prof_rec_leak_scan {
+	struct prof_rec h;     /* flags: PROF_LEAK_* */
+	uint64_t root_bytes;   /* bytes of roots scanned (data segments, stacks, registers) */
+	uint32_t blocks;       /* blocks allocated at exit, as the scan saw them */
+	uint32_t listed;       /* addresses in the LEAK_BLOCKS records before it */
+};
+
+/* LEAK_BLOCKS: `count` blocks (their addresses) of one class. */
+enum prof_leak_class {
+	PROF_LEAK_REACHABLE = 0, PROF_LEAK_DEFINITE, PROF_LEAK_INDIRECT, PROF_LEAK_POSSIBLE,
+	PROF_LEAK_CLASS_COUNT
+};
+struct prof_rec_leak_blocks {
+	struct prof_rec h;     /* flags: enum prof_leak_class */
+	uint32_t count;
+	uint32_t pad;
+	uint64_t ptrs[];
+};
 
 /* Fixed payload size of each known type (records may be larger: newer writers append fields). */
 static inline uint32_t prof_rec_min_size(unsigned type)

@@ -133,8 +133,8 @@ int e2e_valgrind(const char *const argv[], struct vg_summary *s)
 	char log[PATH_MAX], logopt[PATH_MAX + 16];
 	snprintf(log, sizeof(log), "%s/vg.log", d);
 	snprintf(logopt, sizeof(logopt), "--log-file=%s", log);
-	const char *vg[40] = { "valgrind", "--tool=memcheck", logopt };
-	size_t n = 3;
+	const char *vg[40] = { "valgrind", "--tool=memcheck", "--leak-check=full", logopt };
+	size_t n = 4;
 	for (size_t i = 0; argv[i] && n < 39; i++)
 		vg[n++] = argv[i];
 	vg[n] = NULL;
@@ -152,6 +152,15 @@ int e2e_valgrind(const char *const argv[], struct vg_summary *s)
 	int ok = u && t &&
 		 sscanf(u, "in use at exit: %ld bytes in %ld blocks", &s->in_use_bytes, &s->in_use_blocks) == 2 &&
 		 sscanf(t, "total heap usage: %ld allocs, %ld frees, %ld bytes", &s->allocs, &s->frees, &s->bytes) == 3;
+	static const char *const classes[4] = { "definitely lost:", "indirectly lost:",
+						"possibly lost:", "still reachable:" };
+	for (int i = 0; i < 4; i++) {
+		char *l = strstr(text, classes[i]);
+		s->leak[i][0] = s->leak[i][1] = -1;
+		if (l)
+			sscanf(l + strlen(classes[i]), " %ld bytes in %ld blocks", &s->leak[i][0],
+			       &s->leak[i][1]);
+	}
 	free(text);
 	return ok ? 0 : -1;
 }
@@ -164,7 +173,16 @@ json_t *e2e_prof_json(const char *command, const char *path)
 	char out[PATH_MAX], err[PATH_MAX];
 	snprintf(out, sizeof(out), "%s/out.json", d);
 	snprintf(err, sizeof(err), "%s/err.txt", d);
-	const char *argv[] = { e2e_prof(), command, "--json", path, NULL };
+	/* "leaks --show=all": the command, then one option */
+	char cmd[128], *opt = NULL;
+	snprintf(cmd, sizeof(cmd), "%s", command);
+	if ((opt = strchr(cmd, ' ')))
+		*opt++ = 0;
+	const char *argv[] = { e2e_prof(), cmd, "--json", path, opt, NULL };
+	if (opt) {
+		argv[3] = opt;
+		argv[4] = path;
+	}
 	int st = e2e_run(argv, NULL, out, err);
 	if (st != 0) {
 		char *e = e2e_read_file(err);

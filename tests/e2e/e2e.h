@@ -5,8 +5,11 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* leak[]: bytes and blocks of the LEAK SUMMARY, in its order: definitely, indirectly and
+ * possibly lost, still reachable (-1 where valgrind printed no such line). */
 struct vg_summary {
 	long allocs, frees, bytes, in_use_bytes, in_use_blocks;
+	long leak[4][2];
 };
 
 const char *e2e_build(void);              /* PROF_BUILD, or "build" */
@@ -27,10 +30,11 @@ int e2e_run(const char *const argv[], const char *const env[], const char *out_f
 int e2e_profile(const char *dir, const char *const argv[], const char *const env[],
 		const char *out_file, const char *err_file);
 
-/* valgrind's HEAP SUMMARY of argv; 0 on success. */
+/* valgrind's HEAP SUMMARY (and LEAK SUMMARY, --leak-check=full) of argv; 0 on success. */
 int e2e_valgrind(const char *const argv[], struct vg_summary *s);
 
-/* `prof report --json` (or any prof command with --json) on path: the parsed document. */
+/* `prof report --json` (or any prof command with --json; "leaks --show=all": a command and
+ * one option) on path: the parsed document. */
 json_t *e2e_prof_json(const char *command, const char *path);
 /* processes[i] of a report; NULL if absent. */
 json_t *e2e_process(json_t *doc, size_t i);

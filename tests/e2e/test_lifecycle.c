@@ -363,9 +363,22 @@ Test(lifecycle, bad_traces_give_one_line_errors)
 	cr_assert_eq(stat(real, &st), 0);
 	cr_assert_gt(st.st_size, 65536);
 
+	/* A file cut short is reported as far as it goes, with one warning. */
 	snprintf(p, sizeof(p), "%s/truncated.trace", dir);
 	write_bytes(p, data, (size_t)st.st_size - 1000);
-	expect_one_line_error(p, "truncated");
+	char err[PATH_MAX], out[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/cut-err.txt", dir);
+	snprintf(out, sizeof(out), "%s/cut-out.txt", dir);
+	const char *cut[] = { e2e_prof(), "report", p, NULL };
+	cr_expect_eq(e2e_run(cut, NULL, out, err), 0);
+	char *e = e2e_read_file(err), *o = e2e_read_file(out);
+	cr_expect_eq(e2e_count_lines(e), 1, "one warning: %s", e);
+	cr_expect_not_null(strstr(e, "warning:"), "%s", e);
+	cr_expect_not_null(strstr(e, "truncated"), "%s", e);
+	cr_expect_not_null(strstr(o, "INCOMPLETE"), "%s", o);
+	cr_expect_not_null(strstr(o, "cut short"), "%s", o);
+	free(e);
+	free(o);
 
 	snprintf(p, sizeof(p), "%s/newer.trace", dir);
 	uint16_t v = 99;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cuda.h"
+#include "findings.h"
 #include "process.h"
 #include "tracegen.h"
 
@@ -85,6 +86,37 @@ Test(cuda_analysis, cupti_kernels_join_their_launch_through_xcorr)
 	cr_expect_eq(cuda_hist_median(&k->h), 200);
 	cr_expect_eq(k->timing, PROF_CUDA_TIMING_CUPTI);
 	cr_expect_str_eq(cuda_kernel_name(&p, k), "void scale<float>(float*, int)");
+	process_free(&p);
+}
+
+/* The Findings rule for the GPU: busy a small share of the run while the launching thread
+ * spent longer in CUDA calls than the GPU ran. */
+Test(cuda_analysis, an_idle_gpu_behind_busy_launches_is_a_finding)
+{
+	struct tg *tg = tg_create();
+	name(tg, T0 + 1, 1, PROF_CUDA_NAME_API, "cudaLaunchKernel");
+	name(tg, T0 + 2, 2, PROF_CUDA_NAME_KERNEL, "tiny");
+	for (uint64_t i = 0; i < 10; i++) {
+		struct prof_rec_cuda_launch l = { .corr = 10 + i, .name = 2, .grid = { 1, 1, 1 },
+						  .block = { 32, 1, 1 } };
+		tg_rec(tg, 0, PROF_REC_CUDA_LAUNCH, PROF_CUDA_RUNTIME, T0 + 100 * i, PAYLOAD(l), PLEN(l));
+		api(tg, T0 + 100 * i, PROF_CUDA_RUNTIME, 1, 10 + i, 0, 5000);
+		struct prof_rec_cuda_gpu g = { .start = T0 + 100 * i + 10, .end = T0 + 100 * i + 60,
+					       .corr = 10 + i, .activity = PROF_CUDA_ACT_KERNEL };
+		tg_rec(tg, 0, PROF_REC_CUDA_GPU, PROF_CUDA_TIMING_EVENTS, T0 + 100 * i + 70, PAYLOAD(g),
+		       PLEN(g));
+	}
+	tg_exit(tg, 0, T0 + 100000, 0, 0);
+	struct process p;
+	load(tg, &p);
+	cr_assert_gt(cuda_of(&p)->kernel_ns, 0);
+	struct findings f;
+	cr_assert_eq(findings_collect(&f, &p, 1), 0);
+	cr_assert_eq(f.n, 1, "%zu findings", f.n);
+	cr_expect_str_eq(f.v[0].kind, "gpu_idle");
+	cr_expect_eq(json_integer_value(json_object_get(f.v[0].evidence, "gpu_busy_ns")),
+		     (json_int_t)cuda_of(&p)->kernel_ns);
+	findings_free(&f);
 	process_free(&p);
 }
 

@@ -182,3 +182,40 @@ Test(heap_analysis, every_stack_id_and_address_is_accepted)
 	cr_expect_null(site(&p, 0xfffffffdu));
 	process_free(&p);
 }
+
+/* The leak check's records: listed blocks get their class, the others are still reachable;
+ * lists that did not all arrive leave the process unclassified. */
+static void leak_records(struct tg *tg, uint64_t t, unsigned cls, uint64_t ptr, uint32_t listed)
+{
+	struct { uint32_t count, pad; uint64_t ptr; } b = { 1, 0, ptr };
+	tg_rec(tg, 0, PROF_REC_LEAK_BLOCKS, (uint16_t)cls, t, &b, sizeof(b));
+	struct { uint64_t root_bytes; uint32_t blocks, listed; } s = { 4096, 3, listed };
+	tg_rec(tg, 0, PROF_REC_LEAK_SCAN, 0, t + 1, &s, sizeof(s));
+}
+
+Test(heap_analysis, leak_classes_from_the_scan)
+{
+	for (uint32_t listed = 1; listed <= 2; listed++) {
+		struct tg *tg = tg_create();
+		tg_alloc(tg, 0, T0 + 1, 0x1000, 10, 1);
+		tg_alloc(tg, 0, T0 + 2, 0x2000, 20, 2);
+		tg_alloc(tg, 0, T0 + 3, 0x3000, 30, 2);
+		leak_records(tg, T0 + 4, PROF_LEAK_DEFINITE, 0x2000, listed);
+		tg_exit(tg, 0, T0 + 10, 0, 0);
+		struct process p;
+		load(tg, &p);
+		const struct heap_stats *h = heap_of(&p);
+		cr_expect_eq(h->leaked_bytes, 60, "in use at exit keeps its meaning");
+		if (listed == 1) {
+			cr_assert(h->leak_scanned);
+			cr_expect_eq(h->class_bytes[PROF_LEAK_DEFINITE], 20);
+			cr_expect_eq(h->class_blocks[PROF_LEAK_DEFINITE], 1);
+			cr_expect_eq(h->class_bytes[PROF_LEAK_REACHABLE], 40);
+			cr_expect_eq(site(&p, 2)->class_bytes[PROF_LEAK_DEFINITE], 20);
+			cr_expect_eq(site(&p, 2)->class_bytes[PROF_LEAK_REACHABLE], 30);
+		} else {
+			cr_expect(!h->leak_scanned, "a list was lost: no classes");
+		}
+		process_free(&p);
+	}
+}

@@ -1,12 +1,15 @@
 /* Unit tests of the I/O analysis: latency histograms and percentiles, and per-file results
  * from synthetic traces (names, renames, failed opens, EOF, the slowest calls, flame weights). */
 #include <criterion/criterion.h>
+#include <jansson.h>
+#include <errno.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "family.h"
+#include "findings.h"
 #include "io.h"
 #include "process.h"
 #include "tracegen.h"
@@ -136,6 +139,44 @@ static const struct io_file *file(const struct process *p, const char *path)
 }
 
 #define T0 TG_START_NS
+
+Test(io_analysis, connect_in_progress_is_not_an_error)
+{
+	struct tg *tg = tg_create();
+	io_name(tg, 0, T0 + 10, PROF_IO_SOCKET, 2, 3, 3, 500, 0, "tcp 127.0.0.1:9");
+	io_call(tg, 0, T0 + 20, PROF_IO_CONNECT, 2, 3, -EINPROGRESS, 100, 0);
+	io_call(tg, 0, T0 + 30, PROF_IO_CONNECT, 2, 3, -ECONNREFUSED, 100, 0);
+	tg_exit(tg, 0, T0 + 1000, 0, 0);
+	struct process p;
+	load(tg, &p);
+	const struct io_file *f = file(&p, "tcp 127.0.0.1:9");
+	cr_assert_not_null(f);
+	cr_expect_eq(f->errors, 1, "only the refused connect failed");
+	unload(&p);
+}
+
+/* The Findings rule for I/O: a file whose slowest calls dwarf its median. */
+Test(io_analysis, a_long_tail_is_a_finding)
+{
+	struct tg *tg = tg_create();
+	io_name(tg, 0, T0 + 10, PROF_IO_OPEN, 2, 3, 3, 500, 0, "/data/slow.db");
+	io_name(tg, 0, T0 + 11, PROF_IO_OPEN, 3, 4, 4, 500, 0, "/data/even.txt");
+	for (int i = 0; i < 100; i++) {
+		io_call(tg, 0, T0 + 100 + i, PROF_IO_READ, 2, 3, 512, i % 50 == 49 ? 5000000 : 2000, 0);
+		io_call(tg, 0, T0 + 300 + i, PROF_IO_READ, 3, 4, 512, 2000, 0);
+	}
+	tg_exit(tg, 0, T0 + 100000000, 0, 0);
+	struct process p;
+	load(tg, &p);
+	struct findings f;
+	cr_assert_eq(findings_collect(&f, &p, 1), 0);
+	cr_assert_eq(f.n, 1, "%zu findings", f.n);
+	cr_expect_str_eq(f.v[0].kind, "io");
+	cr_expect_str_eq(json_string_value(json_object_get(f.v[0].evidence, "path")), "/data/slow.db");
+	cr_expect_not_null(strstr(f.v[0].summary, "p99"));
+	findings_free(&f);
+	unload(&p);
+}
 
 Test(io_analysis, bytes_calls_and_latency_per_file)
 {

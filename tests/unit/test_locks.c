@@ -172,7 +172,7 @@ Test(lock_analysis, cond_waits_timeouts_names_and_joins)
 	cr_expect_eq(v[0].contended, 2);
 	cr_expect_eq(v[0].timeouts, 1);
 	cr_expect_eq(v[0].wait_ns, 7000);
-	cr_expect_eq(v[0].acquisitions, 1);
+	cr_expect_eq(v[0].acquisitions, 2, "each wait acquires: never fewer than contended");
 	free(v);
 	struct thread_info *t1 = process_thread(&p, 1), *t2 = process_thread(&p, 2);
 	cr_expect_eq(t2->cond_wait_ns, 7000);
@@ -181,6 +181,39 @@ Test(lock_analysis, cond_waits_timeouts_names_and_joins)
 	cr_expect_eq(t2->parent_serial, 1);
 	cr_expect_eq(t1->join_wait_ns, 777);
 	cr_expect_eq(locks_of(&p)->joins, 1);
+	process_free(&p);
+}
+
+/* Python's GIL: a snapshot counting fewer acquisitions than the waits recorded. */
+Test(lock_analysis, cond_rows_never_show_more_contended_than_acquired)
+{
+	struct tg *tg = two_threads();
+	stats_rec(tg, 2, T0 + 5, 0xd000, PROF_LOCK_COND, 2, 0, 0, 0, 0, 3);
+	for (int i = 0; i < 5; i++)
+		wait_rec(tg, 4, T0 + 10 + i, 0xd000, PROF_LOCK_COND, PROF_LOCK_OP_COND_TIMEDWAIT, 100, 1,
+			 i % 2 ? 110 : 0);
+	tg_exit(tg, 2, T0 + 20, 0, 0);
+	struct process p;
+	load(tg, &p);
+	size_t n;
+	struct lock_summary *v = locks_sorted(&p, &n);
+	cr_assert_eq(n, 1);
+	cr_expect_eq(v[0].contended, 5);
+	cr_expect_geq(v[0].acquisitions, v[0].contended);
+	free(v);
+	process_free(&p);
+}
+
+Test(lock_analysis, thread_cpu_time_fits_in_its_life)
+{
+	struct tg *tg = two_threads();
+	tg_thread_end(tg, 4, T0 + 1002, 2, 101, 5000, "short");
+	tg_thread_end(tg, 2, T0 + 3001, 1, 100, 700, "main");
+	tg_exit(tg, 2, T0 + 3002, 0, 0);
+	struct process p;
+	load(tg, &p);
+	cr_expect_eq(process_thread(&p, 2)->cpu_ns, 1000, "5000 ns of CPU in 1000 ns of life");
+	cr_expect_eq(process_thread(&p, 1)->cpu_ns, 700);
 	process_free(&p);
 }
 

@@ -146,7 +146,9 @@ Test(process_model, records_reach_the_family_that_owns_them)
 		const struct family *f = family_of_type(type);
 		size_t owners = 0;
 		for (size_t i = 0; families[i]; i++)
-			if (type >= families[i]->first_type && type <= families[i]->last_type) {
+			if ((type >= families[i]->first_type && type <= families[i]->last_type) ||
+			    (families[i]->more_first && type >= families[i]->more_first &&
+			     type <= families[i]->more_last)) {
 				owners++;
 				cr_expect_eq(f, families[i], "type %u", type);
 			}
@@ -156,6 +158,8 @@ Test(process_model, records_reach_the_family_that_owns_them)
 	}
 	cr_expect_eq(family_of_type(PROF_REC_ALLOC), &heap_family);
 	cr_expect_eq(family_of_type(PROF_REC_FREE), &heap_family);
+	cr_expect_eq(family_of_type(PROF_REC_LEAK_SCAN), &heap_family);
+	cr_expect_eq(family_of_type(PROF_REC_LEAK_BLOCKS), &heap_family);
 	cr_expect_null(family_of_type(PROF_REC_STACK), "core records stay with the process");
 	cr_expect_null(family_of_type(70000));
 	/* Every family has what process_load() and the commands call unconditionally. */

@@ -1,0 +1,633 @@
+/* Leak classes at exit, as memcheck finds them, at no cost while the program runs: the blocks
+ * still allocated come from the trace itself (its ALLOC and FREE records, read back from the
+ * mapped file), then the roots (writable mappings: data segments, thread stacks above their
+ * stack pointers, registers: the other threads are stopped meanwhile) and the blocks they
+ * reach are scanned for pointers to those blocks.
+ *
+ * memcheck's rules: a pointer to a block's start from a root or a reachable block makes it
+ * reachable; a pointer into its middle makes it possibly lost (as does any pointer from a
+ * possibly lost block); a block no root chain reaches is lost, "indirectly" when another lost
+ * block points to it, else "definitely". libprof's own memory (its data, its tables, the trace
+ * mapping) is never a root, nor is the heap's own memory ([heap], the arenas) outside the live
+ * blocks. memcheck's default interior-pointer heuristics apply (heuristic_start()). Memory
+ * is read with process_vm_readv, so a page that went away reads as nothing instead of
+ * faulting. Everything here lives in mappings of its own, never in the heap. */
+#include "prof.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+/* ---- libprof's own memory ---------------------------------------------------------------- */
+
+#define OWN_MAX 64
+static struct range { uintptr_t lo, hi; } own[OWN_MAX];
+static _Atomic int nown;
+
+void prof_own_memory(const void *p, size_t len)
+{
+	int i = atomic_fetch_add(&nown, 1);
+	if (i < OWN_MAX)
+		own[i] = (struct range){ (uintptr_t)p, (uintptr_t)p + len };
+}
+
+static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	(void)arg;
+	uintptr_t me = (uintptr_t)&nown;
+	int mine = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && me >= lo && me < lo + ph->p_memsz)
+			mine = 1;
+	}
+	if (!mine)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		uintptr_t lo = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)4095;
+		uintptr_t hi = (info->dlpi_addr + ph->p_vaddr + ph->p_memsz + 4095) & ~(uintptr_t)4095;
+		prof_own_memory((void *)lo, hi - lo);
+	}
+	return 1;
+}
+
+/* ---- scratch memory ---------------------------------------------------------------------- */
+
+static void *scratch(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	prof_own_memory(p, bytes);
+	return p;
+}
+
+/* ---- the blocks allocated at exit, from the trace ---------------------------------------- */
+
+enum { UNREACHED, POSSIBLE, REACHABLE, INDIRECT };
+
+struct block {
+	uint64_t ptr, size, time;
+	uint32_t live, state;
+};
+
+static struct block *tab;   /* open addressing by ptr while the trace is read, then sorted */
+static size_t tab_cap, tab_n, nblocks;
+
+static size_t slot_of(uint64_t ptr)
+{
+	size_t i = (size_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull) & (tab_cap - 1);
+	while (tab[i].time && tab[i].ptr != ptr)
+		i = (i + 1) & (tab_cap - 1);
+	return i;
+}
+
+static int tab_grow(void)
+{
+	size_t old_cap = tab_cap;
+	struct block *old = tab;
+	tab_cap = old_cap ? old_cap * 2 : 1u << 16;
+	if (!(tab = scratch(tab_cap * sizeof(*tab))))
+		return -1;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].time)
+			tab[slot_of(old[i].ptr)] = old[i];
+	if (old)
+		munmap(old, old_cap * sizeof(*old));
+	return 0;
+}
+
+/* The latest event on each address wins; a free is timed before the block is released, so
+ * at equal times the allocation is the later one. Times are stored + 1: 0 marks a free slot. */
+static int note(uint64_t ptr, uint64_t size, uint64_t time, int alloc)
+{
+	if ((tab_n + 1) * 4 > tab_cap * 3 && tab_grow() < 0)
+		return -1;
+	struct block *b = &tab[slot_of(ptr)];
+	time++;
+	if (!b->time) {
+		tab_n++;
+	} else if (time < b->time || (time == b->time && !alloc)) {
+		return 0;
+	}
+	*b = (struct block){ .ptr = ptr, .size = size, .time = time, .live = (uint32_t)alloc };
+	return 0;
+}
+
+static void sift_down(size_t r, size_t n)
+{
+	for (size_t c; (c = 2 * r + 1) < n; r = c) {
+		if (c + 1 < n && tab[c + 1].ptr > tab[c].ptr)
+			c++;
+		if (tab[r].ptr >= tab[c].ptr)
+			return;
+		struct block t = tab[r];
+		tab[r] = tab[c];
+		tab[c] = t;
+	}
+}
+
+static int read_trace(void)
+{
+	const char *data;
+	uint64_t units;
+	uint32_t unit;
+	uintptr_t lo, hi;
+	if (prof_writer_units(&data, &units, &unit, &lo, &hi) < 0)
+		return -1;
+	prof_own_memory((void *)lo, hi - lo);
+	for (uint64_t i = 0; i < units;) {
+		const struct prof_chunk_header_run *c = (const void *)(data + i * unit);
+		uint32_t n = c->units;
+		if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != PROF_CHUNK_MAGIC || n == 0 ||
+		    n > units - i) {
+			i++;
+			continue;
+		}
+		const char *p = (const char *)(c + 1), *end = (const char *)c + (uint64_t)n * unit;
+		while (end - p >= (ptrdiff_t)sizeof(struct prof_rec)) {
+			const struct prof_rec *r = (const void *)p;
+			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+			if (!prefix || r->size < 16 || r->size % 8 || r->size > (uint64_t)(end - p))
+				break;
+			if (r->type == PROF_REC_ALLOC) {
+				const struct prof_rec_alloc *a = (const void *)r;
+				if (note(a->ptr, a->size, r->time, 1) < 0)
+					return -1;
+			} else if (r->type == PROF_REC_FREE) {
+				if (note(((const struct prof_rec_free *)r)->ptr, 0, r->time, 0) < 0)
+					return -1;
+			}
+			p += r->size;
+		}
+		i += n;
+	}
+	/* Keep the live blocks, sorted by address (heapsort: no allocation). */
+	nblocks = 0;
+	for (size_t i = 0; i < tab_cap; i++)
+		if (tab[i].time && tab[i].live)
+			tab[nblocks++] = tab[i];
+	for (size_t k = nblocks / 2; k > 0; k--)
+		sift_down(k - 1, nblocks);
+	for (size_t end = nblocks; end > 1; end--) {
+		struct block t = tab[0];
+		tab[0] = tab[end - 1];
+		tab[end - 1] = t;
+		sift_down(0, end - 1);
+	}
+	for (size_t i = 0; i < nblocks; i++)
+		tab[i].state = UNREACHED;
+	return 0;
+}
+
+/* The number of blocks starting at or below v. */
+static size_t blocks_upto(uint64_t v)
+{
+	size_t lo = 0, hi = nblocks;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (tab[mid].ptr <= v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The block holding address v (start or interior), or -1. */
+static ssize_t block_at(uint64_t v)
+{
+	size_t n = blocks_upto(v);
+	if (n == 0)
+		return -1;
+	const struct block *b = &tab[n - 1];
+	return v < b->ptr + b->size || v == b->ptr ? (ssize_t)(n - 1) : -1;
+}
+
+/* ---- marking ----------------------------------------------------------------------------- */
+
+static uint32_t *work;      /* blocks to scan */
+static size_t nwork, work_cap;
+static uint64_t heap_lo, heap_hi, root_bytes;
+static ssize_t leader = -1; /* the lost block whose clique is being walked, -1 from roots */
+
+static void push(size_t i)
+{
+	if (nwork < work_cap)
+		work[nwork++] = (uint32_t)i;
+}
+
+static int read_words(uint64_t addr, uint64_t *out, size_t n)
+{
+	struct iovec local = { out, n * 8 }, remote = { (void *)(uintptr_t)addr, n * 8 };
+	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)(n * 8) ? 0 : -1;
+}
+
+/* memcheck's default interior-pointer heuristics, which count such a pointer as one to the
+ * start: a length or element count stored before the data (length64, newarray: sqlite's
+ * allocator, C++ arrays of objects with destructors) and libstdc++'s old std::string
+ * (length, capacity, refcount, then the characters). */
+static int heuristic_start(const struct block *b, uint64_t v)
+{
+	uint64_t w[3];
+	if (v == b->ptr + 8 && b->size >= 8 && read_words(b->ptr, w, 1) == 0 && w[0] > 0 &&
+	    (b->size - 8) % w[0] == 0)
+		return 1;
+	return v == b->ptr + 24 && b->size >= 25 && read_words(b->ptr, w, 3) == 0 &&
+	       w[0] <= w[1] && w[1] == b->size - 25;
+}
+
+/* memcheck's lc_push_if_a_chunk_ptr: definite when the pointer sits in a root or in a
+ * reachable block. */
+static void found(uint64_t v, int definite)
+{
+	if (v < heap_lo || v >= heap_hi)
+		return;
+	ssize_t i = block_at(v);
+	if (i < 0)
+		return;
+	struct block *b = &tab[i];
+	if (leader >= 0) {
+		if (b->state == UNREACHED && i != leader) {
+			b->state = INDIRECT;
+			push((size_t)i);
+		}
+	} else if (definite && b->state != REACHABLE && (v == b->ptr || heuristic_start(b, v))) {
+		b->state = REACHABLE;
+		push((size_t)i);
+	} else if (b->state == UNREACHED) {
+		b->state = POSSIBLE;
+		push((size_t)i);
+	}
+}
+
+static uint64_t buf[8192];
+
+/* Every aligned word of [lo, hi), read without faulting. */
+static void scan(uint64_t lo, uint64_t hi, int definite)
+{
+	lo = (lo + 7) & ~7ull;
+	while (lo + 8 <= hi) {
+		size_t want = hi - lo < sizeof(buf) ? (size_t)(hi - lo) & ~(size_t)7 : sizeof(buf);
+		struct iovec local = { buf, want }, remote = { (void *)(uintptr_t)lo, want };
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		if (got <= 0) {  /* unreadable: on to the next page */
+			lo = (lo | 4095) + 1;
+			continue;
+		}
+		for (size_t k = 0; k < (size_t)got / 8; k++)
+			found(buf[k], definite);
+		lo += (uint64_t)got & ~7ull;
+	}
+}
+
+/* Scans the blocks to scan. Small ones are read many at a time (one process_vm_readv for
+ * up to BATCH blocks); a batch that cannot be read whole is scanned block by block. */
+#define BATCH 256
+static void drain(void)
+{
+	static struct iovec local[BATCH], remote[BATCH];
+	static uint64_t batch_buf[sizeof(buf) / 8];
+	uint32_t ids[BATCH];
+	while (nwork) {
+		size_t n = 0, bytes = 0;
+		while (nwork && n < BATCH) {
+			const struct block *b = &tab[work[nwork - 1]];
+			size_t len = (size_t)b->size & ~(size_t)7;
+			if (bytes + len > sizeof(batch_buf))
+				break;
+			ids[n] = work[--nwork];
+			local[n] = (struct iovec){ (char *)batch_buf + bytes, len };
+			remote[n] = (struct iovec){ (void *)(uintptr_t)b->ptr, len };
+			bytes += len;
+			n++;
+		}
+		if (n == 0) {  /* one block larger than the batch buffer */
+			const struct block *b = &tab[work[--nwork]];
+			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE);
+			continue;
+		}
+		int whole = process_vm_readv(getpid(), local, n, remote, n, 0) == (ssize_t)bytes;
+		for (size_t i = 0; i < n; i++) {
+			const struct block *b = &tab[ids[i]];
+			int definite = leader < 0 && b->state == REACHABLE;
+			if (!whole) {
+				scan(b->ptr, b->ptr + b->size, definite);
+				continue;
+			}
+			const uint64_t *w = local[i].iov_base;
+			for (size_t k = 0; k < local[i].iov_len / 8; k++)
+				found(w[k], definite);
+		}
+	}
+}
+
+/* A root range: what is neither libprof's own nor a live block. */
+static void scan_root(uint64_t lo, uint64_t hi, int from)
+{
+	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
+		if (own[i].lo < hi && own[i].hi > lo) {
+			if (own[i].lo > lo)
+				scan_root(lo, own[i].lo, i + 1);
+			if (own[i].hi < hi)
+				scan_root(own[i].hi, hi, i + 1);
+			return;
+		}
+	size_t k = blocks_upto(lo);
+	if (k > 0 && tab[k - 1].ptr + tab[k - 1].size > lo)
+		k--;
+	while (lo < hi) {
+		uint64_t end = k < nblocks && tab[k].ptr < hi ? tab[k].ptr : hi;
+		if (end > lo) {
+			scan(lo, end, 1);
+			root_bytes += end - lo;
+		}
+		if (k >= nblocks || tab[k].ptr >= hi)
+			return;
+		if (tab[k].ptr + tab[k].size > lo)
+			lo = tab[k].ptr + tab[k].size;
+		k++;
+	}
+}
+
+/* ---- the other threads: stopped while the scan runs -------------------------------------- */
+
+/* As memcheck does, the scan looks at a thread's stack only above its stack pointer, where
+ * its registers are saved too. Each other thread is sent a signal whose handler notes where
+ * its stack is live (a local of its own, just below the signal frame that holds the
+ * registers) and waits there, so the heap also holds still. A thread that does not answer
+ * in time (the signal blocked) has its whole stack scanned.
+ *
+ * The threads stay stopped until the process ends (exit_group() takes them): let go, a
+ * thread asleep in poll() or nanosleep() would see EINTR and run on while the process
+ * exits, which it would not do unprofiled. What the exiting thread does after the scan
+ * takes no lock a stopped thread may hold (the loader's: modules are rescanned before), but
+ * the records may need more file: if a stopped thread was extending it, all are let go. */
+#define STOP_MAX 1024
+#define STOP_WAIT_MS 200
+static _Atomic uintptr_t stopped_sp[STOP_MAX];
+static _Atomic int stop_slots, stop_ready, stop_release;
+
+static void stop_handler(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	volatile uintptr_t here = 0;
+	int i = atomic_fetch_add(&stop_slots, 1);
+	if (i < STOP_MAX)
+		atomic_store(&stopped_sp[i], (uintptr_t)&here);
+	atomic_fetch_add(&stop_ready, 1);
+	while (!atomic_load(&stop_release))
+		syscall(SYS_futex, &stop_release, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+	errno = saved;  /* only where they were let go: see release_others() */
+}
+
+/* A signal the program leaves alone, or 0. */
+static int stop_signal(struct sigaction *old)
+{
+	for (int sig = SIGRTMAX - 2; sig > SIGRTMIN + 4; sig--)
+		if (sigaction(sig, NULL, old) == 0 && old->sa_handler == SIG_DFL &&
+		    !(old->sa_flags & SA_SIGINFO))
+			return sig;
+	return 0;
+}
+
+/* Whether thread tid blocks sig (it would not answer: its whole stack is scanned). */
+static int blocks(pid_t tid, int sig)
+{
+	char path[64], text[2048];
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	ssize_t n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	text[n > 0 ? n : 0] = 0;
+	const char *b = strstr(text, "SigBlk:");
+	return !b || (strtoull(b + 7, NULL, 16) >> (sig - 1) & 1);
+}
+
+/* Signals every other thread (sig 0: none), waiting up to STOP_WAIT_MS for them. Returns
+ * whether some were not stopped (their stacks are then scanned whole). */
+static int stop_others(int sig)
+{
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return 1;
+	pid_t me = (pid_t)syscall(SYS_gettid), pid = getpid();
+	int sent = 0, others = 0;
+	char ents[4096];
+	long n;
+	while ((n = syscall(SYS_getdents64, dir, ents, sizeof(ents))) > 0) {
+		for (long off = 0; off < n;) {
+			struct dirent64 *d = (struct dirent64 *)(ents + off);
+			off += d->d_reclen;
+			pid_t tid = (pid_t)strtol(d->d_name, NULL, 10);
+			others += tid > 0 && tid != me;
+			if (sig && tid > 0 && tid != me && !blocks(tid, sig) &&
+			    syscall(SYS_tgkill, pid, tid, sig) == 0)
+				sent++;
+		}
+	}
+	close(dir);
+	struct timespec ms = { 0, 1000000 };
+	for (int waited = 0; atomic_load(&stop_ready) < sent && waited < STOP_WAIT_MS; waited++)
+		nanosleep(&ms, NULL);
+	return atomic_load(&stop_ready) < others;
+}
+
+/* Lets the stopped threads go (only when one of them holds what the exiting thread needs).
+ * The signal is then ignored, not given back its default action: one still pending (a
+ * thread that blocked it meanwhile) is dropped rather than killing the exiting process. */
+static void release_others(int sig)
+{
+	atomic_store(&stop_release, 1);
+	syscall(SYS_futex, &stop_release, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	signal(sig, SIG_IGN);
+}
+
+/* Where the stack in [lo, hi) is live: the lowest stopped thread's mark in it, else lo. */
+static uint64_t live_from(uint64_t lo, uint64_t hi)
+{
+	uint64_t from = hi;
+	int n = atomic_load(&stop_slots);
+	for (int i = 0; i < n && i < STOP_MAX; i++) {
+		uint64_t sp = atomic_load(&stopped_sp[i]);
+		if (sp >= lo && sp < hi && sp < from)
+			from = sp;
+	}
+	return from < hi ? from : lo;
+}
+
+/* ---- roots: /proc/self/maps -------------------------------------------------------------- */
+
+static uint64_t hex(const char **s)
+{
+	uint64_t v = 0;
+	for (;; (*s)++) {
+		char c = **s;
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return v;
+		v = v * 16 + (uint64_t)d;
+	}
+}
+
+#define ARENA_ALIGN (64ull << 20)  /* glibc's thread arenas (heap_info first) */
+
+static int heap_mapping(uint64_t lo, uint64_t hi, const char *name)
+{
+	if (!strncmp(name, "[heap]", 6))
+		return 1;
+	size_t k = blocks_upto(lo - 1);
+	return lo % ARENA_ALIGN == 0 && !*name && k < nblocks && tab[k].ptr < hi;
+}
+
+static void scan_maps(uint64_t sp)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	static char text[1 << 16];
+	size_t have = 0;
+	for (;;) {
+		ssize_t n = read(fd, text + have, sizeof(text) - 1 - have);
+		if (n <= 0 && have == 0)
+			break;
+		have += n > 0 ? (size_t)n : 0;
+		text[have] = 0;
+		char *nl = strchr(text, '\n');
+		if (!nl && n > 0 && have < sizeof(text) - 1)
+			continue;
+		if (!nl)
+			nl = text + have;
+		*nl = 0;
+		/* lo-hi perms offset dev inode   name */
+		const char *s = text;
+		uint64_t lo = hex(&s);
+		s++;
+		uint64_t hi = hex(&s);
+		const char *perms = s + 1;
+		const char *name = perms;
+		for (int field = 0; field < 4 && *name; field++) {
+			while (*name && *name != ' ')
+				name++;
+			while (*name == ' ')
+				name++;
+		}
+		if (perms[0] == 'r' && perms[1] == 'w' && strncmp(name, "/dev/", 5) &&
+		    !heap_mapping(lo, hi, name)) {
+			/* A thread's stack: the live part only (this thread's, a stopped one's). */
+			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
+			scan_root(lo, hi, 0);
+		}
+		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
+		memmove(text, text + used, have - used);
+		have -= used;
+	}
+	close(fd);
+}
+
+/* ---- the records ------------------------------------------------------------------------- */
+
+#define PER_RECORD 1024
+
+/* The blocks in one state, as LEAK_BLOCKS records of class cls; returns how many. */
+static uint32_t write_class(struct prof_thread *th, unsigned cls, uint32_t state)
+{
+	size_t i = 0;
+	uint32_t written = 0;
+	for (;;) {
+		uint32_t n = 0;
+		size_t from = i;
+		for (; i < nblocks && n < PER_RECORD; i++)
+			n += tab[i].state == state;
+		if (n == 0)
+			return written;
+		uint32_t size = (uint32_t)(sizeof(struct prof_rec_leak_blocks) + n * sizeof(uint64_t));
+		struct prof_rec_leak_blocks *r = prof_reserve(th, size);
+		if (!r)
+			return written;
+		r->count = n;
+		r->pad = 0;
+		for (uint32_t k = 0; from < i; from++)
+			if (tab[from].state == state)
+				r->ptrs[k++] = tab[from].ptr;
+		prof_commit(r, PROF_REC_LEAK_BLOCKS, cls, size, prof_now());
+		written += n;
+	}
+}
+
+static __attribute__((noinline)) void scan_with_registers(void)
+{
+	ucontext_t uc;  /* the registers the program's code may have left pointers in */
+	getcontext(&uc);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0);
+	scan_maps((uint64_t)(uintptr_t)__builtin_frame_address(0));
+}
+
+/* Runs in the exiting thread after libc freed its own blocks, before EXIT is written. */
+void prof_leak_scan(void)
+{
+	struct prof_thread *th = prof_thread_get();
+	if (!prof_cfg.leak_check || !(prof_cfg.events & PROF_EV_ALLOC) || prof_writer_disabled())
+		return;
+	dl_iterate_phdr(own_segments, NULL);
+	if (read_trace() < 0)
+		return;
+	work_cap = 3 * nblocks + 16;
+	if (!(work = scratch(work_cap * sizeof(*work))))
+		return;
+	heap_lo = nblocks ? tab[0].ptr : 0;
+	heap_hi = 0;
+	for (size_t i = 0; i < nblocks; i++)
+		if (tab[i].ptr + tab[i].size + 1 > heap_hi)
+			heap_hi = tab[i].ptr + tab[i].size + 1;
+	struct sigaction old, sa = { .sa_handler = stop_handler, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	int sig = stop_signal(&old);
+	if (sig && sigaction(sig, &sa, NULL) < 0)
+		sig = 0;
+	int whole_stacks = stop_others(sig);
+	scan_with_registers();
+	drain();
+	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect). */
+	for (size_t i = 0; i < nblocks; i++) {
+		if (tab[i].state != UNREACHED)
+			continue;
+		leader = (ssize_t)i;
+		push(i);
+		drain();
+	}
+	leader = -1;
+	if (sig && prof_writer_growing())
+		release_others(sig);
+	uint32_t listed = write_class(th, PROF_LEAK_DEFINITE, UNREACHED) +
+			  write_class(th, PROF_LEAK_INDIRECT, INDIRECT) +
+			  write_class(th, PROF_LEAK_POSSIBLE, POSSIBLE);
+	struct prof_rec_leak_scan *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->root_bytes = root_bytes;
+	r->blocks = (uint32_t)nblocks;
+	r->listed = listed;
+	prof_commit(r, PROF_REC_LEAK_SCAN, whole_stacks ? PROF_LEAK_OTHER_THREADS : 0, sizeof(*r),
+		    prof_now());
+}

@@ -1,0 +1,259 @@
+/* End-to-end leak classes: the exit-time scan against valgrind memcheck's LEAK SUMMARY on a
+ * program built like valgrind's leak tests, the default and --show=all listings, suppression
+ * files, and exec'd images. */
+#include "e2e.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(leaks, .fini = e2e_cleanup);
+
+static const char *const class_keys[4] = { "definitely_lost", "indirectly_lost", "possibly_lost",
+					   "still_reachable" };
+/* tests/progs/leak_classes.c says why. */
+static const long expected[4][2] = { { 94, 3 }, { 224, 7 }, { 84, 3 }, { 74, 3 } };
+
+static json_t *profile_leak_classes(const char *dir)
+{
+	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	return e2e_prof_json("report", dir);
+}
+
+Test(leaks, classes_as_memcheck_finds_them)
+{
+	const char *dir = e2e_tmpdir();
+	json_t *doc = profile_leak_classes(dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	for (int i = 0; i < 4; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), expected[i][0], "%s: %ld", key, e2e_int(p, key));
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), expected[i][1], "%s: %ld", key, e2e_int(p, key));
+	}
+	/* leaked_bytes keeps its meaning: everything in use at exit. */
+	cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), 94 + 224 + 84 + 74);
+	json_decref(doc);
+}
+
+Test(leaks, classes_agree_with_valgrind)
+{
+	if (system("valgrind --version >/dev/null 2>&1") != 0)
+		cr_skip_test("valgrind is not installed");
+	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+	const char *dir = e2e_tmpdir();
+	json_t *doc = profile_leak_classes(dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	for (int i = 0; i < 4; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), vg.leak[i][0], "%s: prof %ld, valgrind %ld", key,
+			     e2e_int(p, key), vg.leak[i][0]);
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), vg.leak[i][1], "%s: prof %ld, valgrind %ld", key,
+			     e2e_int(p, key), vg.leak[i][1]);
+	}
+	json_decref(doc);
+}
+
+static char *leaks_text(const char *dir, const char *opt1, const char *opt2)
+{
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/leaks.txt", dir);
+	const char *cmd[] = { e2e_prof(), "leaks", dir, opt1, opt2, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	return e2e_read_file(out);
+}
+
+Test(leaks, lost_by_default_everything_with_show_all)
+{
+	const char *dir = e2e_tmpdir();
+	json_decref(profile_leak_classes(dir));
+	char *text = leaks_text(dir, NULL, NULL);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "30 bytes in 1 block are definitely lost"), "%s", text);
+	cr_expect_not_null(strstr(text, "are indirectly lost"), "%s", text);
+	cr_expect_null(strstr(text, "are still reachable"), "%s", text);
+	cr_expect_null(strstr(text, "are possibly lost"), "%s", text);
+	cr_expect_not_null(strstr(text, "still reachable: 74 bytes in 3 blocks"), "%s", text);
+	free(text);
+	text = leaks_text(dir, "--show=all", NULL);
+	cr_expect_not_null(strstr(text, "10 bytes in 1 block are still reachable"), "%s", text);
+	cr_expect_not_null(strstr(text, "20 bytes in 1 block are possibly lost"), "%s", text);
+	free(text);
+	const char *bad[] = { e2e_prof(), "leaks", "--show=lost", dir, NULL };
+	cr_expect_eq(e2e_run(bad, NULL, NULL, NULL), 2 << 8);
+}
+
+Test(leaks, suppression_files_as_valgrind_writes_them)
+{
+	const char *dir = e2e_tmpdir();
+	json_decref(profile_leak_classes(dir));
+	char supp[PATH_MAX];
+	snprintf(supp, sizeof(supp), "%s/my.supp", dir);
+	FILE *f = fopen(supp, "w");
+	cr_assert_not_null(f);
+	/* The 30-byte block: malloc called from build() directly (the tree comes through mk). */
+	fputs("# a comment\n{\n   dropped-block\n   Memcheck:Leak\n   match-leak-kinds: definite\n"
+	      "   fun:malloc\n   fun:build\n   fun:main\n}\n", f);
+	fclose(f);
+	char *text = leaks_text(dir, "--suppressions", supp);
+	cr_assert_not_null(text);
+	cr_expect_null(strstr(text, "30 bytes in 1 block are definitely lost"), "%s", text);
+	cr_expect_not_null(strstr(text, "suppressed: 30 bytes in 1 block"), "%s", text);
+	cr_expect_not_null(strstr(text, "are indirectly lost"), "%s", text);
+	free(text);
+	f = fopen(supp, "w");
+	fputs("{\n   broken\n", f);
+	fclose(f);
+	const char *cmd[] = { e2e_prof(), "leaks", "--suppressions", supp, dir, NULL };
+	cr_expect_eq(e2e_run(cmd, NULL, NULL, NULL), 2 << 8);
+}
+
+Test(leaks, an_execd_image_leaks_nothing)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_exec"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	size_t i;
+	json_t *p;
+	int execd = 0;
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		if (!json_object_get(p, "exec"))
+			continue;
+		execd++;
+		cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), 0);
+		cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 2);
+	}
+	cr_expect_eq(execd, 1);
+	json_decref(doc);
+}
+
+/* memcheck's default heuristics: length64 and newarray interior pointers count as start
+ * pointers (tests/progs/leak_heuristics.c). */
+Test(leaks, interior_pointer_heuristics_as_memcheck)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_heuristics"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 72);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.blocks"), 2);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.possibly_lost.bytes"), 24);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.blocks"), 0);
+	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		struct vg_summary vg;
+		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+		cr_expect_eq(vg.leak[3][0], 72, "valgrind still reachable %ld", vg.leak[3][0]);
+		cr_expect_eq(vg.leak[2][0], 24, "valgrind possibly lost %ld", vg.leak[2][0]);
+	}
+	json_decref(doc);
+}
+
+/* Threads: what a dead thread left only in its stack is lost; a thread still running at exit
+ * is stopped for the scan, and only its live stack (above its stack pointer) and registers
+ * are roots (tests/progs/leak_thread.c). */
+Test(leaks, thread_stacks_as_memcheck_sees_them)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_thread"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.bytes"), 300);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.blocks"), 3);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 50);
+	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		struct vg_summary vg;
+		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+		for (int i = 0; i < 4; i++) {
+			char key[64];
+			snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+			cr_expect_eq(e2e_int(p, key), vg.leak[i][1], "%s: prof %ld, valgrind %ld", key,
+				     e2e_int(p, key), vg.leak[i][1]);
+		}
+	}
+	json_decref(doc);
+}
+
+/* The threads the scan stops stay stopped until the process is gone: one asleep in poll()
+ * must not wake with EINTR and print what it never prints unprofiled. */
+Test(leaks, stopped_threads_do_not_run_on)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/ticker.txt", dir);
+	const char *argv[] = { e2e_prog("exit_ticker"), NULL };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
+		char *text = e2e_read_file(out);
+		cr_assert_not_null(text);
+		cr_expect_str_eq(text, "main done\n");
+		free(text);
+	}
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.leak_classes.possibly_lost.blocks"), 0);
+	json_decref(doc);
+}
+
+/* Suppressions as valgrind writes them for C++: mangled names (fun:_Znwm), "...". */
+Test(leaks, suppressions_with_mangled_cxx_names)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("heap_cxx"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	char supp[PATH_MAX];
+	snprintf(supp, sizeof(supp), "%s/cxx.supp", dir);
+	FILE *f = fopen(supp, "w");
+	cr_assert_not_null(f);
+	fputs("{\n   cxx-paint\n   Memcheck:Leak\n   match-leak-kinds: all\n   fun:_Znwm\n   ...\n"
+	      "   fun:_ZN6shapes6Canvas5paintEi\n}\n", f);
+	fclose(f);
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/supp-out.txt", dir);
+	const char *cmd[] = { e2e_prof(), "leaks", "--show-leak-kinds=all", "--suppressions", supp, dir,
+			      NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	cr_expect_null(strstr(text, "shapes::Canvas::paint"), "%s", text);
+	cr_expect_null(strstr(text, "suppressed: 0 bytes"), "%s", text);
+	free(text);
+}
+
+/* PROF_LEAK_CHECK=0: no classes, everything in use at exit still counted and listed. */
+Test(leaks, the_check_can_be_turned_off)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	const char *env[] = { "PROF_LEAK_CHECK=0", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("leaks", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect(json_is_null(json_object_get(p, "leak_classes")));
+	cr_expect_eq(e2e_int(p, "leaked_bytes"), 94 + 224 + 84 + 74);
+	long blocks = 0;
+	size_t i;
+	json_t *l;
+	json_array_foreach(json_object_get(p, "leaks"), i, l) {
+		blocks += e2e_int(l, "blocks");
+		cr_expect_null(json_object_get(l, "class"));
+	}
+	cr_expect_eq(blocks, 3 + 7 + 3 + 3, "every block listed, unclassified");
+	json_decref(doc);
+}

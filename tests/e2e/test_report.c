@@ -1,0 +1,112 @@
+/* End-to-end report text: control characters of a command line escaped, many processes
+ * busiest first, --pid and --exe on every command, options that do not go together. */
+#include "e2e.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(report, .fini = e2e_cleanup);
+
+static int prof(const char *dir, const char *const *args, char **out)
+{
+	char o[PATH_MAX];
+	snprintf(o, sizeof(o), "%s/report-out.txt", dir);
+	const char *cmd[16] = { e2e_prof() };
+	size_t n = 1;
+	for (; args[n - 1] && n < 15; n++)
+		cmd[n] = args[n - 1];
+	cmd[n] = NULL;
+	int st = e2e_run(cmd, NULL, o, NULL);
+	*out = e2e_read_file(o);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(report, control_characters_in_argv_are_escaped)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { "/bin/echo", "\033[31mred\nline", "plain", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	const char *args[] = { "report", dir, NULL };
+	char *text;
+	cr_assert_eq(prof(dir, args, &text), 0);
+	cr_expect_null(strchr(text, '\033'), "a raw escape character in:\n%s", text);
+	cr_expect_not_null(strstr(text, "/bin/echo \"\\x1b[31mred\\nline\" plain"), "%s", text);
+	/* Plurals agree with their numbers. */
+	cr_expect_null(strstr(text, " 1 allocations"), "%s", text);
+	cr_expect_null(strstr(text, " 1 blocks"), "%s", text);
+	cr_expect_null(strstr(text, " 1 frees"), "%s", text);
+	cr_expect_null(strstr(text, " 1 calls"), "%s", text);
+	free(text);
+}
+
+Test(report, busiest_first_and_pid_exe_select)
+{
+	const char *dir = e2e_tmpdir();
+	/* sh forks a short-lived true and then the demo, which does the most work. */
+	char script[PATH_MAX + 64];
+	snprintf(script, sizeof(script), "/bin/true; %s; /bin/true", e2e_prog("demo"));
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	e2e_profile(dir, argv, NULL, NULL, NULL);
+	const char *args[] = { "report", dir, NULL };
+	char *text;
+	cr_assert_eq(prof(dir, args, &text), 0);
+	char *first = strstr(text, "== Process");
+	cr_assert_not_null(first, "%s", text);
+	cr_expect_not_null(strstr(text, "busiest"), "%s", text);
+	cr_expect_eq(strncmp(strchr(first, ':'), ": ", 2), 0);
+	cr_expect_not_null(strstr(first, "progs/demo"), "the demo first:\n%.300s", first);
+	cr_expect(strstr(first, "progs/demo") < strstr(first, "\n"), "%.300s", first);
+	free(text);
+
+	const char *by_exe[] = { "report", "--brief", "--exe", "demo", dir, NULL };
+	cr_assert_eq(prof(dir, by_exe, &text), 0);
+	cr_expect_eq(e2e_count_lines(text), 1, "%s", text);
+	cr_expect_not_null(strstr(text, "demo"), "%s", text);
+	unsigned pid = 0;
+	cr_assert_eq(sscanf(text, "pid %u", &pid), 1);
+	free(text);
+
+	char pids[32];
+	snprintf(pids, sizeof(pids), "%u", pid);
+	const char *commands[][8] = {
+		{ "leaks", "--pid", pids, dir, NULL },
+		{ "flame", "--kind", "alloc", "--folded", "--pid", pids, dir, NULL },
+		{ "export", "--pid", pids, "--format", "chrome", dir, NULL },
+		{ "dump", "--pid", pids, dir, NULL },
+	};
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		cr_expect_eq(prof(dir, commands[i], &text), 0, "prof %s --pid", commands[i][0]);
+		free(text);
+	}
+	const char *none[] = { "leaks", "--exe", "no-such-program", dir, NULL };
+	cr_expect_eq(prof(dir, none, &text), 1);
+	free(text);
+	const char *bad_pid[] = { "report", "--pid", "abc", dir, NULL };
+	cr_expect_eq(prof(dir, bad_pid, &text), 2);
+	free(text);
+	const char *both[] = { "report", "--json", "--brief", dir, NULL };
+	cr_expect_eq(prof(dir, both, &text), 2);
+	free(text);
+}
+
+/* Counts in text have thousands separators, in every table. */
+Test(report, thousands_separators_everywhere)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { "/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=1", "count=2500", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	const char *args[] = { "report", dir, NULL };
+	char *text;
+	cr_assert_eq(prof(dir, args, &text), 0);
+	const char *io = strstr(text, "/dev/zero");
+	cr_assert_not_null(io, "%s", text);
+	const char *line = io;
+	while (line > text && line[-1] != '\n')
+		line--;
+	cr_expect_not_null(strstr(line, " 2,500 "), "%.*s", (int)(strchr(io, '\n') - line), line);
+	cr_expect_null(strstr(text, " 2500 "), "%s", text);
+	free(text);
+}
