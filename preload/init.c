@@ -47,6 +47,42 @@ void prof_log(const char *fmt, ...)
 	errno = saved;
 }
 
+/* Appends the decimal v to buf at len (room for 21 bytes is the caller's); the new length. */
+static size_t put_num(char *buf, size_t len, long v)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+	unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+	do
+		tmp[--i] = (char)('0' + u % 10);
+	while ((u /= 10) && i > 1);
+	if (v < 0)
+		tmp[--i] = '-';
+	while (i < (int)sizeof(tmp))
+		buf[len++] = tmp[i++];
+	return len;
+}
+
+/* prof_log() without stdio, for signal handlers: only copies and write(2). */
+void prof_say(const char *a, const char *b, const char *c, long n)
+{
+	char buf[512];
+	size_t len = put_num(memcpy(buf, "libprof[", 8), 8, getpid());
+	const char *parts[] = { "]: ", a, b, c };
+	for (int k = 0; k < 4; k++)
+		for (const char *p = parts[k]; p && *p && len < sizeof(buf) - 24; p++)
+			buf[len++] = *p;
+	if (n) {
+		buf[len++] = ' ';
+		len = put_num(buf, len, n);
+	}
+	buf[len++] = '\n';
+	int saved = errno;
+	ssize_t rc = write(2, buf, len);
+	(void)rc;
+	errno = saved;
+}
+
 static uint64_t parse_size(const char *s)
 {
 	char *end;
@@ -123,6 +159,7 @@ static void register_thread_from(struct prof_thread *th, uint32_t parent_serial,
 	/* A non-NULL value makes the key's destructor run at thread exit. */
 	pthread_setspecific(thread_key, th);
 	write_thread_start(th, parent_serial, stack, start_routine);
+	prof_cpu_start(th);
 }
 
 static void register_thread(struct prof_thread *th)
@@ -152,6 +189,7 @@ void prof_thread_end(struct prof_thread *th)
 {
 	if (th->serial == 0)
 		return;
+	prof_cpu_stop(th);
 	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		struct timespec ts;
@@ -346,6 +384,7 @@ void prof_start(void)
 	prof_heap_init();
 	prof_locks_init();
 	prof_threads_init();
+	prof_cpu_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
 	if (start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
 		pthread_atfork(NULL, NULL, atfork_child);
@@ -486,10 +525,17 @@ static int do_execve(execve_fn real, const char *path, char *const argv[], char 
 	char preload[2048];
 	int saved = errno;
 	record_exec(path);
+	/* A tick pending when the new image starts would find the signal's default action
+	 * (terminate) there: no timer from here on (it is started again if exec fails). */
+	int mine = atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid();
+	if (mine)
+		prof_cpu_stop(&prof_self);
 	char *const *e = env_with_preload(envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
 	errno = saved;
 	int rc = real(path, argv, e);
 	saved = errno;
+	if (mine && prof_self.serial)
+		prof_cpu_start(&prof_self);
 	exec_failed();
 	errno = saved;
 	return rc;

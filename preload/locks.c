@@ -974,12 +974,16 @@ PROF_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 	return rc;
 }
 
+/* A timed wait that CPU sampling's signal interrupts fails with EINTR (SA_RESTART or not):
+ * that one is waited again, to the same deadline. The program's own signals still end it. */
 static int sem_call(sem_t *s, int how, clockid_t clk, const struct timespec *abs)
 {
-	switch (how) {
-	case CALL_TIMED: return real.sem_timedwait(s, abs);
-	case CALL_CLOCK: return real.sem_clockwait(s, clk, abs);
-	default: return real.sem_wait(s);
+	for (;;) {
+		uint32_t ticks = prof_ticks();
+		int rc = how == CALL_TIMED ? real.sem_timedwait(s, abs)
+			 : how == CALL_CLOCK ? real.sem_clockwait(s, clk, abs) : real.sem_wait(s);
+		if (!prof_eintr_ours(rc, ticks))
+			return rc;
 	}
 }
 

@@ -196,7 +196,8 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 			       void *arg)
 {
 	resolve();
-	struct prof_thread *th = prof_recording(PROF_EV_THREAD);
+	/* CPU sampling needs the new thread registered (and its timer started) as it starts. */
+	struct prof_thread *th = prof_recording(PROF_EV_THREAD | PROF_EV_CPU);
 	if (!th)
 		return real.create(t, attr, fn, arg);
 	int saved = errno;

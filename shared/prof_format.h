@@ -9,6 +9,7 @@
 #include "prof_fmt_lock.h"
 #include "prof_fmt_io.h"
 #include "prof_fmt_cuda.h"
+#include "prof_fmt_cpu.h"
 
 /* Record types: X(NAME, value, payload struct). Values never change once released. Each
  * event family has its own list and range: core 1-19, threads and locks 20-39, I/O 40-59,
@@ -35,7 +36,7 @@
 
 #define PROF_RECORD_TYPES(X) \
 	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
-	PROF_CUDA_RECORD_TYPES(X)
+	PROF_CUDA_RECORD_TYPES(X) PROF_CPU_RECORD_TYPES(X)
 
 enum prof_rec_type {
 #define PROF_X(name, value, st) PROF_REC_##name = (value),
