@@ -205,10 +205,15 @@ static int on_record(struct process *p, const struct trace_event *ev)
 	/* Each event family owns a range of record types (family.h, families.c). */
 	int fi = family_index_of_type(h->type);
 	if (fi >= 0) {
-		if (prof_rec_known(h->type))
-			return families[fi]->on_record(p, p->family_state[fi], ev);
-		p->unknown_records++;
-		return 0;
+		if (!prof_rec_known(h->type)) {
+			p->unknown_records++;
+			return 0;
+		}
+		int rc = families[fi]->on_record(p, p->family_state[fi], ev);
+		int oi = family_observer[h->type] - 1;
+		if (rc == 0 && oi >= 0)
+			rc = families[oi]->observe(p, p->family_state[oi], ev);
+		return rc;
 	}
 	switch (h->type) {
 	case PROF_REC_PAD:

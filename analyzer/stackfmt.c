@@ -27,7 +27,7 @@ int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out,
 		return 0;
 	int n = 0;
 	for (uint32_t i = 0; i < s->depth && n < max; i++)
-		n += sym_lookup(sym, s->modules[i], s->frames[i], 1, out + n, max - n);
+		n += sym_lookup(sym, s->modules[i], s->frames[i], i > 0 || !s->leaf_exact, out + n, max - n);
 	return n;
 }
 

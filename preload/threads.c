@@ -223,17 +223,18 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 /* ---- join, detach, names ------------------------------------------------------------------ */
 
 static void write_join(struct prof_thread *th, unsigned how, uint32_t serial, uint32_t tid,
-		       uint64_t t0, uint64_t t1, int rc)
+		       uint64_t t0, uint64_t t1, int rc, uintptr_t site)
 {
 	th->in_hook++;
 	prof_thread_get();
+	uint32_t stack = how == PROF_THREAD_JOIN ? prof_stack_at(th, site) : 0;
 	struct prof_rec_thread_join *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->serial = serial;
 		r->tid = tid;
 		r->wait_ns = t1 > t0 ? t1 - t0 : 0;
 		r->result = rc;
-		r->pad = 0;
+		r->stack = stack;
 		prof_commit(r, PROF_REC_THREAD_JOIN, how, sizeof(*r), t1);
 	}
 	th->in_hook--;
@@ -255,7 +256,8 @@ PROF_EXPORT int pthread_join(pthread_t t, void **ret)
 	int err = errno;
 	if (rc == 0)
 		reg_forget(t);
-	write_join(th, PROF_THREAD_JOIN, serial, tid, t0, t1, rc);
+	write_join(th, PROF_THREAD_JOIN, serial, tid, t0, t1, rc,
+		   (uintptr_t)__builtin_return_address(0));
 	errno = err;
 	return rc;
 }
@@ -271,7 +273,7 @@ PROF_EXPORT int pthread_detach(pthread_t t)
 	int rc = real.detach(t);
 	int err = errno;
 	uint64_t now = prof_now();
-	write_join(th, PROF_THREAD_DETACH, serial, tid, now, now, rc);
+	write_join(th, PROF_THREAD_DETACH, serial, tid, now, now, rc, 0);
 	errno = err;
 	return rc;
 }

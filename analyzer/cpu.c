@@ -1,0 +1,623 @@
+/* The CPU family: where threads spent CPU time (CPU_SAMPLE records, each standing for the
+ * period of CPU time its thread used) and where they were blocked (CPU_BLOCKED for sleeps,
+ * poll and waits; the lock, join and I/O records of the other families, which it observes).
+ *
+ * Wall-clock time is CPU time plus blocked time, so a call counts as blocked only for the part
+ * of it the thread spent off the CPU: its duration less the sampled CPU time inside it (a read
+ * from the page cache is CPU time, not a wait). Samples are matched to calls per thread with a
+ * short ring of the thread's latest samples: records end calls (LOCK_WAIT, THREAD_JOIN,
+ * CPU_BLOCKED carry their end time, after the samples inside them), except I/O calls, which
+ * carry their start and wait in a short queue until a later record of the thread shows that
+ * every sample inside them has been seen. */
+#include "family.h"
+#include "format.h"
+#include "process.h"
+#include "stackfmt.h"
+#include "timeline.h"
+#include "trace.h"
+#include "u64map.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING 64     /* latest samples per thread */
+#define PENDING 8   /* I/O calls per thread waiting for their samples */
+
+struct pending_call {
+	uint64_t start, end;
+	uint32_t stack;
+	uint8_t cause;
+};
+
+struct cpu_thread {
+	uint64_t samples, sampled_ns, blocked_ns[PROF_CAUSE_COUNT];
+	uint64_t ring_t[RING], ring_ns[RING];
+	uint32_t ring_pos, npending;
+	struct pending_call pending[PENDING];
+};
+
+/* A stack's weight: samples (and the CPU time they stand for). */
+struct cpu_weight {
+	uint64_t samples, ns;
+};
+
+struct cpu_state {
+	uint64_t samples, sampled_ns, in_prof, first_t, last_t;
+	uint64_t blocked_ns[PROF_CAUSE_COUNT];
+	struct u64map threads;   /* serial -> struct cpu_thread */
+	struct u64map stacks;    /* stack | PROF_SAMPLE_IN_PROF << 32 -> struct cpu_weight */
+	struct u64map blocked;   /* stack | cause << 32 -> blocked ns (uint64_t) */
+};
+
+extern const struct family cpu_family;
+
+static struct cpu_state *cpu_of(const struct process *p)
+{
+	return process_family_state(p, &cpu_family);
+}
+
+static void cpu_init(void *state)
+{
+	struct cpu_state *s = state;
+	u64map_init(&s->threads, sizeof(struct cpu_thread));
+	u64map_init(&s->stacks, sizeof(struct cpu_weight));
+	u64map_init(&s->blocked, sizeof(uint64_t));
+}
+
+static void cpu_free(void *state)
+{
+	struct cpu_state *s = state;
+	u64map_free(&s->threads);
+	u64map_free(&s->stacks);
+	u64map_free(&s->blocked);
+}
+
+/* ---- folding records -------------------------------------------------------------------- */
+
+/* CPU time the thread was sampled using in (start, end]. */
+static uint64_t sampled_in(const struct cpu_thread *t, uint64_t start, uint64_t end)
+{
+	uint64_t ns = 0;
+	for (int i = 0; i < RING; i++)
+		if (t->ring_ns[i] && t->ring_t[i] > start && t->ring_t[i] <= end)
+			ns += t->ring_ns[i];
+	return ns;
+}
+
+static int add_blocked(struct cpu_state *s, struct cpu_thread *t, uint64_t start, uint64_t end,
+		       uint32_t stack, unsigned cause)
+{
+	uint64_t dur = end > start ? end - start : 0, cpu = sampled_in(t, start, end);
+	uint64_t off = dur > cpu ? dur - cpu : 0;
+	if (!off)
+		return 0;
+	t->blocked_ns[cause] += off;
+	s->blocked_ns[cause] += off;
+	uint64_t *w = u64map_put(&s->blocked, (uint64_t)cause << 32 | stack, NULL);
+	if (!w)
+		return -1;
+	*w += off;
+	return 0;
+}
+
+/* I/O calls whose end is at or before now: every sample inside them has been seen. */
+static int settle(struct cpu_state *s, struct cpu_thread *t, uint64_t now)
+{
+	uint32_t kept = 0;
+	int rc = 0;
+	for (uint32_t i = 0; i < t->npending; i++) {
+		struct pending_call *c = &t->pending[i];
+		if (c->end <= now)
+			rc |= add_blocked(s, t, c->start, c->end, c->stack, c->cause);
+		else
+			t->pending[kept++] = *c;
+	}
+	t->npending = kept;
+	return rc;
+}
+
+static struct cpu_thread *thread_of(struct cpu_state *s, const struct trace_event *ev)
+{
+	return u64map_put(&s->threads, ev->stream / 2, NULL);
+}
+
+static int on_sample(struct process *p, struct cpu_state *s, const struct trace_event *ev)
+{
+	const struct prof_rec_cpu_sample *r = (const void *)ev->rec;
+	struct cpu_thread *t = thread_of(s, ev);
+	if (!t)
+		return -1;
+	if (settle(s, t, r->h.time) < 0)
+		return -1;
+	t->samples++;
+	t->sampled_ns += r->period_ns;
+	t->ring_t[t->ring_pos] = r->h.time;
+	t->ring_ns[t->ring_pos] = r->period_ns;
+	t->ring_pos = (t->ring_pos + 1) % RING;
+	if (!s->samples)
+		s->first_t = r->h.time;
+	s->samples++;
+	s->sampled_ns += r->period_ns;
+	s->last_t = r->h.time;
+	s->in_prof += (r->h.flags & PROF_SAMPLE_IN_PROF) != 0;
+	uint64_t key = (uint64_t)(r->h.flags & PROF_SAMPLE_IN_PROF) << 32 | r->stack;
+	struct cpu_weight *w = u64map_put(&s->stacks, key, NULL);
+	if (!w)
+		return -1;
+	w->samples++;
+	w->ns += r->period_ns;
+	(void)p;
+	return 0;
+}
+
+static int cpu_on_record(struct process *p, void *state, const struct trace_event *ev)
+{
+	struct cpu_state *s = state;
+	if (ev->rec->type == PROF_REC_CPU_SAMPLE)
+		return on_sample(p, s, ev);
+	if (ev->rec->type != PROF_REC_CPU_BLOCKED)
+		return 0;
+	const struct prof_rec_cpu_blocked *r = (const void *)ev->rec;
+	struct cpu_thread *t = thread_of(s, ev);
+	uint64_t end = r->h.time, start = end > r->duration_ns ? end - r->duration_ns : 0;
+	return !t || settle(s, t, end) < 0 ||
+	       add_blocked(s, t, start, end, r->stack, prof_block_op_cause(r->h.flags)) < 0 ? -1 : 0;
+}
+
+/* Lock waits, joins and I/O calls, read after the lock and I/O families have. */
+static int cpu_observe(struct process *p, void *state, const struct trace_event *ev)
+{
+	struct cpu_state *s = state;
+	const struct prof_rec *h = ev->rec;
+	uint64_t end, start;
+	uint32_t stack = 0;
+	unsigned cause;
+	(void)p;
+	switch (h->type) {
+	case PROF_REC_LOCK_WAIT: {
+		const struct prof_rec_lock_wait *r = (const void *)h;
+		end = h->time;
+		start = end > r->wait_ns ? end - r->wait_ns : 0;
+		stack = r->stack;
+		cause = r->kind == PROF_LOCK_COND || r->kind == PROF_LOCK_BARRIER ? PROF_CAUSE_COND
+										   : PROF_CAUSE_LOCK;
+		break;
+	}
+	case PROF_REC_THREAD_JOIN: {
+		const struct prof_rec_thread_join *r = (const void *)h;
+		if (h->flags != PROF_THREAD_JOIN)
+			return 0;
+		end = h->time;
+		start = end > r->wait_ns ? end - r->wait_ns : 0;
+		stack = r->stack;
+		cause = PROF_CAUSE_JOIN;
+		break;
+	}
+	case PROF_REC_IO_CALL:
+	case PROF_REC_IO_NAME: {
+		const struct prof_rec_io_call *r = (const void *)h;
+		if (prof_io_op_class(h->flags) == 'n' || !r->duration_ns)
+			return 0;
+		struct cpu_thread *t = thread_of(s, ev);
+		if (!t || settle(s, t, h->time) < 0)
+			return -1;
+		if (t->npending == PENDING && settle(s, t, UINT64_MAX) < 0)  /* full: settle early */
+			return -1;
+		t->pending[t->npending++] = (struct pending_call){ h->time, h->time + r->duration_ns,
+								   r->stack, PROF_CAUSE_IO };
+		return 0;
+	}
+	default:
+		return 0;
+	}
+	struct cpu_thread *t = thread_of(s, ev);
+	return !t || settle(s, t, end) < 0 || add_blocked(s, t, start, end, stack, cause) < 0 ? -1 : 0;
+}
+
+/* The last I/O calls; and which stacks have an exact PC as their frame 0 (stackfmt.c). */
+static int cpu_finish(struct process *p)
+{
+	struct cpu_state *s = cpu_of(p);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&s->threads, &pos, &key, &val))
+		if (settle(s, val, UINT64_MAX) < 0)
+			return -1;
+	for (pos = 0; u64map_next(&s->stacks, &pos, &key, &val);) {
+		struct stack_info *si = u64map_get(&p->stacks, (uint32_t)key);
+		if (si && !(key >> 32))
+			si->leaf_exact = 1;
+	}
+	return 0;
+}
+
+static int cpu_has_data(const struct process *p)
+{
+	const struct cpu_state *s = cpu_of(p);
+	uint64_t blocked = 0;
+	for (int c = 0; c < PROF_CAUSE_COUNT; c++)
+		blocked += s->blocked_ns[c];
+	return s->samples > 0 || (p->hdr.cpu_hz && blocked > 0);
+}
+
+/* ---- functions ---------------------------------------------------------------------------- */
+
+struct cpu_fn {
+	const char *name, *file, *module;
+	int line;
+	uint64_t self, total, self_at_line, seen_in;
+};
+
+struct fn_table {
+	struct u64map index;  /* hash of the name -> position in v (uint64_t) */
+	struct cpu_fn *v;
+	size_t n;
+	char **names;
+};
+
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+	return h;
+}
+
+static void fns_free(struct fn_table *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->names[i]);
+	free(t->names);
+	free(t->v);
+	u64map_free(&t->index);
+}
+
+/* Self and total samples per function, over every sampled stack. -1 when out of memory. */
+static int fns_build(struct process *p, struct fn_table *t)
+{
+	const struct cpu_state *s = cpu_of(p);
+	memset(t, 0, sizeof(*t));
+	u64map_init(&t->index, sizeof(uint64_t));
+	size_t cap = 0, pos = 0, visit = 0;
+	uint64_t key;
+	void *val;
+	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
+	while (u64map_next(&s->stacks, &pos, &key, &val)) {
+		const struct cpu_weight *w = val;
+		int n = stack_symbolize(p, (uint32_t)key, frames, PROF_MAX_STACK_DEPTH * 2);
+		visit++;
+		for (int i = 0; i < (n ? n : 1); i++) {
+			char buf[256];
+			const char *label = n ? frame_label(&frames[i], buf, sizeof(buf)) : "[no stack]";
+			int created;
+			uint64_t *at = u64map_put(&t->index, hash_name(label), &created);
+			if (!at)
+				return -1;
+			if (created) {
+				if (t->n == cap) {
+					cap = cap ? cap * 2 : 64;
+					struct cpu_fn *v = realloc(t->v, cap * sizeof(*v));
+					char **names = realloc(t->names, cap * sizeof(*names));
+					if (v)
+						t->v = v;
+					if (names)
+						t->names = names;
+					if (!v || !names)
+						return -1;
+				}
+				if (!(t->names[t->n] = strdup(label)))
+					return -1;
+				t->v[t->n] = (struct cpu_fn){ .name = t->names[t->n] };
+				*at = t->n++;
+			}
+			struct cpu_fn *f = &t->v[*at];
+			if (i == 0) {
+				f->self += w->samples;
+				if (n && w->samples > f->self_at_line) {  /* the hottest line's */
+					f->self_at_line = w->samples;
+					f->file = frames[0].file;
+					f->line = frames[0].line;
+					f->module = frames[0].module;
+				}
+			}
+			if (n && !f->module) {
+				f->file = frames[i].file;
+				f->line = frames[i].line;
+				f->module = frames[i].module;
+			}
+			if (f->seen_in != visit) {  /* recursion counts once */
+				f->seen_in = visit;
+				f->total += w->samples;
+			}
+		}
+	}
+	return 0;
+}
+
+static int by_self(const void *a, const void *b)
+{
+	const struct cpu_fn *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_total(const void *a, const void *b)
+{
+	const struct cpu_fn *x = a, *y = b;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return by_self(a, b);
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+/* The thread's CPU time: its clock's figure where it ended, else what its samples stand for;
+ * never more than the time it lived in the trace. */
+static uint64_t thread_cpu_ns(const struct process *p, const struct thread_info *ti,
+			      const struct cpu_thread *t)
+{
+	uint64_t end = ti->ended ? ti->end_ns : p->end_ns;
+	uint64_t life = end > ti->start_ns ? end - ti->start_ns : 0;
+	uint64_t cpu = ti->ended && ti->cpu_ns ? ti->cpu_ns : t ? t->sampled_ns : 0;
+	return cpu < life ? cpu : life;
+}
+
+static uint64_t sum_causes(const uint64_t *v)
+{
+	uint64_t n = 0;
+	for (int c = 0; c < PROF_CAUSE_COUNT; c++)
+		n += v[c];
+	return n;
+}
+
+static json_t *causes_json(const uint64_t *v)
+{
+	json_t *o = json_object();
+	for (int c = 0; c < PROF_CAUSE_COUNT; c++)
+		json_object_set_new(o, prof_block_cause_name((unsigned)c), json_integer((json_int_t)v[c]));
+	return o;
+}
+
+/* ---- report ------------------------------------------------------------------------------- */
+
+static json_t *fn_json(const struct cpu_fn *f, uint64_t samples)
+{
+	json_t *o = json_pack("{s:o,s:I,s:I}", "function", jstr(f->name), "self", (json_int_t)f->self,
+			      "total", (json_int_t)f->total);
+	json_object_set_new(o, "file", jstr(f->file));
+	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
+	json_object_set_new(o, "module", jstr(f->module));
+	json_object_set_new(o, "self_pct", json_real(samples ? 100.0 * (double)f->self / (double)samples : 0));
+	json_object_set_new(o, "total_pct", json_real(samples ? 100.0 * (double)f->total / (double)samples : 0));
+	return o;
+}
+
+static json_t *cpu_json(struct process *p, size_t top)
+{
+	const struct cpu_state *s = cpu_of(p);
+	json_t *o = json_pack("{s:I,s:I}", "samples", (json_int_t)s->samples, "hz",
+			      (json_int_t)p->hdr.cpu_hz);
+	json_object_set_new(o, "period_ns", json_integer(p->hdr.cpu_hz ? 1000000000 / p->hdr.cpu_hz : 0));
+	json_object_set_new(o, "cpu_ns", json_integer((json_int_t)s->sampled_ns));
+	json_object_set_new(o, "samples_per_s", json_real(p->end_ns ? (double)s->samples * 1e9 / (double)p->end_ns : 0));
+	json_object_set_new(o, "in_libprof", json_integer((json_int_t)s->in_prof));
+	json_object_set_new(o, "blocked_ns", json_integer((json_int_t)sum_causes(s->blocked_ns)));
+	json_object_set_new(o, "blocked", causes_json(s->blocked_ns));
+	json_t *topv = json_array(), *totv = json_array();
+	struct fn_table t;
+	if (fns_build(p, &t) == 0) {
+		qsort(t.v, t.n, sizeof(*t.v), by_self);
+		for (size_t i = 0; i < t.n && i < top; i++)
+			json_array_append_new(topv, fn_json(&t.v[i], s->samples));
+		qsort(t.v, t.n, sizeof(*t.v), by_total);
+		for (size_t i = 0; i < t.n && i < top; i++)
+			json_array_append_new(totv, fn_json(&t.v[i], s->samples));
+	}
+	fns_free(&t);
+	json_object_set_new(o, "top", topv);
+	json_object_set_new(o, "top_total", totv);
+	json_t *threads = json_array();
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct thread_info *ti = &p->threads[i];
+		const struct cpu_thread *ct = u64map_get(&s->threads, ti->serial);
+		static const uint64_t none[PROF_CAUSE_COUNT];
+		const uint64_t *b = ct ? ct->blocked_ns : none;
+		json_t *th = json_pack("{s:I,s:o,s:I,s:I,s:I}", "tid", (json_int_t)ti->tid, "name",
+				       jstr(ti->name), "samples", (json_int_t)(ct ? ct->samples : 0),
+				       "cpu_ns", (json_int_t)thread_cpu_ns(p, ti, ct),
+				       "sampled_ns", (json_int_t)(ct ? ct->sampled_ns : 0));
+		json_object_set_new(th, "blocked_ns", json_integer((json_int_t)sum_causes(b)));
+		json_object_set_new(th, "blocked", causes_json(b));
+		json_array_append_new(threads, th);
+	}
+	json_object_set_new(o, "threads", threads);
+	return o;
+}
+
+static void print_fns(FILE *out, struct cpu_fn *v, size_t n, size_t top, uint64_t samples,
+		      int self_only, const char *title)
+{
+	fprintf(out, "\n   %s\n   %7s %8s %7s %8s  %s\n", title, "SELF%", "SELF", "TOTAL%", "TOTAL",
+		"FUNCTION");
+	for (size_t i = 0; i < n && i < top; i++) {
+		const struct cpu_fn *f = &v[i];
+		if (!f->total || (self_only && !f->self))
+			break;
+		fprintf(out, "   %6.1f%% %8" PRIu64 " %6.1f%% %8" PRIu64 "  %s", 100.0 * (double)f->self / (double)samples,
+			f->self, 100.0 * (double)f->total / (double)samples, f->total, f->name);
+		if (f->file)
+			fprintf(out, " (%s:%d)", f->file, f->line);
+		else if (f->module)
+			fprintf(out, " (in %s)", f->module);
+		fputc('\n', out);
+	}
+	if (n > top && v[top].total && (!self_only || v[top].self))
+		fprintf(out, "   ... more functions (--top N shows more)\n");
+}
+
+static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
+{
+	(void)frames;
+	const struct cpu_state *s = cpu_of(p);
+	char a[32], b[32], c[32], d[32];
+	fprintf(out, "\n-- CPU (%s samples at %u Hz of CPU time per thread: %s of CPU; %s blocked)\n",
+		fmt_count(s->samples, a, sizeof(a)), p->hdr.cpu_hz, fmt_ns(s->sampled_ns, b, sizeof(b)),
+		fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
+	if (s->in_prof)
+		fprintf(out, "   %" PRIu64 " samples landed inside libprof's hooks and count for the program's callers\n",
+			s->in_prof);
+	struct fn_table t;
+	if (s->samples && fns_build(p, &t) == 0) {
+		qsort(t.v, t.n, sizeof(*t.v), by_self);
+		print_fns(out, t.v, t.n, top, s->samples, 1, "Top functions by self time (samples in the function itself):");
+		qsort(t.v, t.n, sizeof(*t.v), by_total);
+		print_fns(out, t.v, t.n, top, s->samples, 0, "Top functions by total time (samples in it or its callees):");
+	} else if (s->samples) {
+		fprintf(out, "   (out of memory)\n");
+	}
+	if (s->samples)
+		fns_free(&t);
+	fprintf(out, "\n   Per thread: CPU time and time blocked, by cause\n   %-8s %-16s %10s %10s", "TID",
+		"NAME", "CPU", "BLOCKED");
+	for (int k = 0; k < PROF_CAUSE_COUNT; k++)
+		fprintf(out, " %9s", prof_block_cause_name((unsigned)k));
+	fputc('\n', out);
+	for (size_t i = 0; i < p->nthreads; i++) {
+		const struct thread_info *ti = &p->threads[i];
+		const struct cpu_thread *ct = u64map_get(&s->threads, ti->serial);
+		static const uint64_t none[PROF_CAUSE_COUNT];
+		const uint64_t *bl = ct ? ct->blocked_ns : none;
+		fprintf(out, "   %-8u %-16s %10s %10s", ti->tid, ti->name[0] ? ti->name : "?",
+			fmt_ns(thread_cpu_ns(p, ti, ct), a, sizeof(a)), fmt_ns(sum_causes(bl), d, sizeof(d)));
+		for (int k = 0; k < PROF_CAUSE_COUNT; k++)
+			fprintf(out, " %9s", bl[k] ? fmt_ns(bl[k], c, sizeof(c)) : "-");
+		fputc('\n', out);
+	}
+}
+
+static void cpu_brief(FILE *out, const struct process *p)
+{
+	char a[32];
+	fprintf(out, ", %s CPU samples", fmt_count(cpu_of(p)->samples, a, sizeof(a)));
+}
+
+/* ---- flame graphs ------------------------------------------------------------------------- */
+
+static const char *const cause_leaf[PROF_CAUSE_COUNT] = {
+	"[lock wait]", "[condition wait]", "[join]", "[I/O]", "[sleep]", "[poll]", "[child wait]",
+	"[signal wait]",
+};
+
+static int flame_samples(struct process *p, int by_ns, flame_emit_labeled_fn emit, void *ctx)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&cpu_of(p)->stacks, &pos, &key, &val)) {
+		const struct cpu_weight *w = val;
+		emit(ctx, (uint32_t)key, NULL, by_ns ? w->ns : w->samples);
+	}
+	return 0;
+}
+
+static int flame_blocked(struct process *p, flame_emit_labeled_fn emit, void *ctx)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&cpu_of(p)->blocked, &pos, &key, &val))
+		emit(ctx, (uint32_t)key, cause_leaf[key >> 32 < PROF_CAUSE_COUNT ? key >> 32 : 0],
+		     *(uint64_t *)val);
+	return 0;
+}
+
+/* cpu: samples (or their CPU time); offcpu: blocked time, under a leaf that names the
+ * cause; wall: both in ns. */
+static int cpu_flame(struct process *p, const struct flame_kind *kind, const char *by,
+		     flame_emit_labeled_fn emit, void *ctx)
+{
+	int cpu = !strcmp(kind->name, "cpu"), wall = !strcmp(kind->name, "wall");
+	if ((cpu || wall) && flame_samples(p, wall || (by && !strcmp(by, "ns")), emit, ctx) < 0)
+		return -1;
+	return cpu ? 0 : flame_blocked(p, emit, ctx);
+}
+
+static const struct flame_kind cpu_flames[] = {
+	{ "cpu", "CPU time, by the stacks samples caught",
+	  { { "samples", "CPU samples by stack", "samples" }, { "ns", "CPU time by stack", "ns" } },
+	  NULL },
+	{ "offcpu", "time blocked (locks, joins, I/O, sleeps, poll, waits), by stack and cause",
+	  { { "ns", "Off-CPU time by stack", "ns" } }, NULL },
+	{ "wall", "CPU and blocked time together, by stack (a sample counts as its period)",
+	  { { "ns", "Wall-clock time by stack", "ns" } }, NULL },
+};
+
+/* ---- timeline and dump -------------------------------------------------------------------- */
+
+static int cpu_tl_event(void *state, struct timeline *tl, const struct trace_event *ev)
+{
+	(void)state;
+	const struct prof_rec *h = ev->rec;
+	if (h->type == PROF_REC_CPU_SAMPLE) {
+		const struct prof_rec_cpu_sample *r = (const void *)h;
+		uint64_t start = h->time > r->period_ns ? h->time - r->period_ns : 0;
+		tl_begin(tl, "i", "cpu", ev->tid);
+		fprintf(tl->out, ",\"s\":\"t\",\"name\":\"cpu sample\",\"ts\":%.3f,\"args\":{\"pc\":\"0x%"
+			PRIx64 "\",\"stack\":%u,\"period_ns\":%" PRIu64 ",\"since\":%.3f}", tl_us(h->time),
+			r->pc, r->stack, r->period_ns, tl_us(start));
+		tl_end(tl);
+	} else if (h->type == PROF_REC_CPU_BLOCKED) {
+		const struct prof_rec_cpu_blocked *r = (const void *)h;
+		uint64_t start = h->time > r->duration_ns ? h->time - r->duration_ns : 0;
+		tl_complete(tl, "blocked", ev->tid, prof_block_op_name(h->flags), start, r->duration_ns);
+		fprintf(tl->out, ",\"args\":{\"cause\":\"%s\",\"result\":%" PRId64 "}",
+			prof_block_cause_name(prof_block_op_cause(h->flags)), r->result);
+		tl_end(tl);
+	}
+	return 0;
+}
+
+static const struct family_timeline cpu_timeline = { .event = cpu_tl_event };
+
+static void cpu_dump(FILE *out, const struct prof_rec *r)
+{
+	if (r->type == PROF_REC_CPU_SAMPLE) {
+		const struct prof_rec_cpu_sample *s = (const void *)r;
+		fprintf(out, " pc=0x%" PRIx64 " period_ns=%" PRIu64 " stack=%u%s%s", s->pc, s->period_ns,
+			s->stack, r->flags & PROF_SAMPLE_IN_PROF ? " in_libprof" : "",
+			r->flags & PROF_SAMPLE_SITE_ONLY ? " site_only" : "");
+	} else if (r->type == PROF_REC_CPU_BLOCKED) {
+		const struct prof_rec_cpu_blocked *b = (const void *)r;
+		fprintf(out, " %s duration_ns=%" PRIu64 " result=%" PRId64 " stack=%u",
+			prof_block_op_name(r->flags), b->duration_ns, b->result, b->stack);
+	}
+}
+
+const struct family cpu_family = {
+	.name = "cpu",
+	.first_type = PROF_CPU_TYPE_FIRST,
+	.last_type = PROF_CPU_TYPE_LAST,
+	.observe_first = PROF_LOCK_TYPE_FIRST,
+	.observe_last = PROF_IO_TYPE_LAST,
+	.state_size = sizeof(struct cpu_state),
+	.init = cpu_init,
+	.free = cpu_free,
+	.on_record = cpu_on_record,
+	.observe = cpu_observe,
+	.finish = cpu_finish,
+	.has_data = cpu_has_data,
+	.json_key = "cpu",
+	.json = cpu_json,
+	.print = cpu_print,
+	.brief = cpu_brief,
+	.flames = cpu_flames,
+	.nflames = sizeof(cpu_flames) / sizeof(cpu_flames[0]),
+	.flame_labeled = cpu_flame,
+	.timeline = &cpu_timeline,
+	.dump = cpu_dump,
+};
