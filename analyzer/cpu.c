@@ -244,10 +244,12 @@ static int cpu_has_data(const struct process *p)
 
 /* ---- functions ---------------------------------------------------------------------------- */
 
+/* self, total: samples; self_ns, total_ns: the CPU time they stand for, which shares are
+ * computed from (a sample that waited for a kernel tick stands for several periods). */
 struct cpu_fn {
 	const char *name, *file, *module;
 	int line;
-	uint64_t self, total, self_at_line, seen_in;
+	uint64_t self, total, self_ns, total_ns, self_at_line, seen_in;
 };
 
 struct fn_table {
@@ -315,6 +317,7 @@ static int fns_build(struct process *p, struct fn_table *t)
 			struct cpu_fn *f = &t->v[*at];
 			if (i == 0) {
 				f->self += w->samples;
+				f->self_ns += w->ns;
 				if (n && w->samples > f->self_at_line) {  /* the hottest line's */
 					f->self_at_line = w->samples;
 					f->file = frames[0].file;
@@ -330,6 +333,7 @@ static int fns_build(struct process *p, struct fn_table *t)
 			if (f->seen_in != visit) {  /* recursion counts once */
 				f->seen_in = visit;
 				f->total += w->samples;
+				f->total_ns += w->ns;
 			}
 		}
 	}
@@ -339,18 +343,18 @@ static int fns_build(struct process *p, struct fn_table *t)
 static int by_self(const void *a, const void *b)
 {
 	const struct cpu_fn *x = a, *y = b;
-	if (x->self != y->self)
-		return x->self < y->self ? 1 : -1;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
+	if (x->self_ns != y->self_ns)
+		return x->self_ns < y->self_ns ? 1 : -1;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
 	return strcmp(x->name, y->name);
 }
 
 static int by_total(const void *a, const void *b)
 {
 	const struct cpu_fn *x = a, *y = b;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns < y->total_ns ? 1 : -1;
 	return by_self(a, b);
 }
 
@@ -385,15 +389,22 @@ static json_t *causes_json(const uint64_t *v)
 
 /* ---- report ------------------------------------------------------------------------------- */
 
-static json_t *fn_json(const struct cpu_fn *f, uint64_t samples)
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0;
+}
+
+static json_t *fn_json(const struct cpu_fn *f, uint64_t cpu_ns)
 {
 	json_t *o = json_pack("{s:o,s:I,s:I}", "function", jstr(f->name), "self", (json_int_t)f->self,
 			      "total", (json_int_t)f->total);
 	json_object_set_new(o, "file", jstr(f->file));
 	json_object_set_new(o, "line", f->line ? json_integer(f->line) : json_null());
 	json_object_set_new(o, "module", jstr(f->module));
-	json_object_set_new(o, "self_pct", json_real(samples ? 100.0 * (double)f->self / (double)samples : 0));
-	json_object_set_new(o, "total_pct", json_real(samples ? 100.0 * (double)f->total / (double)samples : 0));
+	json_object_set_new(o, "self_ns", json_integer((json_int_t)f->self_ns));
+	json_object_set_new(o, "total_ns", json_integer((json_int_t)f->total_ns));
+	json_object_set_new(o, "self_pct", json_real(pct(f->self_ns, cpu_ns)));
+	json_object_set_new(o, "total_pct", json_real(pct(f->total_ns, cpu_ns)));
 	return o;
 }
 
@@ -410,13 +421,13 @@ static json_t *cpu_json(struct process *p, size_t top)
 	json_object_set_new(o, "blocked", causes_json(s->blocked_ns));
 	json_t *topv = json_array(), *totv = json_array();
 	struct fn_table t;
-	if (fns_build(p, &t) == 0) {
+	if (fns_build(p, &t) == 0 && t.n) {
 		qsort(t.v, t.n, sizeof(*t.v), by_self);
 		for (size_t i = 0; i < t.n && i < top; i++)
-			json_array_append_new(topv, fn_json(&t.v[i], s->samples));
+			json_array_append_new(topv, fn_json(&t.v[i], s->sampled_ns));
 		qsort(t.v, t.n, sizeof(*t.v), by_total);
 		for (size_t i = 0; i < t.n && i < top; i++)
-			json_array_append_new(totv, fn_json(&t.v[i], s->samples));
+			json_array_append_new(totv, fn_json(&t.v[i], s->sampled_ns));
 	}
 	fns_free(&t);
 	json_object_set_new(o, "top", topv);
@@ -439,17 +450,19 @@ static json_t *cpu_json(struct process *p, size_t top)
 	return o;
 }
 
-static void print_fns(FILE *out, struct cpu_fn *v, size_t n, size_t top, uint64_t samples,
+static void print_fns(FILE *out, struct cpu_fn *v, size_t n, size_t top, uint64_t cpu_ns,
 		      int self_only, const char *title)
 {
-	fprintf(out, "\n   %s\n   %7s %8s %7s %8s  %s\n", title, "SELF%", "SELF", "TOTAL%", "TOTAL",
+	char a[32], b[32];
+	fprintf(out, "\n   %s\n   %7s %10s %7s %10s  %s\n", title, "SELF%", "SELF", "TOTAL%", "TOTAL",
 		"FUNCTION");
 	for (size_t i = 0; i < n && i < top; i++) {
 		const struct cpu_fn *f = &v[i];
 		if (!f->total || (self_only && !f->self))
 			break;
-		fprintf(out, "   %6.1f%% %8" PRIu64 " %6.1f%% %8" PRIu64 "  %s", 100.0 * (double)f->self / (double)samples,
-			f->self, 100.0 * (double)f->total / (double)samples, f->total, f->name);
+		fprintf(out, "   %6.1f%% %10s %6.1f%% %10s  %s", pct(f->self_ns, cpu_ns),
+			fmt_ns(f->self_ns, a, sizeof(a)), pct(f->total_ns, cpu_ns),
+			fmt_ns(f->total_ns, b, sizeof(b)), f->name);
 		if (f->file)
 			fprintf(out, " (%s:%d)", f->file, f->line);
 		else if (f->module)
@@ -472,11 +485,11 @@ static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
 		fprintf(out, "   %" PRIu64 " samples landed inside libprof's hooks and count for the program's callers\n",
 			s->in_prof);
 	struct fn_table t;
-	if (s->samples && fns_build(p, &t) == 0) {
+	if (s->samples && fns_build(p, &t) == 0 && t.n) {
 		qsort(t.v, t.n, sizeof(*t.v), by_self);
-		print_fns(out, t.v, t.n, top, s->samples, 1, "Top functions by self time (samples in the function itself):");
+		print_fns(out, t.v, t.n, top, s->sampled_ns, 1, "Top functions by self time (CPU time in the function itself):");
 		qsort(t.v, t.n, sizeof(*t.v), by_total);
-		print_fns(out, t.v, t.n, top, s->samples, 0, "Top functions by total time (samples in it or its callees):");
+		print_fns(out, t.v, t.n, top, s->sampled_ns, 0, "Top functions by total time (in it or its callees):");
 	} else if (s->samples) {
 		fprintf(out, "   (out of memory)\n");
 	}
