@@ -63,18 +63,43 @@ static size_t put_num(char *buf, size_t len, long v)
 	return len;
 }
 
+/* strerror() of what can stop a trace file from growing; strerror itself may take locale
+ * locks, which a signal handler must not. */
+static const char *errno_text(int err)
+{
+	switch (err) {
+	case ENOSPC: return "No space left on device";
+	case EDQUOT: return "Disk quota exceeded";
+	case EIO: return "Input/output error";
+	case EFBIG: return "File too large";
+	case EBADF: return "Bad file descriptor";
+	case EROFS: return "Read-only file system";
+	case ENOMEM: return "Cannot allocate memory";
+	default: return NULL;
+	}
+}
+
 /* prof_log() without stdio, for signal handlers: only copies and write(2). */
-void prof_say(const char *a, const char *b, const char *c, long n)
+void prof_say(const char *a, const char *b, const char *c, int err)
 {
 	char buf[512];
-	size_t len = put_num(memcpy(buf, "libprof[", 8), 8, getpid());
+	memcpy(buf, "libprof[", 8);
+	size_t len = put_num(buf, 8, getpid());
 	const char *parts[] = { "]: ", a, b, c };
 	for (int k = 0; k < 4; k++)
 		for (const char *p = parts[k]; p && *p && len < sizeof(buf) - 24; p++)
 			buf[len++] = *p;
-	if (n) {
-		buf[len++] = ' ';
-		len = put_num(buf, len, n);
+	const char *text = errno_text(err);
+	if (err) {
+		for (const char *p = ": "; *p; p++)
+			buf[len++] = *p;
+		if (text) {
+			for (const char *p = text; *p && len < sizeof(buf) - 2; p++)
+				buf[len++] = *p;
+		} else {
+			memcpy(buf + len, "errno ", 6);
+			len = put_num(buf, len + 6, err);
+		}
 	}
 	buf[len++] = '\n';
 	int saved = errno;

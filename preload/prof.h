@@ -171,8 +171,9 @@ void prof_heap_init(void);
 
 /* log.c: one line on stderr with write(2); never allocates. */
 void prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The same from anywhere, signal handlers included: a, b, c, then the number n if not 0. */
-void prof_say(const char *a, const char *b, const char *c, long n);
+/* The same from anywhere, signal handlers included: a, b, c, then ": " and what the errno
+ * value err means, if not 0. */
+void prof_say(const char *a, const char *b, const char *c, int err);
 #define prof_dbg(level, ...) do { if (prof_cfg.debug >= (level)) prof_log(__VA_ARGS__); } while (0)
 
 #endif

@@ -219,8 +219,8 @@ static void warn_full(int err)
 		prof_say("trace ", w.path, " reached its size limit (PROF_MAX_SIZE); later events "
 			 "are counted as lost", 0);
 	} else {
-		prof_say("cannot extend trace ", w.path, ": recording disabled, later events are "
-			 "counted as lost; errno", -err);
+		prof_say("cannot extend trace ", w.path, "; recording disabled, later events are "
+			 "counted as lost", -err);
 		prof_writer_set_state(PROF_STATE_DISABLED);
 	}
 }

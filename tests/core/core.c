@@ -33,9 +33,9 @@ void prof_log(const char *fmt, ...)
 	atomic_fetch_add(&log_count, 1);
 }
 
-void prof_say(const char *a, const char *b, const char *c, long n)
+void prof_say(const char *a, const char *b, const char *c, int err)
 {
-	snprintf(log_last, sizeof(log_last), "%s%s%s %ld", a, b, c, n);
+	snprintf(log_last, sizeof(log_last), "%s%s%s: %d", a, b, c, err);
 	atomic_fetch_add(&log_count, 1);
 }
 

@@ -250,3 +250,22 @@ Test(cpu, off_when_not_asked_for)
 	cr_expect_eq(e2e_int(cpu, "hz"), 0);
 	json_decref(doc);
 }
+
+Test(cpu, a_tick_during_a_blocking_call_is_never_seen)
+{
+	/* cpu_ticks sends the blocked thread libprof's own tick every 2 ms: each call is made
+	 * again for what is left of its timeout; the program's own signal still ends a poll. */
+	const char *d;
+	int st;
+	const char *argv[] = { e2e_prog("cpu_ticks"), NULL };
+	json_t *doc = profile(argv, NULL, &d, &st);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/out.txt", d);
+	char *out = e2e_read_file(path);
+	cr_assert_not_null(out);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st, out);
+	cr_expect_not_null(strstr(out, "failures 0"), "%s", out);
+	cr_expect_not_null(strstr(out, "own signal: poll -1 Interrupted system call"), "%s", out);
+	free(out);
+	json_decref(doc);
+}
