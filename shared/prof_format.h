@@ -67,7 +67,8 @@ struct prof_rec_module {
 struct prof_rec_module_unload { struct prof_rec h; uint32_t id; uint32_t pad; };
 
 /* STACK: interns a call stack. Frames are return addresses, innermost first (frame 0 is the
- * caller of the hooked function). Stack id 0 means "no stack". */
+ * caller of the hooked function), except that frame 0 of a CPU_SAMPLE's stack is the PC that
+ * was running (prof_fmt_cpu.h). Stack id 0 means "no stack". */
 struct prof_rec_stack {
 	struct prof_rec h;
 	uint32_t id;
