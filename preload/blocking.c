@@ -69,11 +69,12 @@ static uint32_t block_stack(struct prof_thread *th, uintptr_t site, uint64_t dur
 	return c->stack;
 }
 
-/* Writes the CPU_BLOCKED of a call made from site since t0 that returned result (-errno). */
+/* Writes the CPU_BLOCKED of a call made from site since t0 that returned result (-errno).
+ * A call with a zero timeout (an event loop's poll) never blocks: not written. */
 static void blocked(unsigned op, uint64_t t0, int64_t result, uintptr_t site)
 {
 	struct prof_thread *th = prof_recording(PROF_EV_CPU);
-	if (!th)
+	if (!th || t0 == 0)
 		return;
 	uint64_t t1 = prof_now();
 	int saved = errno;
@@ -195,9 +196,20 @@ PROF_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec 
 
 /* ---- waiting for descriptors ---------------------------------------------------------------- */
 
+/* The start time of a call, or 0 for one that cannot block (a zero timeout). */
+static uint64_t start(int may_block)
+{
+	return may_block ? prof_now() : 0;
+}
+
+static int zero_ts(const struct timespec *ts)
+{
+	return ts && ts->tv_sec == 0 && ts->tv_nsec == 0;
+}
+
 static int poll_common(struct pollfd *fds, nfds_t n, int timeout, uintptr_t site)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(timeout != 0);
 	int rc, ms = timeout;
 	RETRY(rc, REAL(poll)(fds, n, ms), ms = ms_left(timeout, t0));
 	int err = errno;
@@ -221,7 +233,7 @@ PROF_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fds
 static int ppoll_common(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 			const sigset_t *mask, uintptr_t site)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(!zero_ts(ts));
 	sigset_t buf;
 	struct timespec left;
 	const struct timespec *want = ts;
@@ -251,7 +263,7 @@ PROF_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec 
  * the same arguments make the call again. */
 PROF_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(!tv || tv->tv_sec || tv->tv_usec);
 	int rc;
 	RETRY(rc, REAL(select)(nfds, r, w, e, tv), (void)0);
 	int err = errno;
@@ -263,7 +275,7 @@ PROF_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval
 PROF_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
 			const sigset_t *mask)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(!zero_ts(ts));
 	sigset_t buf;
 	struct timespec left;
 	const struct timespec *want = ts;
@@ -278,7 +290,7 @@ PROF_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 
 PROF_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(timeout != 0);
 	int rc, ms = timeout;
 	RETRY(rc, REAL(epoll_wait)(ep, ev, max, ms), ms = ms_left(timeout, t0));
 	int err = errno;
@@ -290,7 +302,7 @@ PROF_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 PROF_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
 			    const sigset_t *mask)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(timeout != 0);
 	sigset_t buf;
 	int rc, ms = timeout;
 	RETRY(rc, REAL(epoll_pwait)(ep, ev, max, ms, prof_cpu_blocked(mask, &buf)),
@@ -395,7 +407,7 @@ PROF_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 
 PROF_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
 {
-	uint64_t t0 = prof_now();
+	uint64_t t0 = start(!zero_ts(ts));
 	sigset_t buf;
 	struct timespec left;
 	const struct timespec *want = ts;

@@ -158,8 +158,9 @@ static void on_tick(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	struct prof_thread *th = &prof_self;
 	th->ticks++;
+	/* A full trace (PROF_ACTIVE_FULL) still takes what fits in the stream's chunk. */
 	if (th->serial && !th->in_signal && th->has_timer &&
-	    atomic_load_explicit(&prof_active, memory_order_relaxed) == 1)
+	    atomic_load_explicit(&prof_active, memory_order_relaxed))
 		sample(th, si, uc);
 	errno = saved;
 }
