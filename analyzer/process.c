@@ -59,7 +59,10 @@ static void on_thread_end(struct process *p, const struct prof_rec_thread_end *r
 		return;
 	t->ended = 1;
 	t->end_ns = process_rel_time(p, r->h.time);
-	t->cpu_ns = r->cpu_ns;
+	/* The clock counts from the thread's start, the main thread's from before the trace
+	 * began (the loader): never more than the time it lived in the trace. */
+	uint64_t life = t->end_ns > t->start_ns ? t->end_ns - t->start_ns : 0;
+	t->cpu_ns = r->cpu_ns < life ? r->cpu_ns : life;
 	memcpy(t->name, r->name, sizeof(r->name));
 	t->name[16] = '\0';
 }
