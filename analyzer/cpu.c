@@ -408,6 +408,12 @@ static json_t *fn_json(const struct cpu_fn *f, uint64_t cpu_ns)
 	return o;
 }
 
+/* Samples per second of CPU time: PROF_CPU_HZ, or less where the kernel's tick is slower. */
+static double rate_hz(const struct cpu_state *s)
+{
+	return s->sampled_ns ? (double)s->samples * 1e9 / (double)s->sampled_ns : 0;
+}
+
 static json_t *cpu_json(struct process *p, size_t top)
 {
 	const struct cpu_state *s = cpu_of(p);
@@ -415,7 +421,7 @@ static json_t *cpu_json(struct process *p, size_t top)
 			      (json_int_t)p->hdr.cpu_hz);
 	json_object_set_new(o, "period_ns", json_integer(p->hdr.cpu_hz ? 1000000000 / p->hdr.cpu_hz : 0));
 	json_object_set_new(o, "cpu_ns", json_integer((json_int_t)s->sampled_ns));
-	json_object_set_new(o, "samples_per_s", json_real(p->end_ns ? (double)s->samples * 1e9 / (double)p->end_ns : 0));
+	json_object_set_new(o, "rate_hz", json_real(rate_hz(s)));
 	json_object_set_new(o, "in_libprof", json_integer((json_int_t)s->in_prof));
 	json_object_set_new(o, "blocked_ns", json_integer((json_int_t)sum_causes(s->blocked_ns)));
 	json_object_set_new(o, "blocked", causes_json(s->blocked_ns));
@@ -478,9 +484,9 @@ static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
 	(void)frames;
 	const struct cpu_state *s = cpu_of(p);
 	char a[32], b[32], c[32], d[32];
-	fprintf(out, "\n-- CPU (%s samples at %u Hz of CPU time per thread: %s of CPU; %s blocked)\n",
-		fmt_count(s->samples, a, sizeof(a)), p->hdr.cpu_hz, fmt_ns(s->sampled_ns, b, sizeof(b)),
-		fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
+	fprintf(out, "\n-- CPU (%s samples, %.0f per second of CPU time (PROF_CPU_HZ=%u): %s of CPU; %s blocked)\n",
+		fmt_count(s->samples, a, sizeof(a)), rate_hz(s), p->hdr.cpu_hz,
+		fmt_ns(s->sampled_ns, b, sizeof(b)), fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
 	if (s->in_prof)
 		fprintf(out, "   %" PRIu64 " samples landed inside libprof's hooks and count for the program's callers\n",
 			s->in_prof);

@@ -63,11 +63,14 @@ int prof_eintr_ours(int rc, uint32_t ticks)
 
 /* ---- the sample --------------------------------------------------------------------------- */
 
-/* Unwinds the interrupted context into frames (frame 0: the PC). Inside a hook, libprof's
- * frames and what they called are left out: the stack starts at the program's call of the
- * hook (or libc's call, when libc called it for the program). */
-static int unwind(struct prof_thread *th, ucontext_t *uc, void **frames, int max, int in_hook,
-		  uint64_t *pc, unsigned *flags)
+/* Unwinds the interrupted context into frames (frame 0: the PC), then takes libprof out, so
+ * that the stack is the one the program would have without it. When the thread was inside
+ * libprof's own work (a hook's guard up, or the PC in libprof), the sample counts for the
+ * program's call of the hook: the innermost run of libprof frames goes, with everything it
+ * called (libc, libunwind). Any other libprof frame (a hook around the real malloc, the start
+ * trampoline of a thread) is left out where it stands. */
+static int unwind(ucontext_t *uc, void **frames, int max, int in_hook, uint64_t *pc,
+		  unsigned *flags)
 {
 	unw_cursor_t c;
 	int n = 0;
@@ -82,18 +85,23 @@ static int unwind(struct prof_thread *th, ucontext_t *uc, void **frames, int max
 	if (n == 0)
 		return 0;
 	*pc = (uint64_t)(uintptr_t)frames[0];
-	if (!in_hook)
+	int first = 0;
+	while (first < n && !prof_addr_is_ours((uintptr_t)frames[first]))
+		first++;
+	if (first == n)
 		return n;
-	int last_ours = -1;
-	for (int i = 0; i < n; i++)
-		if (prof_addr_is_ours((uintptr_t)frames[i]))
-			last_ours = i;
-	if (last_ours < 0)
-		return n;  /* the guard was up, but the PC is the program's (a libc inner call) */
-	*flags |= PROF_SAMPLE_IN_PROF;
-	(void)th;
-	memmove(frames, frames + last_ours + 1, sizeof(void *) * (size_t)(n - last_ours - 1));
-	return n - last_ours - 1;
+	int from = 0;
+	if (in_hook || first == 0) {
+		from = first;
+		while (from < n && prof_addr_is_ours((uintptr_t)frames[from]))
+			from++;
+		*flags |= PROF_SAMPLE_IN_PROF;
+	}
+	int kept = 0;
+	for (int i = from; i < n; i++)
+		if (!prof_addr_is_ours((uintptr_t)frames[i]))
+			frames[kept++] = frames[i];
+	return kept;
 }
 
 static void sample(struct prof_thread *th, const siginfo_t *si, ucontext_t *uc)
@@ -105,17 +113,22 @@ static void sample(struct prof_thread *th, const siginfo_t *si, ucontext_t *uc)
 	int max = (int)prof_cfg.stack_depth;
 	uint64_t pc = 0;
 	unsigned flags = 0;
+	uint32_t stack = 0;
 	int n = 0;
-	if (th->unwinding) {  /* libunwind is busy in this thread: the call site will do */
+	if (th->unwinding) {
+		/* libunwind is busy in this thread: the stack last unwound at the hook's call
+		 * site stands in (the same call path, most likely), else that call site alone. */
 		flags = PROF_SAMPLE_IN_PROF | PROF_SAMPLE_SITE_ONLY;
-		if (th->hook_site && max > 0)
+		pc = th->hook_site;
+		if (max > 0 && !(stack = prof_stack_last_at(th, th->hook_site)) && th->hook_site)
 			frames[n++] = (void *)th->hook_site;
 	} else {
-		n = unwind(th, uc, frames, max > 0 ? max + 32 : 1, in_hook, &pc, &flags);
+		n = unwind(uc, frames, max > 0 ? max + 32 : 1, in_hook, &pc, &flags);
 		if (n > max)
 			n = max;
 	}
-	uint32_t stack = n > 0 ? prof_stack_intern(th, frames, n) : 0;
+	if (n > 0)
+		stack = prof_stack_intern(th, frames, n);
 	struct prof_rec_cpu_sample *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->pc = pc;

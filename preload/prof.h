@@ -146,6 +146,8 @@ int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 
 /* stacks.c: interns frames already unwound (a CPU sample's); 0 when it cannot be written. */
 uint32_t prof_stack_intern(struct prof_thread *th, void *const *frames, int n);
+/* The stack this thread last unwound at call_site (prof_stack_at()), 0 if none is known. */
+uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site);
 
 /* cpu.c: CPU-time sampling. prof_cpu_start() starts the calling (registered) thread's timer,
  * prof_cpu_stop() deletes it; prof_cpu_init() installs the signal handler once per process. */

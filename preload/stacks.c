@@ -164,6 +164,26 @@ static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint6
 	return write_stack(th, frames, n);  /* table crowded here: correct, just not shared */
 }
 
+/* The stack this thread last unwound at call_site, as prof_stack_at() left it in the table,
+ * or 0: what a CPU sample that interrupts that unwinding takes instead. Reads only. */
+uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site)
+{
+	uint64_t h = call_site ? *prediction(th, call_site) : 0;
+	if (!h || !table)
+		return 0;
+	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
+	     i++, pos = (pos + 1) & (TABLE_SLOTS - 1)) {
+		uint64_t cur = atomic_load_explicit(&table[pos].hash, memory_order_acquire);
+		if (cur == 0)
+			return 0;
+		if (cur == h) {
+			uint32_t id = atomic_load_explicit(&table[pos].id, memory_order_acquire);
+			return id == ID_FAILED ? 0 : id;
+		}
+	}
+	return 0;
+}
+
 uint32_t prof_stack_intern(struct prof_thread *th, void *const *frames, int n)
 {
 	if (n <= 0)

@@ -19,12 +19,13 @@
  * STACK. Written from a signal handler, in the thread's signal-handler stream. flags:
  * PROF_SAMPLE_IN_PROF: the thread was inside libprof, which is left out of the stack (its
  * innermost frame is then the program's call of the hooked function); PROF_SAMPLE_SITE_ONLY:
- * libprof was unwinding at that moment, so the stack is that call site alone. */
+ * libprof was unwinding at that moment, so the stack is the one last unwound at that call
+ * site in this thread (the same path, most likely), or the call site alone. */
 #define PROF_SAMPLE_IN_PROF 1u
 #define PROF_SAMPLE_SITE_ONLY 2u
 struct prof_rec_cpu_sample {
 	struct prof_rec h;
-	uint64_t pc;         /* the interrupted PC (inside libprof for PROF_SAMPLE_IN_PROF) */
+	uint64_t pc;         /* the interrupted PC (the call site with PROF_SAMPLE_SITE_ONLY) */
 	uint64_t period_ns;  /* CPU time this sample stands for */
 	uint32_t stack;      /* 0: none (stacks off, or the record was lost) */
 	uint32_t pad;

@@ -269,3 +269,39 @@ Test(cpu, a_tick_during_a_blocking_call_is_never_seen)
 	free(out);
 	json_decref(doc);
 }
+
+Test(cpu, samples_inside_hooks_count_for_the_program)
+{
+	const char *argv[] = { e2e_prog("cpu_hooks"), NULL };
+	int st;
+	json_t *doc = profile(argv, fast, NULL, &st);
+	cr_assert_eq(st, 0);
+	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
+	cr_assert_gt(e2e_int(cpu, "samples"), 20);
+	cr_expect_gt(e2e_int(cpu, "in_libprof"), 0, "the hooks took CPU time");
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(cpu, "top_total"), i, f) {
+		const char *module = json_string_value(json_object_get(f, "module"));
+		cr_expect(!module || !strstr(module, "libprof.so"), "libprof's %s in a stack",
+			  json_string_value(json_object_get(f, "function")));
+	}
+	double churn = total_pct(cpu, "churn"), main = total_pct(cpu, "main");
+	cr_expect_gt(churn, 90, "churn() and what it called: %.1f%%", churn);
+	cr_expect_gt(main, 90, "whole stacks, also while libprof was unwinding: %.1f%%", main);
+	json_decref(doc);
+}
+
+Test(cpu, sampling_alone_registers_every_thread)
+{
+	const char *env[] = { "PROF_EVENTS=cpu", "PROF_CPU_HZ=999", NULL };
+	const char *argv[] = { e2e_prog("cpu_shares"), "50", NULL };
+	json_t *doc = profile(argv, env, NULL, NULL);
+	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
+	cr_assert_eq(json_array_size(json_object_get(cpu, "threads")), 3);
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(cpu, "threads"), i, t)
+		cr_expect_gt(e2e_int(t, "samples"), 5, "thread %zu", i);
+	json_decref(doc);
+}
