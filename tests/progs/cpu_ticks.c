@@ -1,6 +1,7 @@
 /* The retry path of libprof's hooks, made certain: while a thread blocks in calls that
  * SA_RESTART does not restart, the main thread sends it libprof's own tick (its signal,
- * SIGRTMAX-3, with the SI_TIMER code and value its timers use) every 2 ms. Each call must
+ * SIGRTMAX-3, with the SI_TIMER code and value its timers use) every 2 ms. Each call (and a
+ * read from a pipe, which SA_RESTART restarts in the kernel) must
  * still take its whole timeout and never fail with EINTR. Then the program's own signal
  * (SIGUSR1, handled) must still end a poll with EINTR. Run only under libprof. */
 #define _GNU_SOURCE
@@ -17,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Atomic int done, tid, failures;
+static _Atomic int done, tid, failures, reading;
+static int wake[2];  /* the main thread writes a byte now and then: a read that blocks */
 static void on_usr1(int sig) { (void)sig; }
 
 static double now_ms(void)
@@ -91,6 +93,10 @@ static void *blocker(void *arg)
 		check("sem_timedwait", rc < 0 && errno != ETIMEDOUT, t0, 29);
 		t0 = now_ms();
 		check("sigtimedwait", sigtimedwait(&usr2, NULL, &ts) < 0 && errno != EAGAIN, t0, 30);
+		char c;
+		reading = 1;
+		check("read", read(wake[0], &c, 1) < 0, t0, 0);  /* SA_RESTART's part */
+		reading = 0;
 	}
 	done = 1;
 	/* The program's own signal still interrupts a poll. */
@@ -106,6 +112,7 @@ int main(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_usr1;
 	sigaction(SIGUSR1, &sa, NULL);
+	pipe(wake);
 	pthread_t t;
 	pthread_create(&t, NULL, blocker, NULL);
 	while (!tid)
@@ -120,6 +127,8 @@ int main(void)
 		if (syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, si.si_signo, &si) == 0)
 			sent++;
 		usleep(2000);
+		if (reading && sent % 15 == 0)  /* about 30 ms into a blocked read */
+			write(wake[1], "x", 1);
 	}
 	usleep(50000);
 	pthread_kill(t, SIGUSR1);
