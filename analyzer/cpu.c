@@ -47,6 +47,7 @@ struct cpu_state {
 	uint64_t blocked_ns[PROF_CAUSE_COUNT];
 	struct u64map threads;   /* serial -> struct cpu_thread */
 	struct u64map stacks;    /* stack | PROF_SAMPLE_IN_PROF << 32 -> struct cpu_weight */
+	struct u64map pcs;       /* PC -> struct cpu_weight, of samples without a stack */
 	struct u64map blocked;   /* stack | cause << 32 -> blocked ns (uint64_t) */
 };
 
@@ -62,6 +63,7 @@ static void cpu_init(void *state)
 	struct cpu_state *s = state;
 	u64map_init(&s->threads, sizeof(struct cpu_thread));
 	u64map_init(&s->stacks, sizeof(struct cpu_weight));
+	u64map_init(&s->pcs, sizeof(struct cpu_weight));
 	u64map_init(&s->blocked, sizeof(uint64_t));
 }
 
@@ -70,6 +72,7 @@ static void cpu_free(void *state)
 	struct cpu_state *s = state;
 	u64map_free(&s->threads);
 	u64map_free(&s->stacks);
+	u64map_free(&s->pcs);
 	u64map_free(&s->blocked);
 }
 
@@ -141,8 +144,10 @@ static int on_sample(struct process *p, struct cpu_state *s, const struct trace_
 	s->sampled_ns += r->period_ns;
 	s->last_t = r->h.time;
 	s->in_prof += (r->h.flags & PROF_SAMPLE_IN_PROF) != 0;
+	/* Without stacks (PROF_STACK_DEPTH=0) the PC still says which function ran. */
 	uint64_t key = (uint64_t)(r->h.flags & PROF_SAMPLE_IN_PROF) << 32 | r->stack;
-	struct cpu_weight *w = u64map_put(&s->stacks, key, NULL);
+	struct cpu_weight *w = !r->stack && r->pc ? u64map_put(&s->pcs, r->pc, NULL)
+						  : u64map_put(&s->stacks, key, NULL);
 	if (!w)
 		return -1;
 	w->samples++;
@@ -276,66 +281,79 @@ static void fns_free(struct fn_table *t)
 	u64map_free(&t->index);
 }
 
-/* Self and total samples per function, over every sampled stack. -1 when out of memory. */
+/* Adds one sampled stack (frames[0..n), innermost first; n 0: none) of weight w. */
+static int fns_add(struct fn_table *t, const struct sym_frame *frames, int n,
+		   const struct cpu_weight *w, size_t *cap, uint64_t visit)
+{
+	for (int i = 0; i < (n ? n : 1); i++) {
+		char buf[256];
+		const char *label = n ? frame_label(&frames[i], buf, sizeof(buf)) : "[no stack]";
+		int created;
+		uint64_t *at = u64map_put(&t->index, hash_name(label), &created);
+		if (!at)
+			return -1;
+		if (created) {
+			if (t->n == *cap) {
+				*cap = *cap ? *cap * 2 : 64;
+				struct cpu_fn *v = realloc(t->v, *cap * sizeof(*v));
+				char **names = realloc(t->names, *cap * sizeof(*names));
+				if (v)
+					t->v = v;
+				if (names)
+					t->names = names;
+				if (!v || !names)
+					return -1;
+			}
+			if (!(t->names[t->n] = strdup(label)))
+				return -1;
+			t->v[t->n] = (struct cpu_fn){ .name = t->names[t->n] };
+			*at = t->n++;
+		}
+		struct cpu_fn *f = &t->v[*at];
+		if (i == 0) {
+			f->self += w->samples;
+			f->self_ns += w->ns;
+			if (n && w->samples > f->self_at_line) {  /* the hottest line's */
+				f->self_at_line = w->samples;
+				f->file = frames[0].file;
+				f->line = frames[0].line;
+				f->module = frames[0].module;
+			}
+		}
+		if (n && !f->module) {
+			f->file = frames[i].file;
+			f->line = frames[i].line;
+			f->module = frames[i].module;
+		}
+		if (f->seen_in != visit) {  /* recursion counts once */
+			f->seen_in = visit;
+			f->total += w->samples;
+			f->total_ns += w->ns;
+		}
+	}
+	return 0;
+}
+
+/* Self and total samples per function, over every sampled stack (and PC without one). -1
+ * when out of memory. */
 static int fns_build(struct process *p, struct fn_table *t)
 {
 	const struct cpu_state *s = cpu_of(p);
 	memset(t, 0, sizeof(*t));
 	u64map_init(&t->index, sizeof(uint64_t));
-	size_t cap = 0, pos = 0, visit = 0;
-	uint64_t key;
+	size_t cap = 0, pos = 0;
+	uint64_t key, visit = 0;
 	void *val;
 	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
 	while (u64map_next(&s->stacks, &pos, &key, &val)) {
-		const struct cpu_weight *w = val;
 		int n = stack_symbolize(p, (uint32_t)key, frames, PROF_MAX_STACK_DEPTH * 2);
-		visit++;
-		for (int i = 0; i < (n ? n : 1); i++) {
-			char buf[256];
-			const char *label = n ? frame_label(&frames[i], buf, sizeof(buf)) : "[no stack]";
-			int created;
-			uint64_t *at = u64map_put(&t->index, hash_name(label), &created);
-			if (!at)
-				return -1;
-			if (created) {
-				if (t->n == cap) {
-					cap = cap ? cap * 2 : 64;
-					struct cpu_fn *v = realloc(t->v, cap * sizeof(*v));
-					char **names = realloc(t->names, cap * sizeof(*names));
-					if (v)
-						t->v = v;
-					if (names)
-						t->names = names;
-					if (!v || !names)
-						return -1;
-				}
-				if (!(t->names[t->n] = strdup(label)))
-					return -1;
-				t->v[t->n] = (struct cpu_fn){ .name = t->names[t->n] };
-				*at = t->n++;
-			}
-			struct cpu_fn *f = &t->v[*at];
-			if (i == 0) {
-				f->self += w->samples;
-				f->self_ns += w->ns;
-				if (n && w->samples > f->self_at_line) {  /* the hottest line's */
-					f->self_at_line = w->samples;
-					f->file = frames[0].file;
-					f->line = frames[0].line;
-					f->module = frames[0].module;
-				}
-			}
-			if (n && !f->module) {
-				f->file = frames[i].file;
-				f->line = frames[i].line;
-				f->module = frames[i].module;
-			}
-			if (f->seen_in != visit) {  /* recursion counts once */
-				f->seen_in = visit;
-				f->total += w->samples;
-				f->total_ns += w->ns;
-			}
-		}
+		if (fns_add(t, frames, n, val, &cap, ++visit) < 0)
+			return -1;
+	}
+	for (pos = 0; u64map_next(&s->pcs, &pos, &key, &val);) {
+		int n = addr_symbolize(p, key, frames);
+		if (fns_add(t, frames, n, val, &cap, ++visit) < 0)
+			return -1;
 	}
 	return 0;
 }
@@ -532,14 +550,18 @@ static const char *const cause_leaf[PROF_CAUSE_COUNT] = {
 	"[signal wait]",
 };
 
+/* Samples without a stack go under "[no stack]", as stack 0. */
 static int flame_samples(struct process *p, int by_ns, flame_emit_labeled_fn emit, void *ctx)
 {
-	size_t pos = 0;
-	uint64_t key;
-	void *val;
-	while (u64map_next(&cpu_of(p)->stacks, &pos, &key, &val)) {
-		const struct cpu_weight *w = val;
-		emit(ctx, (uint32_t)key, NULL, by_ns ? w->ns : w->samples);
+	const struct u64map *maps[2] = { &cpu_of(p)->stacks, &cpu_of(p)->pcs };
+	for (int m = 0; m < 2; m++) {
+		size_t pos = 0;
+		uint64_t key;
+		void *val;
+		while (u64map_next(maps[m], &pos, &key, &val)) {
+			const struct cpu_weight *w = val;
+			emit(ctx, m ? 0 : (uint32_t)key, NULL, by_ns ? w->ns : w->samples);
+		}
 	}
 	return 0;
 }

@@ -305,3 +305,15 @@ Test(cpu, sampling_alone_registers_every_thread)
 		cr_expect_gt(e2e_int(t, "samples"), 5, "thread %zu", i);
 	json_decref(doc);
 }
+
+Test(cpu, without_stacks_the_pc_still_names_the_function)
+{
+	const char *env[] = { "PROF_STACK_DEPTH=0", "PROF_CPU_HZ=999", NULL };
+	const char *argv[] = { e2e_prog("cpu_shares"), "30", NULL };
+	json_t *doc = profile(argv, env, NULL, NULL);
+	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
+	cr_assert_gt(e2e_int(cpu, "samples"), 10);
+	json_t *first = json_array_get(json_object_get(cpu, "top"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(first, "function")), "spin_for");
+	json_decref(doc);
+}
