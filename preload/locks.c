@@ -198,11 +198,12 @@ static inline struct lock_entry *lock_find(const void *lock)
 	return NULL;
 }
 
-static uint32_t stack_here(struct prof_thread *th)
+/* The stack of a lock call made at site (the hooked function's return address). */
+static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
 {
 	int saved = errno;
 	th->in_hook++;
-	uint32_t stack = prof_stack_here(th);
+	uint32_t stack = prof_stack_at(th, site);
 	th->in_hook--;
 	errno = saved;
 	return stack;
@@ -227,7 +228,7 @@ static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
 	struct site_stack *c = &site_stacks[(site >> 2) & (SITE_STACKS - 1)];
 	if (c->site == site && c->stack && *t0 - c->t < stack_refresh_ns)
 		return c->stack;
-	uint32_t stack = stack_here(th);
+	uint32_t stack = stack_here(th, site);
 	c->site = site;
 	c->t = *t0;
 	c->stack = stack;
@@ -251,7 +252,7 @@ static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct loc
 	uint32_t n = atomic_fetch_add(&nused, 1);
 	if (n < LOCK_SLOTS)
 		atomic_store(&used[n], (uint32_t)(s - table));
-	ST(s->first_stack, stack_here(th));
+	ST(s->first_stack, stack_here(th, site));
 	return s;
 }
 
