@@ -2,8 +2,10 @@
 # bench/cpu.sh: the cost of CPU sampling on a CPU-bound two-thread program (bench/cpu_bench.c)
 # at 99 Hz and 999 Hz, next to perf record -F at the same rates (frame-pointer call graphs,
 # -g, and DWARF ones, --call-graph dwarf, which unwind as libprof does but offline). Runs
-# every configuration in interleaved rounds, prints the median loop times and their ratios
-# to the plain program, and writes the table to build/bench/cpu.txt. Environment:
+# every configuration in interleaved rounds, prints the median loop times (wall clock) and
+# the median CPU time of the profiled process (user + system: what other load on a shared
+# machine does not stretch; perf's own process is not in it), with their ratios to the plain
+# program, and writes the table to build/bench/cpu.txt. Environment:
 #   BENCH_ROUNDS  interleaved rounds (default 7)
 #   BENCH_ITERS   calls per thread (default 200000, about 1 s per thread)
 #   BUILD         build directory (default build)
@@ -42,7 +44,7 @@ if command -v perf >/dev/null && perf record -q -F 99 -g -o "$tmp/probe.data" --
 	configs+=(perf-g-99 perf-g-999 perf-dwarf-99 perf-dwarf-999)
 fi
 
-# run CONFIG: the loop time cpu_bench reports, in seconds; checks its checksum.
+# run CONFIG: "WALL CPU" as cpu_bench reports them, in seconds; checks its checksum.
 expected=""
 run() {
 	local out hz=${1##*-}
@@ -56,13 +58,15 @@ run() {
 	local sum=${out##*checksum=}
 	[[ -z $expected ]] && expected=$sum
 	[[ $sum == "$expected" ]] || die "$1: checksum $sum, plain run gave $expected"
-	sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' <<<"$out"
+	sed -n 's/.*seconds=\([0-9.]*\) cpu=\([0-9.]*\).*/\1 \2/p' <<<"$out"
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
 	echo "round $r/$ROUNDS" >&2
 	for c in "${configs[@]}"; do
-		echo "$(run "$c")" >>"$tmp/$c"
+		read -r wall cpu <<<"$(run "$c")"
+		echo "$wall" >>"$tmp/$c.wall"
+		echo "$cpu" >>"$tmp/$c.cpu"
 	done
 done
 
@@ -70,12 +74,16 @@ median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) 
 
 {
 	echo "CPU sampling overhead: bench/cpu_bench.c, 2 threads x $ITERS calls, $ROUNDS interleaved rounds,"
-	echo "median loop time ($(nproc) CPUs, $(uname -r); the machine may be shared: compare medians)"
-	printf '%-16s %10s %8s\n' config seconds ratio
-	p=$(median "$tmp/plain")
+	echo "medians of the loop wall time and of the process CPU time ($(nproc) CPUs, $(uname -r);"
+	echo "the machine may be shared: compare medians; perf's own process is not in cpu_s)"
+	printf '%-16s %10s %8s %10s %8s\n' config wall_s ratio cpu_s ratio
+	pw=$(median "$tmp/plain.wall")
+	pc=$(median "$tmp/plain.cpu")
 	for c in "${configs[@]}"; do
-		m=$(median "$tmp/$c")
-		printf '%-16s %10.4f %8.3f\n' "$c" "$m" "$(awk -v a="$m" -v b="$p" 'BEGIN { print a / b }')"
+		w=$(median "$tmp/$c.wall")
+		u=$(median "$tmp/$c.cpu")
+		printf '%-16s %10.4f %8.3f %10.4f %8.3f\n' "$c" "$w" "$(awk -v a="$w" -v b="$pw" 'BEGIN { print a / b }')" \
+			"$u" "$(awk -v a="$u" -v b="$pc" 'BEGIN { print a / b }')"
 	done
 	((perf_ok)) || echo "(perf record: not installed or not allowed here)"
 } | tee "$outdir/cpu.txt"
