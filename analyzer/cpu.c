@@ -49,6 +49,8 @@ struct cpu_state {
 	struct u64map stacks;    /* stack | PROF_SAMPLE_IN_PROF << 32 -> struct cpu_weight */
 	struct u64map pcs;       /* PC -> struct cpu_weight, of samples without a stack */
 	struct u64map blocked;   /* stack | cause << 32 -> blocked ns (uint64_t) */
+	struct cpu_thread *last; /* thread_of()'s latest answer, for last_serial */
+	uint32_t last_serial;
 };
 
 extern const struct family cpu_family;
@@ -78,13 +80,18 @@ static void cpu_free(void *state)
 
 /* ---- folding records -------------------------------------------------------------------- */
 
-/* CPU time the thread was sampled using in (start, end]. */
+/* CPU time the thread was sampled using in (start, end]: the ring holds its latest samples in
+ * time order, newest at ring_pos - 1, so the walk stops at the first one before start. */
 static uint64_t sampled_in(const struct cpu_thread *t, uint64_t start, uint64_t end)
 {
 	uint64_t ns = 0;
-	for (int i = 0; i < RING; i++)
-		if (t->ring_ns[i] && t->ring_t[i] > start && t->ring_t[i] <= end)
+	for (uint32_t k = 1; k <= RING; k++) {
+		uint32_t i = (t->ring_pos + RING - k) % RING;
+		if (!t->ring_ns[i] || t->ring_t[i] <= start)
+			break;
+		if (t->ring_t[i] <= end)
 			ns += t->ring_ns[i];
+	}
 	return ns;
 }
 
@@ -120,9 +127,18 @@ static int settle(struct cpu_state *s, struct cpu_thread *t, uint64_t now)
 	return rc;
 }
 
+/* The state of the record's thread. Records come in runs of one thread: the last one found is
+ * kept (until a new thread's insertion may move the map's values). */
 static struct cpu_thread *thread_of(struct cpu_state *s, const struct trace_event *ev)
 {
-	return u64map_put(&s->threads, ev->stream / 2, NULL);
+	uint32_t serial = ev->stream / 2;
+	if (s->last && s->last_serial == serial)
+		return s->last;
+	int created;
+	struct cpu_thread *t = u64map_put(&s->threads, serial, &created);
+	s->last = t;
+	s->last_serial = serial;
+	return t;
 }
 
 static int on_sample(struct process *p, struct cpu_state *s, const struct trace_event *ev)
@@ -178,7 +194,6 @@ static int cpu_observe(struct process *p, void *state, const struct trace_event 
 	uint64_t end, start;
 	uint32_t stack = 0;
 	unsigned cause;
-	(void)p;
 	switch (h->type) {
 	case PROF_REC_LOCK_WAIT: {
 		const struct prof_rec_lock_wait *r = (const void *)h;
@@ -207,6 +222,8 @@ static int cpu_observe(struct process *p, void *state, const struct trace_event 
 		struct cpu_thread *t = thread_of(s, ev);
 		if (!t || settle(s, t, h->time) < 0)
 			return -1;
+		if (!p->hdr.cpu_hz)  /* no samples will come: settled at once */
+			return add_blocked(s, t, h->time, h->time + r->duration_ns, r->stack, PROF_CAUSE_IO);
 		if (t->npending == PENDING && settle(s, t, UINT64_MAX) < 0)  /* full: settle early */
 			return -1;
 		t->pending[t->npending++] = (struct pending_call){ h->time, h->time + r->duration_ns,
