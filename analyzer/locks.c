@@ -326,7 +326,7 @@ static int locks_tl_event(void *state, struct timeline *tl, const struct trace_e
 		const struct prof_rec_thread_join *j = (const void *)h;
 		char name[48];
 		snprintf(name, sizeof(name), "join %u", j->tid);
-		tl_complete(tl, "lock", ev->tid, name, h->time > j->wait_ns ? h->time - j->wait_ns : 0,
+		tl_complete(tl, "thread", ev->tid, name, h->time > j->wait_ns ? h->time - j->wait_ns : 0,
 			    j->wait_ns);
 		tl_end(tl);
 		return 0;
