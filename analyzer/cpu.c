@@ -43,7 +43,7 @@ struct cpu_weight {
 };
 
 struct cpu_state {
-	uint64_t samples, sampled_ns, in_prof, first_t, last_t;
+	uint64_t samples, sampled_ns, in_prof;
 	uint64_t blocked_ns[PROF_CAUSE_COUNT];
 	struct u64map threads;   /* serial -> struct cpu_thread */
 	struct u64map stacks;    /* stack | PROF_SAMPLE_IN_PROF << 32 -> struct cpu_weight */
@@ -134,14 +134,13 @@ static struct cpu_thread *thread_of(struct cpu_state *s, const struct trace_even
 	uint32_t serial = ev->stream / 2;
 	if (s->last && s->last_serial == serial)
 		return s->last;
-	int created;
-	struct cpu_thread *t = u64map_put(&s->threads, serial, &created);
+	struct cpu_thread *t = u64map_put(&s->threads, serial, NULL);
 	s->last = t;
 	s->last_serial = serial;
 	return t;
 }
 
-static int on_sample(struct process *p, struct cpu_state *s, const struct trace_event *ev)
+static int on_sample(struct cpu_state *s, const struct trace_event *ev)
 {
 	const struct prof_rec_cpu_sample *r = (const void *)ev->rec;
 	struct cpu_thread *t = thread_of(s, ev);
@@ -154,11 +153,8 @@ static int on_sample(struct process *p, struct cpu_state *s, const struct trace_
 	t->ring_t[t->ring_pos] = r->h.time;
 	t->ring_ns[t->ring_pos] = r->period_ns;
 	t->ring_pos = (t->ring_pos + 1) % RING;
-	if (!s->samples)
-		s->first_t = r->h.time;
 	s->samples++;
 	s->sampled_ns += r->period_ns;
-	s->last_t = r->h.time;
 	s->in_prof += (r->h.flags & PROF_SAMPLE_IN_PROF) != 0;
 	/* Without stacks (PROF_STACK_DEPTH=0) the PC still says which function ran. */
 	uint64_t key = (uint64_t)(r->h.flags & PROF_SAMPLE_IN_PROF) << 32 | r->stack;
@@ -168,15 +164,15 @@ static int on_sample(struct process *p, struct cpu_state *s, const struct trace_
 		return -1;
 	w->samples++;
 	w->ns += r->period_ns;
-	(void)p;
 	return 0;
 }
 
 static int cpu_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
 	struct cpu_state *s = state;
+	(void)p;
 	if (ev->rec->type == PROF_REC_CPU_SAMPLE)
-		return on_sample(p, s, ev);
+		return on_sample(s, ev);
 	if (ev->rec->type != PROF_REC_CPU_BLOCKED)
 		return 0;
 	const struct prof_rec_cpu_blocked *r = (const void *)ev->rec;
