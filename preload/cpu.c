@@ -127,6 +127,11 @@ static void sample(struct prof_thread *th, const siginfo_t *si, ucontext_t *uc)
 		if (n > max)
 			n = max;
 	}
+	for (int i = 0; i < n; i++)
+		if (!prof_addr_known((uintptr_t)frames[i])) {
+			prof_modules_mark_stale();
+			break;
+		}
 	if (n > 0)
 		stack = prof_stack_intern(th, frames, n);
 	struct prof_rec_cpu_sample *r = prof_reserve(th, sizeof(*r));

@@ -215,6 +215,7 @@ void prof_thread_end(struct prof_thread *th)
 	if (th->serial == 0)
 		return;
 	prof_cpu_stop(th);
+	prof_modules_rescan_if_stale();
 	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		struct timespec ts;

@@ -138,6 +138,8 @@ void prof_stacks_reset(void);
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */
 void prof_modules_init(void);
 void prof_modules_rescan(void);
+void prof_modules_mark_stale(void);       /* async-signal-safe: a rescan is due */
+void prof_modules_rescan_if_stale(void);
 void prof_modules_reset(void);
 int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);

@@ -107,6 +107,7 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	    !prof_writer_has_room(th, (uint32_t)sizeof(struct prof_rec_stack) +
 					  8u * prof_cfg.stack_depth + 256u))
 		return 0;
+	prof_modules_rescan_if_stale();  /* a CPU sample ran in a library loaded since */
 	uint64_t *guess = prediction(th, call_site);
 	if (table && *guess && call_site)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);

@@ -55,6 +55,10 @@ void prof_modules_rescan(void)
 {
 }
 
+void prof_modules_rescan_if_stale(void)
+{
+}
+
 int core_log_count(void)
 {
 	return atomic_load(&log_count);

@@ -317,3 +317,17 @@ Test(cpu, without_stacks_the_pc_still_names_the_function)
 	cr_expect_str_eq(json_string_value(json_object_get(first, "function")), "spin_for");
 	json_decref(doc);
 }
+
+Test(cpu, samples_in_a_library_loaded_later_are_symbolized)
+{
+	char lib[4096];
+	snprintf(lib, sizeof(lib), "%s/progs/libplugin.so", e2e_build());
+	const char *argv[] = { e2e_prog("cpu_plugin"), lib, NULL };
+	int st;
+	json_t *doc = profile(argv, fast, NULL, &st);
+	cr_assert_eq(st, 0);
+	json_t *first = json_array_get(json_object_get(json_object_get(e2e_process(doc, 0), "cpu"),
+						       "top"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(first, "function")), "plugin_spin");
+	json_decref(doc);
+}
