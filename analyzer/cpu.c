@@ -257,7 +257,7 @@ static int cpu_has_data(const struct process *p)
 	uint64_t blocked = 0;
 	for (int c = 0; c < PROF_CAUSE_COUNT; c++)
 		blocked += s->blocked_ns[c];
-	return s->samples > 0 || (p->hdr.cpu_hz && blocked > 0);
+	return s->samples > 0 || ((p->hdr.events & PROF_EV_CPU) && blocked > 0);
 }
 
 /* ---- functions ---------------------------------------------------------------------------- */
@@ -515,9 +515,13 @@ static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
 	(void)frames;
 	const struct cpu_state *s = cpu_of(p);
 	char a[32], b[32], c[32], d[32];
-	fprintf(out, "\n-- CPU (%s samples, %.0f per second of CPU time (PROF_CPU_HZ=%u): %s of CPU; %s blocked)\n",
-		fmt_count(s->samples, a, sizeof(a)), rate_hz(s), p->hdr.cpu_hz,
-		fmt_ns(s->sampled_ns, b, sizeof(b)), fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
+	if (s->samples)
+		fprintf(out, "\n-- CPU (%s samples, %.0f per second of CPU time (PROF_CPU_HZ=%u): %s of CPU; %s blocked)\n",
+			fmt_count(s->samples, a, sizeof(a)), rate_hz(s), p->hdr.cpu_hz,
+			fmt_ns(s->sampled_ns, b, sizeof(b)), fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
+	else
+		fprintf(out, "\n-- CPU (no samples (PROF_CPU_HZ=%u); %s blocked)\n", p->hdr.cpu_hz,
+			fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
 	if (s->in_prof)
 		fprintf(out, "   %" PRIu64 " samples landed inside libprof's hooks and count for the program's callers\n",
 			s->in_prof);
