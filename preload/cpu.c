@@ -44,6 +44,9 @@ static struct {
 static _Atomic int installed;         /* our handler owns TICK_SIGNAL */
 static struct sigaction program_sa;   /* what the program set for TICK_SIGNAL (SIG_DFL at first) */
 static uint64_t period_ns;
+/* Whether the program believes it blocked TICK_SIGNAL in this thread: the masks it reads back
+ * say so, though the signal itself stays unblocked. A new thread inherits it (threads.c). */
+static __thread int tick_blocked;
 
 static void resolve(void)
 {
@@ -203,6 +206,15 @@ void prof_cpu_init(void)
 		return;
 	}
 	program_sa = old;
+	/* Blocked since before we were loaded (an exec'ing program's mask, posix_spawn's
+	 * POSIX_SPAWN_SETSIGMASK): unblocked, and still blocked as the program sees it. */
+	sigset_t cur, tick;
+	sigemptyset(&tick);
+	sigaddset(&tick, TICK_SIGNAL);
+	if (real.pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, TICK_SIGNAL)) {
+		real.pthread_sigmask(SIG_UNBLOCK, &tick, NULL);
+		tick_blocked = 1;
+	}
 	atomic_store(&installed, 1);
 }
 
@@ -296,17 +308,44 @@ const sigset_t *prof_cpu_blocked(const sigset_t *set, sigset_t *buf)
 	return buf;
 }
 
+int prof_cpu_tick_blocked(void)
+{
+	return tick_blocked;
+}
+
+void prof_cpu_set_tick_blocked(int blocked)
+{
+	tick_blocked = blocked;
+}
+
+/* sigprocmask and pthread_sigmask: fn is the real one, which returns 0 on success. */
+static int change_mask(int (*fn)(int, const sigset_t *, sigset_t *), int how, const sigset_t *set,
+		       sigset_t *old)
+{
+	if (!atomic_load_explicit(&installed, memory_order_relaxed))
+		return fn(how, set, old);
+	sigset_t buf;
+	int was = tick_blocked;
+	int rc = fn(how, how == SIG_UNBLOCK ? set : prof_cpu_unblocked(set, &buf), old);
+	if (rc != 0)
+		return rc;
+	if (old && was)
+		sigaddset(old, TICK_SIGNAL);
+	if (set && how == SIG_SETMASK)
+		tick_blocked = sigismember(set, TICK_SIGNAL);
+	else if (set && sigismember(set, TICK_SIGNAL))
+		tick_blocked = how == SIG_BLOCK;
+	return 0;
+}
+
 PROF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
 	resolve();
-	sigset_t buf;
-	return real.sigprocmask(how, how == SIG_UNBLOCK ? set : prof_cpu_unblocked(set, &buf), old);
+	return change_mask(real.sigprocmask, how, set, old);
 }
 
 PROF_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
 	resolve();
-	sigset_t buf;
-	return real.pthread_sigmask(how, how == SIG_UNBLOCK ? set : prof_cpu_unblocked(set, &buf),
-				    old);
+	return change_mask(real.pthread_sigmask, how, set, old);
 }

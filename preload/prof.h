@@ -169,6 +169,10 @@ int prof_eintr_ours(int rc, uint32_t ticks);
  * (the mask of a wait, so a tick cannot end it); set itself when nothing changes. */
 const sigset_t *prof_cpu_unblocked(const sigset_t *set, sigset_t *buf);
 const sigset_t *prof_cpu_blocked(const sigset_t *set, sigset_t *buf);
+/* Whether the program blocked the sampling signal in this thread, as it believes (it is never
+ * blocked for real); a new thread starts with its creator's. */
+int prof_cpu_tick_blocked(void);
+void prof_cpu_set_tick_blocked(int blocked);
 
 /* heap.c */
 void prof_heap_init(void);

@@ -138,6 +138,7 @@ struct start_block {
 	void *arg;
 	uint32_t parent, stack;
 	int mapped;
+	int tick_blocked;  /* the creator's view of the sampling signal's mask (cpu.c) */
 };
 #define POOL_BLOCKS 256
 static struct start_block pool[POOL_BLOCKS];
@@ -177,6 +178,7 @@ static void *prof_thread_trampoline(void *p)
 	void *(*fn)(void *) = b->fn;
 	void *arg = b->arg;
 	uint32_t parent = b->parent, stack = b->stack;
+	prof_cpu_set_tick_blocked(b->tick_blocked);
 	block_put(b);
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
@@ -209,6 +211,7 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 		b->arg = arg;
 		b->parent = me->serial;
 		b->stack = prof_stack_here(me);
+		b->tick_blocked = prof_cpu_tick_blocked();
 	}
 	th->in_hook--;
 	errno = saved;

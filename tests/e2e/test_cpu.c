@@ -152,6 +152,7 @@ Test(cpu, calls_never_fail_with_eintr_and_program_signals_still_work)
 	cr_expect_eq(eintr, 0, "no call failed with EINTR");
 	cr_expect_geq(sigprof, 20, "the program's own ITIMER_PROF ticked (%d)", sigprof);
 	cr_expect_eq(own, 2, "its own handlers got its own raise()s");
+	cr_expect_not_null(strstr(out, "mask 1"), "a thread reads back the mask it set: %s", out);
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
 	size_t i;
 	json_t *t;

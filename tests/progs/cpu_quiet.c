@@ -1,8 +1,8 @@
 /* Calls that a signal could interrupt, between bursts of CPU time, in two threads: none may
  * ever fail with EINTR, however fast libprof samples. The program's own SIGPROF profiler
  * (setitimer ITIMER_PROF, about 60 ticks in 300 ms of CPU) must keep ticking, a thread that blocks every signal must still
- * be sampled, and the handler the program sets on libprof's signal must be the one it reads
- * back and the one its own raise() reaches. Prints what it saw; exits 1 on any EINTR. */
+ * be sampled (and read back the mask it set), and the handler the program sets on libprof's
+ * signal must be the one it reads back and the one its own raise() reaches. Prints what it saw; exits 1 on any EINTR. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,7 +20,7 @@
 
 static volatile sig_atomic_t prof_ticks, own_signal;
 static volatile double sink;
-static _Atomic int eintr;
+static _Atomic int eintr, mask_kept = -1;
 static int rounds = 300;
 
 static void on_prof(int sig) { (void)sig; prof_ticks++; }
@@ -46,9 +46,11 @@ static void *calls(void *arg)
 {
 	int blocked = arg != NULL;
 	if (blocked) {  /* this thread blocks every signal: it must still be sampled */
-		sigset_t all;
+		sigset_t all, back;
 		sigfillset(&all);
 		pthread_sigmask(SIG_BLOCK, &all, NULL);
+		pthread_sigmask(SIG_BLOCK, NULL, &back);  /* what it blocked is what it reads back */
+		mask_kept = sigismember(&back, SIGRTMAX - 3) && sigismember(&back, SIGRTMIN);
 	}
 	int p[2];
 	pipe(p);
@@ -127,6 +129,7 @@ int main(int argc, char **argv)
 	pthread_create(&t, NULL, calls, (void *)1);
 	calls(NULL);
 	pthread_join(t, NULL);
-	printf("eintr %d\nsigprof %d\nown %d\n", eintr, (int)prof_ticks, (int)own_signal);
+	printf("eintr %d\nsigprof %d\nown %d\nmask %d\n", eintr, (int)prof_ticks, (int)own_signal,
+	       (int)mask_kept);
 	return eintr ? 1 : 0;
 }
