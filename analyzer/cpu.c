@@ -516,14 +516,14 @@ static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
 	const struct cpu_state *s = cpu_of(p);
 	char a[32], b[32], c[32], d[32];
 	if (s->samples)
-		fprintf(out, "\n-- CPU (%s samples, %.0f per second of CPU time (PROF_CPU_HZ=%u): %s of CPU; %s blocked)\n",
-			fmt_count(s->samples, a, sizeof(a)), rate_hz(s), p->hdr.cpu_hz,
+		fprintf(out, "\n-- CPU (%s sample%s, %.0f per second of CPU time (PROF_CPU_HZ=%u): %s of CPU; %s blocked)\n",
+			fmt_count(s->samples, a, sizeof(a)), s->samples == 1 ? "" : "s", rate_hz(s), p->hdr.cpu_hz,
 			fmt_ns(s->sampled_ns, b, sizeof(b)), fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
 	else
 		fprintf(out, "\n-- CPU (no samples (PROF_CPU_HZ=%u); %s blocked)\n", p->hdr.cpu_hz,
 			fmt_ns(sum_causes(s->blocked_ns), c, sizeof(c)));
 	if (s->in_prof)
-		fprintf(out, "   %" PRIu64 " samples landed inside libprof's hooks and count for the program's callers\n",
+		fprintf(out, "   %" PRIu64 " of them landed inside libprof's hooks and count for the program's callers\n",
 			s->in_prof);
 	struct fn_table t;
 	if (s->samples && fns_build(p, &t) == 0 && t.n) {
