@@ -617,18 +617,40 @@ static const struct flame_kind cpu_flames[] = {
 
 /* ---- timeline and dump -------------------------------------------------------------------- */
 
+#define TL_FRAMES 16  /* frames of a sample's stack named in the timeline */
+
+/* A sample as an instant named by the function it caught, with its stack (innermost first). */
+static void tl_sample(struct timeline *tl, const struct trace_event *ev)
+{
+	const struct prof_rec_cpu_sample *r = (const void *)ev->rec;
+	struct sym_frame frames[TL_FRAMES];
+	char buf[256], name[300];
+	int n = 0;
+	if (tl->proc && r->stack)
+		n = stack_symbolize(tl->proc, r->stack, frames, TL_FRAMES);
+	else if (tl->proc && r->pc)
+		n = addr_symbolize(tl->proc, r->pc, frames);
+	snprintf(name, sizeof(name), "%s", n ? frame_label(&frames[0], buf, sizeof(buf)) : "cpu sample");
+	tl_begin(tl, "i", "cpu", ev->tid);
+	fputs(",\"s\":\"t\",\"name\":", tl->out);
+	tl_string(tl->out, name);
+	fprintf(tl->out, ",\"ts\":%.3f,\"args\":{\"pc\":\"0x%" PRIx64 "\",\"period_ns\":%" PRIu64
+		",\"stack\":[", tl_us(ev->rec->time), r->pc, r->period_ns);
+	for (int i = 0; i < n; i++) {
+		if (i)
+			fputc(',', tl->out);
+		tl_string(tl->out, frame_label(&frames[i], buf, sizeof(buf)));
+	}
+	fputs("]}", tl->out);
+	tl_end(tl);
+}
+
 static int cpu_tl_event(void *state, struct timeline *tl, const struct trace_event *ev)
 {
 	(void)state;
 	const struct prof_rec *h = ev->rec;
 	if (h->type == PROF_REC_CPU_SAMPLE) {
-		const struct prof_rec_cpu_sample *r = (const void *)h;
-		uint64_t start = h->time > r->period_ns ? h->time - r->period_ns : 0;
-		tl_begin(tl, "i", "cpu", ev->tid);
-		fprintf(tl->out, ",\"s\":\"t\",\"name\":\"cpu sample\",\"ts\":%.3f,\"args\":{\"pc\":\"0x%"
-			PRIx64 "\",\"stack\":%u,\"period_ns\":%" PRIu64 ",\"since\":%.3f}", tl_us(h->time),
-			r->pc, r->stack, r->period_ns, tl_us(start));
-		tl_end(tl);
+		tl_sample(tl, ev);
 	} else if (h->type == PROF_REC_CPU_BLOCKED) {
 		const struct prof_rec_cpu_blocked *r = (const void *)h;
 		uint64_t start = h->time > r->duration_ns ? h->time - r->duration_ns : 0;
@@ -677,5 +699,6 @@ const struct family cpu_family = {
 	.nflames = sizeof(cpu_flames) / sizeof(cpu_flames[0]),
 	.flame_labeled = cpu_flame,
 	.timeline = &cpu_timeline,
+	.timeline_symbols = 1,
 	.dump = cpu_dump,
 };

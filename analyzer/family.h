@@ -84,6 +84,7 @@ struct family {
 			     flame_emit_labeled_fn emit, void *ctx);
 
 	const struct family_timeline *timeline;
+	int timeline_symbols;  /* its timeline names code addresses: tl->proc is the model */
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);

@@ -235,7 +235,8 @@ Test(cpu, blocked_time_by_cause_and_wall_clock_view)
 	cr_assert_eq(e2e_run(exp, NULL, NULL, NULL), 0);
 	char *text = e2e_read_file(tl);
 	cr_assert_not_null(text);
-	cr_expect_not_null(strstr(text, "\"cpu sample\""));
+	cr_expect_not_null(strstr(text, "\"cat\":\"cpu\",\"s\":\"t\",\"name\":\"compute\""),
+			   "samples named by the function they caught");
 	cr_expect_not_null(strstr(text, "\"name\":\"nanosleep\""));
 	free(text);
 	json_decref(doc);
