@@ -33,6 +33,7 @@
 
 #define TICK_SIGNAL (SIGRTMAX - 3)  /* 61 on Linux: far from glibc's and most programs' own */
 #define TICK_MAGIC 0x70726f66        /* si_value of our timers ("prof") */
+#define UNWIND_STACK (24u * 1024u)   /* stack a sample needs to unwind, margin included */
 
 static struct {
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
@@ -107,13 +108,29 @@ static int unwind(ucontext_t *uc, void **frames, int max, int in_hook, uint64_t 
 	return kept;
 }
 
-static void sample(struct prof_thread *th, const siginfo_t *si, ucontext_t *uc)
+/* The PC of an interrupted context, without unwinding. */
+static uint64_t context_pc(const ucontext_t *uc)
+{
+#if defined(__x86_64__)
+	return (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	return (uint64_t)uc->uc_mcontext.pc;
+#else
+	(void)uc;
+	return 0;
+#endif
+}
+
+/* shallow: too little stack is left to unwind (a thread whose stack the program sized small):
+ * the sample keeps its PC alone. */
+static __attribute__((noinline)) void sample(struct prof_thread *th, const siginfo_t *si,
+					     ucontext_t *uc, int shallow)
 {
 	int in_hook = th->in_hook;
 	th->in_signal++;
 	th->in_hook++;
-	void *frames[PROF_MAX_STACK_DEPTH + 32];
-	int max = (int)prof_cfg.stack_depth;
+	int max = shallow ? 0 : (int)prof_cfg.stack_depth;
+	void *frames[max + 32];  /* sized to the setting: threads' stacks may be small */
 	uint64_t pc = 0;
 	unsigned flags = 0;
 	uint32_t stack = 0;
@@ -125,6 +142,8 @@ static void sample(struct prof_thread *th, const siginfo_t *si, ucontext_t *uc)
 		pc = th->hook_site;
 		if (max > 0 && !(stack = prof_stack_last_at(th, th->hook_site)) && th->hook_site)
 			frames[n++] = (void *)th->hook_site;
+	} else if (shallow) {
+		pc = context_pc(uc);
 	} else {
 		n = unwind(uc, frames, max > 0 ? max + 32 : 1, in_hook, &pc, &flags);
 		if (n > max)
@@ -179,10 +198,14 @@ static void on_tick(int sig, siginfo_t *si, void *uc)
 	int saved = errno;
 	struct prof_thread *th = &prof_self;
 	th->ticks++;
+	/* Unwinding takes up to some 16 KiB of stack: where the program sized its thread's stack,
+	 * what is left is checked, and too little left makes a sample of the PC alone. */
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	int shallow = th->stack_lo && here < th->stack_lo + UNWIND_STACK;
 	/* A full trace (PROF_ACTIVE_FULL) still takes what fits in the stream's chunk. */
 	if (th->serial && !th->in_signal && th->has_timer &&
 	    atomic_load_explicit(&prof_active, memory_order_relaxed))
-		sample(th, si, uc);
+		sample(th, si, uc, shallow);
 	errno = saved;
 }
 

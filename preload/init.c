@@ -354,8 +354,10 @@ static void atfork_child(void)
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
 	int depth = th->in_hook;
+	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
 	memset(th, 0, sizeof(*th));
 	th->in_hook = depth;
+	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
 	prof_stacks_reset();

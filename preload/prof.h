@@ -69,6 +69,7 @@ struct prof_thread {
 	volatile uintptr_t hook_site;
 	void *cpu_timer;      /* timer_t of the thread's CPU-time timer, when it has one */
 	int has_timer;
+	uintptr_t stack_lo;   /* about the lowest address of a stack the program sized, else 0 */
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 };
 extern __thread struct prof_thread prof_self;

@@ -139,6 +139,7 @@ struct start_block {
 	uint32_t parent, stack;
 	int mapped;
 	int tick_blocked;  /* the creator's view of the sampling signal's mask (cpu.c) */
+	size_t stack_size; /* the size the program asked for, 0 if it did not */
 };
 #define POOL_BLOCKS 256
 static struct start_block pool[POOL_BLOCKS];
@@ -179,7 +180,12 @@ static void *prof_thread_trampoline(void *p)
 	void *arg = b->arg;
 	uint32_t parent = b->parent, stack = b->stack;
 	prof_cpu_set_tick_blocked(b->tick_blocked);
+	size_t stack_size = b->stack_size;
 	block_put(b);
+	/* A stack the program sized: CPU samples check what is left of it (cpu.c). glibc puts the
+	 * thread descriptor (what pthread_self() points to, 2-3 KiB) at the stack's top and the
+	 * TLS under it: the stack's lowest address is at most a page above this. */
+	prof_self.stack_lo = stack_size ? (uintptr_t)pthread_self() + 4096 - stack_size : 0;
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
 		struct prof_thread *th = &prof_self;
@@ -212,6 +218,9 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 		b->parent = me->serial;
 		b->stack = prof_stack_here(me);
 		b->tick_blocked = prof_cpu_tick_blocked();
+		b->stack_size = 0;
+		if (attr)
+			pthread_attr_getstacksize(attr, &b->stack_size);
 	}
 	th->in_hook--;
 	errno = saved;

@@ -333,3 +333,22 @@ Test(cpu, samples_in_a_library_loaded_later_are_symbolized)
 	cr_expect_str_eq(json_string_value(json_object_get(first, "function")), "plugin_spin");
 	json_decref(doc);
 }
+
+Test(cpu, small_thread_stacks_never_overflow)
+{
+	const char *argv[] = { e2e_prog("cpu_stacks"), NULL };
+	int st;
+	json_t *doc = profile(argv, fast, NULL, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
+	/* spin() is static and inlined or not: each thread's time is found under its routine
+	 * (big stack: unwound) or in spin/its routine by PC (small stack). */
+	double big = total_pct(cpu, "on_big_stack");
+	cr_expect_gt(big, 35, "the 256 KiB thread unwound: %.1f%%", big);
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(cpu, "threads"), i, t)
+		if (i > 0)
+			cr_expect_gt(e2e_int(t, "samples"), 10, "thread %zu sampled", i);
+	json_decref(doc);
+}
