@@ -216,8 +216,6 @@ void prof_cpu_init(void)
 	resolve();
 	if (!(prof_cfg.events & PROF_EV_CPU) || prof_cfg.cpu_hz == 0 || atomic_load(&installed))
 		return;
-	if (prof_cfg.cpu_hz > 100000)
-		prof_cfg.cpu_hz = 100000;
 	period_ns = 1000000000u / prof_cfg.cpu_hz;
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));

@@ -147,8 +147,15 @@ static void read_config(void)
 		long d = strtol(v, NULL, 10);
 		prof_cfg.stack_depth = d < 0 ? 0 : d > PROF_MAX_STACK_DEPTH ? PROF_MAX_STACK_DEPTH : (unsigned)d;
 	}
-	if ((v = getenv("PROF_CPU_HZ")) && *v)
-		prof_cfg.cpu_hz = (unsigned)strtoul(v, NULL, 10);
+	if ((v = getenv("PROF_CPU_HZ")) && *v) {
+		char *end;
+		unsigned long hz = strtoul(v, &end, 10);
+		if (*end || *v < '0' || *v > '9' || hz > 100000)
+			prof_log("PROF_CPU_HZ=%s: not a rate from 0 to 100000 Hz; %u Hz it is", v,
+				 prof_cfg.cpu_hz);
+		else
+			prof_cfg.cpu_hz = (unsigned)hz;
+	}
 	if ((v = getenv("PROF_FREERES")) && *v)
 		prof_cfg.free_at_exit = atoi(v) != 0;
 	if ((v = getenv("PROF_MAX_SIZE")) && *v)
