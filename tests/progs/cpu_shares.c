@@ -22,7 +22,7 @@ static void spin_for(long ms)
 	long long end = thread_cpu_ns() + ms * 1000000LL;
 	double x = sink;
 	while (thread_cpu_ns() < end)
-		for (int i = 0; i < 20000; i++)
+		for (int i = 0; i < 20000; i++)  /* HOT-LOOP */
 			x = x * 1.0000001 + 0.5;
 	sink = x;
 }
