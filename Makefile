@@ -28,7 +28,8 @@ ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm -pthread
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC))
 
-.PHONY: all deps demo test unit core tsan e2e asan bench install clean check-exports bundle test-bundle
+.PHONY: all deps demo test unit core tsan e2e asan bench bench-cpu install clean check-exports \
+	bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
 
@@ -121,12 +122,13 @@ asan: deps
 test: check-exports unit core tsan asan test-bundle
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
-# driver, the analyzer on long traces; each prints its table and writes it to build/bench/*.txt.
+# driver, CPU sampling vs perf record, the analyzer on long traces; each prints its table and writes it to build/bench/*.txt.
 bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/run.sh
 	bench/locks.sh
 	bench/io.sh
 	bench/cuda.sh
+	bench/cpu.sh
 	BUILD=$(BUILD) bench/analyzer
 
 install: all
@@ -221,3 +223,6 @@ gpu-check:
 
 bench-cuda: all $(CUDA_OUT)/libcuda.so.1
 	bench/cuda.sh
+
+bench-cpu: all
+	bench/cpu.sh

@@ -6,6 +6,7 @@
  * microseconds, so processes of one run line up. */
 #include "commands.h"
 #include "family.h"
+#include "process.h"
 #include "timeline.h"
 #include "trace.h"
 
@@ -95,8 +96,21 @@ static int export_trace(struct timeline *tl, const char *path)
 	snprintf(label, sizeof(label), "%s (%u)", trace_exe(t), hdr->pid);
 	tl_metadata(tl, "process_name", 0, label);
 
+	/* Families that name code addresses (CPU samples by function) get the model too. */
+	struct process proc;
+	int have_proc = 0, rc = 0;
+	for (size_t i = 0; families[i]; i++)
+		if (families[i]->timeline && families[i]->timeline_symbols && !have_proc) {
+			if (process_load(path, &proc, err, sizeof(err)) < 0) {
+				prof_error("%s", err);
+				process_free(&proc);
+				trace_close(t);
+				return -1;
+			}
+			have_proc = 1;
+		}
+	tl->proc = have_proc ? &proc : NULL;
 	void *state[FAMILY_MAX] = { 0 };
-	int rc = 0;
 	for (size_t i = 0; rc == 0 && families[i]; i++) {
 		const struct family_timeline *ft = families[i]->timeline;
 		if (!ft || !ft->state_size)
@@ -123,6 +137,9 @@ static int export_trace(struct timeline *tl, const char *path)
 			free(state[i]);
 		}
 	trace_close(t);
+	if (have_proc)
+		process_free(&proc);
+	tl->proc = NULL;
 	return rc;
 }
 
@@ -130,8 +147,10 @@ static const struct cmd_spec export_spec = {
 	"export", CMD_OUTPUT | CMD_EXPORT, 0,
 	"usage: prof export --format chrome [-o FILE.json] [--min-ns N] TRACE...\n"
 	"A timeline for chrome://tracing and Perfetto (ui.perfetto.dev): per process and\n"
-	"thread, lock waits, I/O calls, CUDA API calls, GPU kernels and copies (one track per\n"
-	"stream), NVTX ranges and marks, exits, forks and execs, and a heap-size counter.\n\n"
+	"thread, CPU samples (named by function, with their stacks), blocked calls (sleeps,\n"
+	"poll, waits, joins), lock waits, I/O calls, CUDA API calls, GPU kernels and copies\n"
+	"(one track per stream), NVTX ranges and marks, exits, forks and execs, and a\n"
+	"heap-size counter.\n\n"
 	"  --format chrome  the Chrome trace-event JSON format (the only one so far)\n"
 	"  -o FILE          write to FILE (default stdout)\n"
 	"  --min-ns N       leave out I/O calls shorter than N ns (default 0: all)\n"

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#define PROF_ANALYZER_FAMILIES(X) X(heap) X(locks) X(io) X(cuda)
+#define PROF_ANALYZER_FAMILIES(X) X(cpu) X(heap) X(locks) X(io) X(cuda)
 
 #define DECLARE(f) extern const struct family f##_family;
 PROF_ANALYZER_FAMILIES(DECLARE)
@@ -17,6 +17,7 @@ const struct family *const families[] = { PROF_ANALYZER_FAMILIES(ENTRY) NULL };
 _Static_assert(sizeof(families) / sizeof(families[0]) <= FAMILY_MAX + 1, "raise FAMILY_MAX");
 
 unsigned char family_route[FAMILY_TYPES];
+unsigned char family_observer[FAMILY_TYPES];
 int family_routed;
 
 void family_route_init(void)
@@ -27,6 +28,9 @@ void family_route_init(void)
 			family_route[t] = (unsigned char)(i + 1);
 		for (unsigned t = f->more_first; t && t <= f->more_last && t < FAMILY_TYPES; t++)
 			family_route[t] = (unsigned char)(i + 1);
+		for (unsigned t = f->observe_first; f->observe && t <= f->observe_last &&
+		     t < FAMILY_TYPES; t++)
+			family_observer[t] = (unsigned char)(i + 1);
 	}
 	family_routed = 1;
 }

@@ -16,8 +16,11 @@ struct trace_event;
 struct prof_rec;
 struct timeline;
 
-/* Flame graphs: emit(ctx, stack id, weight) once per stack. */
+/* Flame graphs: emit(ctx, stack id, weight) once per stack. The labeled form puts a frame of
+ * its own (leaf, when not NULL: "[sleep]") under the stack's innermost one. */
 typedef void (*flame_emit_fn)(void *ctx, uint32_t stack, uint64_t weight);
+typedef void (*flame_emit_labeled_fn)(void *ctx, uint32_t stack, const char *leaf,
+				      uint64_t weight);
 
 /* A weight a flame kind can be drawn by (`--by NAME`); the first one is the default. */
 struct flame_weight {
@@ -68,6 +71,10 @@ struct family {
 	void (*free)(void *state);
 	int (*on_record)(struct process *p, void *state, const struct trace_event *ev);
 	int (*finish)(struct process *p);
+	/* Records of other families it reads too, types [observe_first, observe_last]: given to
+	 * observe() after their owner's on_record (one observer per type). */
+	unsigned observe_first, observe_last;
+	int (*observe)(struct process *p, void *state, const struct trace_event *ev);
 
 	/* prof report: a section when has_data(); the JSON value under json_key (always, so
 	 * the SPEC's keys are there even without data); a clause of the --brief line. */
@@ -84,8 +91,12 @@ struct family {
 
 	const struct flame_kind *flames;
 	size_t nflames;
+	/* Instead of the kinds' collect, where a family's stacks get a leaf frame of their own. */
+	int (*flame_labeled)(struct process *p, const struct flame_kind *kind, const char *by,
+			     flame_emit_labeled_fn emit, void *ctx);
 
 	const struct family_timeline *timeline;
+	int timeline_symbols;  /* its timeline names code addresses: tl->proc is the model */
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);
@@ -98,6 +109,7 @@ extern const struct family *const families[];
  * lookup, made on first use, since every record of a trace asks. */
 #define FAMILY_TYPES 256
 extern unsigned char family_route[FAMILY_TYPES];  /* 1 + index in families[], 0: none */
+extern unsigned char family_observer[FAMILY_TYPES];  /* the same, for observe() */
 extern int family_routed;
 void family_route_init(void);
 /* The index in families[] of the family owning `type`, or -1. */

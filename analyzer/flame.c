@@ -37,7 +37,7 @@ static const char *keep(struct sample_set *ss, const char *s)
 }
 
 static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, uint64_t weight,
-		      const char *root)
+		      const char *root, const char *leaf)
 {
 	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
 	int truncated;
@@ -60,6 +60,8 @@ static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, 
 			return -1;
 		}
 	}
+	if (leaf)
+		names[d++] = leaf;  /* a string literal of the family's */
 	if (GROW(ss->v, ss->n, ss->cap) < 0) {
 		free(names);
 		return -1;
@@ -72,7 +74,14 @@ static void emit_sample(void *arg, uint32_t stack, uint64_t weight)
 {
 	struct collect_ctx *c = arg;
 	if (c->rc == 0 && weight > 0)
-		c->rc = add_sample(c->ss, c->p, stack, weight, c->root);
+		c->rc = add_sample(c->ss, c->p, stack, weight, c->root, NULL);
+}
+
+static void emit_labeled(void *arg, uint32_t stack, const char *leaf, uint64_t weight)
+{
+	struct collect_ctx *c = arg;
+	if (c->rc == 0 && weight > 0)
+		c->rc = add_sample(c->ss, c->p, stack, weight, c->root, leaf);
 }
 
 static void free_samples(struct sample_set *ss)
@@ -135,15 +144,15 @@ int cmd_flame(int argc, char **argv)
 		return rc;
 	}
 	const char *kind_name = o.kind ? o.kind : "alloc";
-	const struct flame_kind *kind = flame_kind_find(kind_name, NULL);
+	const struct family *owner = NULL;
+	const struct flame_kind *kind = flame_kind_find(kind_name, &owner);
 	if (!kind) {
 		char list[256] = "";
 		for (size_t i = 0; families[i]; i++)
 			for (size_t k = 0; k < families[i]->nflames; k++)
 				snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
 					 list[0] ? ", " : "", families[i]->flames[k].name);
-		prof_error("unknown flame kind '%s' (%s)%s", kind_name, list,
-			   strcmp(kind_name, "cpu") ? "" : "; CPU samples are not recorded by this version");
+		prof_error("unknown flame kind '%s' (%s)", kind_name, list);
 		return 2;
 	}
 	const struct flame_weight *weight = pick_weight(kind, o.by);
@@ -162,7 +171,9 @@ int cmd_flame(int argc, char **argv)
 		snprintf(root, sizeof(root), "%s (%u)",
 			 strrchr(ps[i].exe, '/') ? strrchr(ps[i].exe, '/') + 1 : ps[i].exe, ps[i].hdr.pid);
 		struct collect_ctx ctx = { &ss, &ps[i], n > 1 ? keep(&ss, root) : NULL, 0 };
-		if (kind->collect(&ps[i], weight->by, emit_sample, &ctx) < 0)
+		if (owner->flame_labeled
+			    ? owner->flame_labeled(&ps[i], kind, weight->by, emit_labeled, &ctx) < 0
+			    : kind->collect(&ps[i], weight->by, emit_sample, &ctx) < 0)
 			rc = -1;
 		else
 			rc = ctx.rc;

@@ -327,6 +327,15 @@ static int locks_tl_event(void *state, struct timeline *tl, const struct trace_e
 {
 	(void)state;
 	const struct prof_rec *h = ev->rec;
+	if (h->type == PROF_REC_THREAD_JOIN && h->flags == PROF_THREAD_JOIN) {
+		const struct prof_rec_thread_join *j = (const void *)h;
+		char name[48];
+		snprintf(name, sizeof(name), "join %u", j->tid);
+		tl_complete(tl, "thread", ev->tid, name, h->time > j->wait_ns ? h->time - j->wait_ns : 0,
+			    j->wait_ns);
+		tl_end(tl);
+		return 0;
+	}
 	if (h->type != PROF_REC_LOCK_WAIT)
 		return 0;
 	const struct prof_rec_lock_wait *r = (const void *)h;

@@ -200,6 +200,21 @@ static int on_stack(struct process *p, const struct prof_rec_stack *r)
 	return 0;
 }
 
+/* A frame in no module known when its stack was recorded (a CPU sample in a library loaded
+ * since, described later): the module the trace saw at that address, if any. */
+static void resolve_late_modules(struct process *p)
+{
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&p->stacks, &pos, &key, &val)) {
+		struct stack_info *s = val;
+		for (uint32_t i = 0; i < s->depth; i++)
+			if (s->modules[i] == ~0u)
+				s->modules[i] = process_module_at(p, s->frames[i], 0);
+	}
+}
+
 static int on_record(struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
@@ -209,10 +224,15 @@ static int on_record(struct process *p, const struct trace_event *ev)
 	/* Each event family owns a range of record types (family.h, families.c). */
 	int fi = family_index_of_type(h->type);
 	if (fi >= 0) {
-		if (prof_rec_known(h->type))
-			return families[fi]->on_record(p, p->family_state[fi], ev);
-		p->unknown_records++;
-		return 0;
+		if (!prof_rec_known(h->type)) {
+			p->unknown_records++;
+			return 0;
+		}
+		int rc = families[fi]->on_record(p, p->family_state[fi], ev);
+		int oi = family_observer[h->type] - 1;
+		if (rc == 0 && oi >= 0)
+			rc = families[oi]->observe(p, p->family_state[oi], ev);
+		return rc;
 	}
 	switch (h->type) {
 	case PROF_REC_PAD:
@@ -367,6 +387,7 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	prewarm_finish(&warm);
 	if (rc == 0 && got < 0)
 		rc = -2;
+	resolve_late_modules(p);
 	for (size_t i = 0; rc == 0 && families[i]; i++)
 		if (families[i]->finish)
 			rc = families[i]->finish(p);

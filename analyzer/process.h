@@ -36,6 +36,7 @@ struct stack_info {
 	uint32_t depth;
 	uint64_t *frames;   /* return addresses, innermost first */
 	uint32_t *modules;  /* module id of each frame when the stack was recorded; ~0u unknown */
+	int leaf_exact;     /* frame 0 is the PC that ran (a CPU sample's), not a return address */
 };
 
 /* Modules sorted by start address, for lookups by address in O(log n). */

@@ -72,9 +72,6 @@ static json_t *process_json(struct process *p, size_t top)
 	if (p->exit_kind == EXIT_EXEC && p->exec_path)
 		json_object_set_new(o, "exec", jstr(p->exec_path));
 	json_object_set_new(o, "threads", threads_json(p));
-	/* CPU sampling is not analyzed by this version: the SPEC's key, empty, and no rate,
-	 * since nothing was sampled. */
-	json_object_set_new(o, "cpu", json_pack("{s:i,s:i,s:[]}", "samples", 0, "hz", 0, "top"));
 	for (size_t i = 0; families[i]; i++)
 		if (families[i]->json)
 			json_object_set_new(o, families[i]->json_key, families[i]->json(p, top));

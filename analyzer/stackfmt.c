@@ -39,7 +39,10 @@ int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out,
 		return 0;
 	int n = 0;
 	for (uint32_t i = 0; i < s->depth && n < max; i++) {
-		int got = sym_lookup(sym, s->modules[i], s->frames[i], 1, out + n, max - n);
+		/* a return address looks up the call before it; an exact leaf PC (a CPU
+		 * sample's) is looked up as it is */
+		int got = sym_lookup(sym, s->modules[i], s->frames[i], i > 0 || !s->leaf_exact,
+				     out + n, max - n);
 		if (got > 0 && is_libprof(&out[n + got - 1]))
 			continue;
 		n += got;

@@ -11,6 +11,7 @@ struct timeline {
 	int first;         /* no event written yet: no comma before the next */
 	uint32_t pid;      /* of the process being exported */
 	uint64_t min_ns;   /* I/O calls shorter than this are left out (--min-ns) */
+	struct process *proc;  /* the process's model where a family's timeline_symbols; else NULL */
 };
 
 /* A JSON string: quotes, backslashes and control characters escaped; bytes that are not

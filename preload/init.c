@@ -47,6 +47,67 @@ void prof_log(const char *fmt, ...)
 	errno = saved;
 }
 
+/* Appends the decimal v to buf at len (room for 21 bytes is the caller's); the new length. */
+static size_t put_num(char *buf, size_t len, long v)
+{
+	char tmp[24];
+	int i = (int)sizeof(tmp);
+	unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+	do
+		tmp[--i] = (char)('0' + u % 10);
+	while ((u /= 10) && i > 1);
+	if (v < 0)
+		tmp[--i] = '-';
+	while (i < (int)sizeof(tmp))
+		buf[len++] = tmp[i++];
+	return len;
+}
+
+/* strerror() of what can stop a trace file from growing; strerror itself may take locale
+ * locks, which a signal handler must not. */
+static const char *errno_text(int err)
+{
+	switch (err) {
+	case ENOSPC: return "No space left on device";
+	case EDQUOT: return "Disk quota exceeded";
+	case EIO: return "Input/output error";
+	case EFBIG: return "File too large";
+	case EBADF: return "Bad file descriptor";
+	case EROFS: return "Read-only file system";
+	case ENOMEM: return "Cannot allocate memory";
+	default: return NULL;
+	}
+}
+
+/* prof_log() without stdio, for signal handlers: only copies and write(2). */
+void prof_say(const char *a, const char *b, const char *c, int err)
+{
+	char buf[512];
+	memcpy(buf, "libprof[", 8);
+	size_t len = put_num(buf, 8, getpid());
+	const char *parts[] = { "]: ", a, b, c };
+	for (int k = 0; k < 4; k++)
+		for (const char *p = parts[k]; p && *p && len < sizeof(buf) - 24; p++)
+			buf[len++] = *p;
+	const char *text = errno_text(err);
+	if (err) {
+		for (const char *p = ": "; *p; p++)
+			buf[len++] = *p;
+		if (text) {
+			for (const char *p = text; *p && len < sizeof(buf) - 2; p++)
+				buf[len++] = *p;
+		} else {
+			memcpy(buf + len, "errno ", 6);
+			len = put_num(buf, len + 6, err);
+		}
+	}
+	buf[len++] = '\n';
+	int saved = errno;
+	ssize_t rc = write(2, buf, len);
+	(void)rc;
+	errno = saved;
+}
+
 static uint64_t parse_size(const char *s)
 {
 	char *end;
@@ -107,8 +168,15 @@ static void read_config(void)
 		long d = strtol(v, NULL, 10);
 		prof_cfg.stack_depth = d < 0 ? 0 : d > PROF_MAX_STACK_DEPTH ? PROF_MAX_STACK_DEPTH : (unsigned)d;
 	}
-	if ((v = getenv("PROF_CPU_HZ")) && *v)
-		prof_cfg.cpu_hz = (unsigned)strtoul(v, NULL, 10);
+	if ((v = getenv("PROF_CPU_HZ")) && *v) {
+		char *end;
+		unsigned long hz = strtoul(v, &end, 10);
+		if (*end || *v < '0' || *v > '9' || hz > 100000)
+			prof_log("PROF_CPU_HZ=%s: not a rate from 0 to 100000 Hz; %u Hz it is", v,
+				 prof_cfg.cpu_hz);
+		else
+			prof_cfg.cpu_hz = (unsigned)hz;
+	}
 	if ((v = getenv("PROF_FREERES")) && *v)
 		prof_cfg.free_at_exit = atoi(v) != 0;
 	if ((v = getenv("PROF_ONLY")) && *v)
@@ -150,6 +218,7 @@ static void register_thread_from(struct prof_thread *th, uint32_t parent_serial,
 	/* A non-NULL value makes the key's destructor run at thread exit. */
 	pthread_setspecific(thread_key, th);
 	write_thread_start(th, parent_serial, stack, start_routine);
+	prof_cpu_start(th);
 }
 
 static void register_thread(struct prof_thread *th)
@@ -179,6 +248,8 @@ void prof_thread_end(struct prof_thread *th)
 {
 	if (th->serial == 0)
 		return;
+	prof_cpu_stop(th);
+	prof_modules_rescan_if_stale();
 	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		struct timespec ts;
@@ -320,8 +391,10 @@ static void atfork_child(void)
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
 	int depth = th->in_hook;
+	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
 	memset(th, 0, sizeof(*th));
 	th->in_hook = depth;
+	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
 	prof_stacks_reset();
@@ -404,6 +477,7 @@ void prof_start(void)
 	prof_heap_init();
 	prof_locks_init();
 	prof_threads_init();
+	prof_cpu_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
 	/* A process not recorded still carries the library to the programs it starts. */
 	if (wanted() && start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
@@ -545,10 +619,17 @@ static int do_execve(execve_fn real, const char *path, char *const argv[], char 
 	char preload[2048];
 	int saved = errno;
 	record_exec(path);
+	/* A tick pending when the new image starts would find the signal's default action
+	 * (terminate) there: no timer from here on (it is started again if exec fails). */
+	int mine = atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid();
+	if (mine)
+		prof_cpu_stop(&prof_self);
 	char *const *e = env_with_preload(envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
 	errno = saved;
 	int rc = real(path, argv, e);
 	saved = errno;
+	if (mine && prof_self.serial)
+		prof_cpu_start(&prof_self);
 	exec_failed();
 	errno = saved;
 	return rc;

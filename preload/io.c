@@ -128,7 +128,7 @@ static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame,
 	if (s->ret == ret && s->frame == frame && s->gen == gen && dur < IO_SLOW_NS &&
 	    (++s->uses & 1023) != 0)
 		return s->stack;
-	uint32_t id = prof_stack_here(th);
+	uint32_t id = prof_stack_at(th, ret);  /* the call site: a CPU sample meanwhile uses it */
 	*s = (struct io_site){ .ret = ret, .frame = frame, .stack = id, .gen = gen, .uses = 1 };
 	return id;
 }

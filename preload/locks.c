@@ -199,11 +199,12 @@ static inline struct lock_entry *lock_find(const void *lock)
 	return NULL;
 }
 
-static uint32_t stack_here(struct prof_thread *th)
+/* The stack of a lock call made at site (the hooked function's return address). */
+static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
 {
 	int saved = errno;
 	th->in_hook++;
-	uint32_t stack = prof_stack_here(th);
+	uint32_t stack = prof_stack_at(th, site);
 	th->in_hook--;
 	errno = saved;
 	return stack;
@@ -228,7 +229,7 @@ static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
 	struct site_stack *c = &site_stacks[(site >> 2) & (SITE_STACKS - 1)];
 	if (c->site == site && c->stack && *t0 - c->t < stack_refresh_ns)
 		return c->stack;
-	uint32_t stack = stack_here(th);
+	uint32_t stack = stack_here(th, site);
 	c->site = site;
 	c->t = *t0;
 	c->stack = stack;
@@ -252,7 +253,7 @@ static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct loc
 	uint32_t n = atomic_fetch_add(&nused, 1);
 	if (n < LOCK_SLOTS)
 		atomic_store(&used[n], (uint32_t)(s - table));
-	ST(s->first_stack, stack_here(th));
+	ST(s->first_stack, stack_here(th, site));
 	return s;
 }
 
@@ -975,12 +976,16 @@ PROF_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 	return rc;
 }
 
+/* A timed wait that CPU sampling's signal interrupts fails with EINTR (SA_RESTART or not):
+ * that one is waited again, to the same deadline. The program's own signals still end it. */
 static int sem_call(sem_t *s, int how, clockid_t clk, const struct timespec *abs)
 {
-	switch (how) {
-	case CALL_TIMED: return real.sem_timedwait(s, abs);
-	case CALL_CLOCK: return real.sem_clockwait(s, clk, abs);
-	default: return real.sem_wait(s);
+	for (;;) {
+		uint32_t ticks = prof_ticks();
+		int rc = how == CALL_TIMED ? real.sem_timedwait(s, abs)
+			 : how == CALL_CLOCK ? real.sem_clockwait(s, clk, abs) : real.sem_wait(s);
+		if (!prof_eintr_ours(rc, ticks))
+			return rc;
 	}
 }
 

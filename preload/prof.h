@@ -2,6 +2,7 @@
 #ifndef PROF_PRELOAD_H
 #define PROF_PRELOAD_H
 
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,7 @@ struct prof_stream {
 	uint64_t lost;      /* records dropped since the last LOST record written */
 	uint32_t unsummed;  /* dropped and not yet added to header.lost_records */
 	uint32_t summed;    /* some loss of this stream reached the header already */
+	volatile int busy;  /* inside prof_reserve(): a nested signal handler drops its record */
 };
 
 /* Per-thread state; initial-exec TLS, so touching it never allocates. */
@@ -61,6 +63,16 @@ struct prof_thread {
 	int in_hook;          /* recursion guard: our own work and libc's inner calls pass through */
 	int in_signal;        /* > 0 while a signal handler of ours records: use streams[1] */
 	struct prof_stream streams[2];
+	/* CPU sampling (cpu.c). ticks counts the sampling signals this thread handled: a call
+	 * that failed with EINTR while it moved was interrupted by us, not by the program's
+	 * signal, and is made again. While unwinding is set (stacks.c) libunwind's per-thread
+	 * cache is in use: a sample then records the hook's call site, hook_site, alone. */
+	volatile uint32_t ticks;
+	volatile int unwinding;
+	volatile uintptr_t hook_site;
+	void *cpu_timer;      /* timer_t of the thread's CPU-time timer, when it has one */
+	int has_timer;
+	uintptr_t stack_lo;   /* about the lowest address of a stack the program sized, else 0 */
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 };
 extern __thread struct prof_thread prof_self;
@@ -133,11 +145,41 @@ void prof_stacks_reset(void);
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */
 void prof_modules_init(void);
 void prof_modules_rescan(void);
+void prof_modules_mark_stale(void);       /* async-signal-safe: a rescan is due */
+void prof_modules_rescan_if_stale(void);
 void prof_modules_reset(void);
 int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);
 int prof_tls_modules_added(void);
 int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
+
+/* stacks.c: interns frames already unwound (a CPU sample's); 0 when it cannot be written. */
+uint32_t prof_stack_intern(struct prof_thread *th, void *const *frames, int n);
+/* The stack this thread last unwound at call_site (prof_stack_at()), 0 if none is known. */
+uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site);
+
+/* cpu.c: CPU-time sampling. prof_cpu_start() starts the calling (registered) thread's timer,
+ * prof_cpu_stop() deletes it; prof_cpu_init() installs the signal handler once per process. */
+void prof_cpu_init(void);
+void prof_cpu_start(struct prof_thread *th);
+void prof_cpu_stop(struct prof_thread *th);
+
+/* A call failed with EINTR and our sampling signal was handled since `ticks` was read: the
+ * program never sent that signal, so the hook makes the call again (with what remains of
+ * its timeout). Pairs with prof_ticks(). */
+static inline uint32_t prof_ticks(void)
+{
+	return prof_self.ticks;
+}
+int prof_eintr_ours(int rc, uint32_t ticks);
+/* A signal set without the sampling signal (what a program blocks or waits for), or with it
+ * (the mask of a wait, so a tick cannot end it); set itself when nothing changes. */
+const sigset_t *prof_cpu_unblocked(const sigset_t *set, sigset_t *buf);
+const sigset_t *prof_cpu_blocked(const sigset_t *set, sigset_t *buf);
+/* Whether the program blocked the sampling signal in this thread, as it believes (it is never
+ * blocked for real); a new thread starts with its creator's. */
+int prof_cpu_tick_blocked(void);
+void prof_cpu_set_tick_blocked(int blocked);
 
 /* heap.c */
 void prof_heap_init(void);
@@ -149,6 +191,9 @@ void prof_own_memory(const void *p, size_t len);
 
 /* log.c: one line on stderr with write(2); never allocates. */
 void prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same from anywhere, signal handlers included: a, b, c, then ": " and what the errno
+ * value err means, if not 0. */
+void prof_say(const char *a, const char *b, const char *c, int err);
 #define prof_dbg(level, ...) do { if (prof_cfg.debug >= (level)) prof_log(__VA_ARGS__); } while (0)
 
 #endif

@@ -95,6 +95,8 @@ static inline uint64_t *prediction(struct prof_thread *th, uintptr_t call_site)
 	return &th->predicted[(call_site >> 2) & 63];
 }
 
+static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint64_t h);
+
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 {
 	if (prof_cfg.stack_depth == 0)
@@ -105,11 +107,18 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	    !prof_writer_has_room(th, (uint32_t)sizeof(struct prof_rec_stack) +
 					  8u * prof_cfg.stack_depth + 256u))
 		return 0;
+	prof_modules_rescan_if_stale();  /* a CPU sample ran in a library loaded since */
 	uint64_t *guess = prediction(th, call_site);
 	if (table && *guess && call_site)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
 	void *buf[PROF_MAX_STACK_DEPTH + 16];
+	/* A CPU sample taken meanwhile must not unwind too (libunwind's per-thread cache). */
+	th->hook_site = call_site;
+	th->unwinding = 1;
+	atomic_signal_fence(memory_order_seq_cst);
 	int n = unw_backtrace(buf, (int)prof_cfg.stack_depth + 16);
+	atomic_signal_fence(memory_order_seq_cst);
+	th->unwinding = 0;
 	int skip = 0;
 	while (skip < n && prof_addr_is_ours((uintptr_t)buf[skip]))
 		skip++;
@@ -119,8 +128,14 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 		n = (int)prof_cfg.stack_depth;
 	if (n <= 0)
 		return 0;
-	uint64_t h = hash_frames(frames, n);
-	*guess = h;
+	*guess = hash_frames(frames, n);
+	return intern(th, frames, n, *guess);
+}
+
+/* Finds the stack in the table, or claims a slot and writes it. Lock-free, so a signal
+ * handler may intern while the thread it interrupted was interning too. */
+static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint64_t h)
+{
 	if (!table)
 		return write_stack(th, frames, n);
 	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
@@ -148,6 +163,33 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 		}
 	}
 	return write_stack(th, frames, n);  /* table crowded here: correct, just not shared */
+}
+
+/* The stack this thread last unwound at call_site, as prof_stack_at() left it in the table,
+ * or 0: what a CPU sample that interrupts that unwinding takes instead. Reads only. */
+uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site)
+{
+	uint64_t h = call_site ? *prediction(th, call_site) : 0;
+	if (!h || !table)
+		return 0;
+	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
+	     i++, pos = (pos + 1) & (TABLE_SLOTS - 1)) {
+		uint64_t cur = atomic_load_explicit(&table[pos].hash, memory_order_acquire);
+		if (cur == 0)
+			return 0;
+		if (cur == h) {
+			uint32_t id = atomic_load_explicit(&table[pos].id, memory_order_acquire);
+			return id == ID_FAILED ? 0 : id;
+		}
+	}
+	return 0;
+}
+
+uint32_t prof_stack_intern(struct prof_thread *th, void *const *frames, int n)
+{
+	if (n <= 0)
+		return 0;
+	return intern(th, frames, n, hash_frames(frames, n));
 }
 
 uint32_t prof_stack_here(struct prof_thread *th)

@@ -138,6 +138,8 @@ struct start_block {
 	void *arg;
 	uint32_t parent, stack;
 	int mapped;
+	int tick_blocked;  /* the creator's view of the sampling signal's mask (cpu.c) */
+	size_t stack_size; /* the size the program asked for, 0 if it did not */
 };
 #define POOL_BLOCKS 256
 static struct start_block pool[POOL_BLOCKS];
@@ -177,7 +179,13 @@ static void *prof_thread_trampoline(void *p)
 	void *(*fn)(void *) = b->fn;
 	void *arg = b->arg;
 	uint32_t parent = b->parent, stack = b->stack;
+	prof_cpu_set_tick_blocked(b->tick_blocked);
+	size_t stack_size = b->stack_size;
 	block_put(b);
+	/* A stack the program sized: CPU samples check what is left of it (cpu.c). glibc puts the
+	 * thread descriptor (what pthread_self() points to, 2-3 KiB) at the stack's top and the
+	 * TLS under it: the stack's lowest address is at most a page above this. */
+	prof_self.stack_lo = stack_size ? (uintptr_t)pthread_self() + 4096 - stack_size : 0;
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
 		struct prof_thread *th = &prof_self;
@@ -196,7 +204,8 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 			       void *arg)
 {
 	resolve();
-	struct prof_thread *th = prof_recording(PROF_EV_THREAD);
+	/* CPU sampling needs the new thread registered (and its timer started) as it starts. */
+	struct prof_thread *th = prof_recording(PROF_EV_THREAD | PROF_EV_CPU);
 	if (!th)
 		return real.create(t, attr, fn, arg);
 	int saved = errno;
@@ -208,6 +217,10 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 		b->arg = arg;
 		b->parent = me->serial;
 		b->stack = prof_stack_here(me);
+		b->tick_blocked = prof_cpu_tick_blocked();
+		b->stack_size = 0;
+		if (attr)
+			pthread_attr_getstacksize(attr, &b->stack_size);
 	}
 	th->in_hook--;
 	errno = saved;
@@ -222,17 +235,18 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 /* ---- join, detach, names ------------------------------------------------------------------ */
 
 static void write_join(struct prof_thread *th, unsigned how, uint32_t serial, uint32_t tid,
-		       uint64_t t0, uint64_t t1, int rc)
+		       uint64_t t0, uint64_t t1, int rc, uintptr_t site)
 {
 	th->in_hook++;
 	prof_thread_get();
+	uint32_t stack = how == PROF_THREAD_JOIN ? prof_stack_at(th, site) : 0;
 	struct prof_rec_thread_join *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->serial = serial;
 		r->tid = tid;
 		r->wait_ns = t1 > t0 ? t1 - t0 : 0;
 		r->result = rc;
-		r->pad = 0;
+		r->stack = stack;
 		prof_commit(r, PROF_REC_THREAD_JOIN, how, sizeof(*r), t1);
 	}
 	th->in_hook--;
@@ -254,7 +268,8 @@ PROF_EXPORT int pthread_join(pthread_t t, void **ret)
 	int err = errno;
 	if (rc == 0)
 		reg_forget(t);
-	write_join(th, PROF_THREAD_JOIN, serial, tid, t0, t1, rc);
+	write_join(th, PROF_THREAD_JOIN, serial, tid, t0, t1, rc,
+		   (uintptr_t)__builtin_return_address(0));
 	errno = err;
 	return rc;
 }
@@ -270,7 +285,7 @@ PROF_EXPORT int pthread_detach(pthread_t t)
 	int rc = real.detach(t);
 	int err = errno;
 	uint64_t now = prof_now();
-	write_join(th, PROF_THREAD_DETACH, serial, tid, now, now, rc);
+	write_join(th, PROF_THREAD_DETACH, serial, tid, now, now, rc, 0);
 	errno = err;
 	return rc;
 }

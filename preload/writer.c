@@ -214,12 +214,13 @@ static void warn_full(int err)
 	atomic_compare_exchange_strong(&prof_active, &on, PROF_ACTIVE_FULL);
 	if (atomic_exchange(&w.warned_full, 1))
 		return;
+	/* This may run in a signal handler (a CPU sample's claim): no stdio, no strerror. */
 	if (err == -EFBIG) {
-		prof_log("trace %s reached its size limit (PROF_MAX_SIZE); later events are counted as lost",
-			 w.path);
+		prof_say("trace ", w.path, " reached its size limit (PROF_MAX_SIZE); later events "
+			 "are counted as lost", 0);
 	} else {
-		prof_log("cannot extend trace %s (%s); recording disabled, later events are counted as lost",
-			 w.path, strerror(-err));
+		prof_say("cannot extend trace ", w.path, "; recording disabled, later events are "
+			 "counted as lost", -err);
 		prof_writer_set_state(PROF_STATE_DISABLED);
 	}
 }
@@ -430,12 +431,25 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 void *prof_reserve(struct prof_thread *th, uint32_t size)
 {
 	struct prof_stream *s = &th->streams[th->in_signal > 0];
-	if (likely(s->used + size <= s->span)) {
-		void *p = s->chunk + s->used;
-		s->used += size;
-		return p;
+	/* A signal handler of ours that interrupts a reservation on the same stream (a fatal
+	 * signal inside a CPU sample's claim) must not take the same bytes: it drops its record.
+	 * Once a reservation returns, the bytes are the caller's and nesting is harmless. */
+	if (unlikely(s->busy)) {
+		count_lost(s);
+		return NULL;
 	}
-	return next_chunk(th, s, size);
+	s->busy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	void *p;
+	if (likely(s->used + size <= s->span)) {
+		p = s->chunk + s->used;
+		s->used += size;
+	} else {
+		p = next_chunk(th, s, size);
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	s->busy = 0;
+	return p;
 }
 
 /* Whether `size` bytes fit in what the stream holds already: worth unwinding for, once the
@@ -545,7 +559,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->argc = kept;
 	h->strings_offset = sizeof(*h);
 	h->strings_size = (uint32_t)len;
-	h->cpu_hz = 0;  /* no CPU sampling yet: a rate here would promise samples */
+	h->cpu_hz = (prof_cfg.events & PROF_EV_CPU) ? prof_cfg.cpu_hz : 0;
 	__atomic_store_n(&h->magic, PROF_MAGIC, __ATOMIC_RELEASE);
 	return kept;
 }

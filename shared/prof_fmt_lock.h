@@ -106,7 +106,7 @@ struct prof_rec_thread_join {
 	uint32_t tid;
 	uint64_t wait_ns;
 	int32_t result;   /* the call's return value */
-	uint32_t pad;
+	uint32_t stack;   /* where pthread_join was called; 0 if unknown (detach, older writers) */
 };
 
 static inline const char *prof_lock_kind_name(unsigned kind)

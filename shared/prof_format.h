@@ -9,6 +9,7 @@
 #include "prof_fmt_lock.h"
 #include "prof_fmt_io.h"
 #include "prof_fmt_cuda.h"
+#include "prof_fmt_cpu.h"
 
 /* Record types: X(NAME, value, payload struct). Values never change once released. Each
  * event family has its own list and range: core 1-19, threads and locks 20-39, I/O 40-59,
@@ -40,7 +41,7 @@
 
 #define PROF_RECORD_TYPES(X) \
 	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
-	PROF_CUDA_RECORD_TYPES(X)
+	PROF_CUDA_RECORD_TYPES(X) PROF_CPU_RECORD_TYPES(X)
 
 enum prof_rec_type {
 #define PROF_X(name, value, st) PROF_REC_##name = (value),
@@ -71,7 +72,8 @@ struct prof_rec_module {
 struct prof_rec_module_unload { struct prof_rec h; uint32_t id; uint32_t pad; };
 
 /* STACK: interns a call stack. Frames are return addresses, innermost first (frame 0 is the
- * caller of the hooked function). Stack id 0 means "no stack". */
+ * caller of the hooked function), except that frame 0 of a CPU_SAMPLE's stack is the PC that
+ * was running (prof_fmt_cpu.h). Stack id 0 means "no stack". */
 struct prof_rec_stack {
 	struct prof_rec h;
 	uint32_t id;

@@ -42,6 +42,11 @@ allowed_names=(
 	__vprintf_chk dprintf vdprintf __dprintf_chk __vdprintf_chk getline getdelim __getdelim
 	# threads
 	pthread_create pthread_exit prctl
+	# CPU sampling: the sampling signal kept from the program (preload/cpu.c), and blocking
+	# calls with their off-CPU time (preload/blocking.c)
+	sigaction signal sigprocmask nanosleep clock_nanosleep sleep usleep poll __poll_chk ppoll
+	__ppoll_chk select pselect epoll_wait epoll_pwait waitpid wait wait4 waitid sigsuspend
+	pause sigwait sigwaitinfo sigtimedwait
 	# CUDA: the driver's entry points as cudart looks them up; NVTX's injection path
 	dlsym getenv
 )

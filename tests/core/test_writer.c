@@ -3,6 +3,7 @@
 #include "ctest.h"
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -387,4 +388,77 @@ Test(writer, killed_process_after_recycling_leaves_a_readable_trace)
 	cr_expect_eq(trace_header(t)->state, PROF_STATE_RUNNING);
 	trace_close(t);
 	free(rb);
+}
+
+/* A signal handler that writes while the thread it interrupted is writing (a CPU sample, a
+ * fatal signal, a program's handler that calls a hooked function): on the interrupted stream
+ * it either gets bytes of its own or, inside a reservation, drops its record and counts it
+ * lost; never the same bytes. Every record written is read back whole. */
+static struct prof_thread *volatile nested_th;
+static volatile sig_atomic_t nested_written, nested_lost;
+
+static void nested_handler(int sig)
+{
+	(void)sig;
+	struct prof_thread *th = nested_th;
+	for (int s = 0; s < 2; s++) {
+		th->in_signal += s;
+		int ok = core_alloc(th, 2ull << 32 | (uint32_t)(nested_written + nested_lost), 0);
+		th->in_signal -= s;
+		nested_written += ok;
+		nested_lost += !ok;
+	}
+}
+
+static void *nested_kicker(void *arg)
+{
+	pthread_t target = *(pthread_t *)arg;
+	for (int i = 0; i < 20000 && !nested_th->tid; i++)
+		sched_yield();
+	for (int i = 0; i < 20000; i++)
+		if (pthread_kill(target, SIGUSR1) != 0)
+			break;
+	return NULL;
+}
+
+Test(writer, a_nested_signal_handler_never_shares_a_records_bytes)
+{
+	core_open(0);
+	struct prof_thread *th = core_thread_begin();
+	nested_th = th;
+	signal(SIGUSR1, nested_handler);
+	pthread_t self = pthread_self(), kicker;
+	cr_assert_eq(pthread_create(&kicker, NULL, nested_kicker, &self), 0);
+	uint64_t written = 0;
+	for (uint32_t i = 0; i < 400000; i++) {
+		th->in_signal += i & 1;  /* half on the signal-handler stream, as samples are */
+		written += (uint64_t)core_alloc(th, 1ull << 32 | i, 0);
+		th->in_signal -= i & 1;
+	}
+	pthread_join(kicker, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	/* Inside a reservation, nested writers drop their record. */
+	th->streams[0].busy = 1;
+	cr_expect_eq(core_alloc(th, 3ull << 32, 0), 0);
+	th->streams[0].busy = 0;
+	core_thread_end(th);
+	struct trace *t = core_read(core_close());
+	struct trace_event ev;
+	char err[512] = "";
+	uint64_t mine = 0, theirs = 0;
+	int rc;
+	while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1) {
+		if (ev.rec->type != PROF_REC_ALLOC)
+			continue;
+		uint64_t tag = ((const struct prof_rec_alloc *)(const void *)ev.rec)->ptr >> 32;
+		cr_assert(tag == 1 || tag == 2, "a record made of two: ptr tag %" PRIu64, tag);
+		mine += tag == 1;
+		theirs += tag == 2;
+	}
+	cr_assert_eq(rc, 0, "reader error: %s", err);
+	trace_close(t);
+	cr_expect_eq(mine, written);
+	cr_expect_eq(theirs, (uint64_t)nested_written, "%" PRIu64 " of %d read back", theirs,
+		     (int)nested_written);
+	cr_expect_gt(nested_written, 0);
 }

@@ -170,7 +170,8 @@ Test(process_model, records_reach_the_family_that_owns_them)
 		cr_expect(!f->json || f->json_key, "%s", f->name);
 		cr_expect_eq(family_index(f), i);
 		for (size_t k = 0; k < f->nflames; k++)
-			cr_expect(f->flames[k].collect && f->flames[k].weights[0].by, "%s", f->name);
+			cr_expect((f->flames[k].collect || f->flame_labeled) &&
+				  f->flames[k].weights[0].by, "%s", f->name);
 	}
 }
 

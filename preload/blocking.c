@@ -1,0 +1,421 @@
+/* Calls that block a thread without a lock or a file: sleeps, poll/select/epoll, waiting for
+ * children and for signals. Each is a CPU_BLOCKED record (its call, duration, result, stack),
+ * the off-CPU time that lock, join and I/O records give for theirs.
+ *
+ * They are also the calls SA_RESTART does not restart: when CPU sampling's signal interrupts
+ * one (prof_eintr_ours(): EINTR, and a tick was handled meanwhile), the hook makes it again
+ * with what is left of its timeout, so the program never sees that EINTR. A call that takes
+ * a signal mask (ppoll, pselect, epoll_pwait, sigsuspend, pause) gets the sampling signal
+ * added to it instead: a waiting thread uses no CPU, so no tick is lost. An EINTR from the
+ * program's own signals is returned as always. */
+#include "prof.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask,
+		size_t fdslen);
+
+#define BLOCK_REALS(X)                                                                     \
+	X(nanosleep) X(clock_nanosleep) X(poll) X(ppoll) X(__poll_chk) X(__ppoll_chk)       \
+	X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(waitpid) X(wait) X(wait4)      \
+	X(waitid) X(sigsuspend) X(sigwait) X(sigwaitinfo) X(sigtimedwait)
+
+static struct {
+#define BLOCK_X(name) __typeof__(&name) name;
+	BLOCK_REALS(BLOCK_X)
+#undef BLOCK_X
+} real;
+
+static void *resolve(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (unlikely(!p)) {
+		prof_self.in_hook++;  /* dlsym may allocate: not the program's */
+		p = dlsym(RTLD_NEXT, name);
+		prof_self.in_hook--;
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+#define REAL(name) ((__typeof__(real.name))resolve((void **)&real.name, #name))
+#define SITE ((uintptr_t)__builtin_return_address(0))
+
+/* ---- recording ---------------------------------------------------------------------------- */
+
+/* A short call (a poll that found data at once) reuses the stack its call site had within
+ * the last STACK_REUSE calls there; a long one unwinds: off-CPU graphs weigh by time. */
+#define SHORT_NS 50000u
+#define STACK_REUSE 1024u
+struct site_cache {
+	uintptr_t site;
+	uint32_t stack, uses;
+};
+static __thread struct site_cache sites[16];
+
+static uint32_t block_stack(struct prof_thread *th, uintptr_t site, uint64_t dur)
+{
+	struct site_cache *c = &sites[(site >> 3) & 15];
+	if (c->site == site && c->stack && dur < SHORT_NS && ++c->uses < STACK_REUSE)
+		return c->stack;
+	*c = (struct site_cache){ site, prof_stack_at(th, site), 0 };
+	return c->stack;
+}
+
+/* Writes the CPU_BLOCKED of a call made from site since t0 that returned result (-errno).
+ * A call with a zero timeout (an event loop's poll) never blocks: not written. */
+static void blocked(unsigned op, uint64_t t0, int64_t result, uintptr_t site)
+{
+	struct prof_thread *th = prof_recording(PROF_EV_CPU);
+	if (!th || t0 == 0)
+		return;
+	uint64_t t1 = prof_now();
+	int saved = errno;
+	th->in_hook++;
+	prof_thread_get();
+	uint32_t stack = block_stack(th, site, t1 - t0);
+	struct prof_rec_cpu_blocked *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->duration_ns = t1 - t0;
+		r->result = result;
+		r->stack = stack;
+		r->pad = 0;
+		prof_commit(r, PROF_REC_CPU_BLOCKED, op, sizeof(*r), t1);
+	}
+	th->in_hook--;
+	errno = saved;
+}
+
+static int64_t result_of(long rc)
+{
+	return rc < 0 ? -(int64_t)errno : rc;
+}
+
+/* Calls the real function until it does not fail with an EINTR of ours. `again` runs before
+ * each new attempt (to shorten a timeout). rc: the variable that takes the result. */
+#define RETRY(rc, call, again)                                         \
+	for (;;) {                                                     \
+		uint32_t ticks_ = prof_ticks();                        \
+		rc = (call);                                           \
+		if (!prof_eintr_ours((int)(rc < 0 ? -1 : 0), ticks_))  \
+			break;                                         \
+		again;                                                 \
+	}
+
+/* What is left at now of a timeout of ts begun at t0, in buf; NULL stays NULL. */
+static const struct timespec *ts_left(const struct timespec *ts, uint64_t t0, struct timespec *buf)
+{
+	if (!ts)
+		return NULL;
+	uint64_t want = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+	uint64_t used = prof_now() - t0;
+	uint64_t left = want > used ? want - used : 0;
+	buf->tv_sec = (time_t)(left / 1000000000u);
+	buf->tv_nsec = (long)(left % 1000000000u);
+	return buf;
+}
+
+/* The same for a timeout in ms (< 0: none). */
+static int ms_left(int timeout, uint64_t t0)
+{
+	if (timeout <= 0)
+		return timeout;
+	uint64_t used = (prof_now() - t0) / 1000000u;
+	return used >= (uint64_t)timeout ? 0 : timeout - (int)used;
+}
+
+/* ---- sleeps ------------------------------------------------------------------------------- */
+
+static int sleep_ns(unsigned op, const struct timespec *req, struct timespec *rem, uintptr_t site)
+{
+	uint64_t t0 = prof_now();
+	struct timespec left, r;
+	const struct timespec *want = req;
+	int rc;
+	RETRY(rc, REAL(nanosleep)(want, &r), (left = r, want = &left));
+	int err = errno;
+	if (rc < 0 && err == EINTR && rem)
+		*rem = r;
+	blocked(op, t0, result_of(rc), site);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	return sleep_ns(PROF_BLOCK_NANOSLEEP, req, rem, SITE);
+}
+
+PROF_EXPORT int usleep(useconds_t us)
+{
+	struct timespec ts = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000 };
+	return sleep_ns(PROF_BLOCK_USLEEP, &ts, NULL, SITE);
+}
+
+/* As glibc's: the seconds left (rounded) when a signal of the program ended it. */
+PROF_EXPORT unsigned sleep(unsigned seconds)
+{
+	struct timespec ts = { (time_t)seconds, 0 }, rem = { 0, 0 };
+	int saved = errno;
+	if (sleep_ns(PROF_BLOCK_SLEEP, &ts, &rem, SITE) < 0)
+		return (unsigned)rem.tv_sec + (rem.tv_nsec >= 500000000L);
+	errno = saved;
+	return 0;
+}
+
+/* Returns an error number, not -1 and errno. */
+PROF_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
+				struct timespec *rem)
+{
+	uint64_t t0 = prof_now();
+	struct timespec left, r;
+	const struct timespec *want = req;
+	int rc;
+	for (;;) {
+		uint32_t ticks = prof_ticks();
+		rc = REAL(clock_nanosleep)(clk, flags, want, &r);
+		if (rc != EINTR || prof_ticks() == ticks)
+			break;
+		if (!(flags & TIMER_ABSTIME)) {
+			left = r;
+			want = &left;
+		}
+	}
+	if (rc == EINTR && rem && !(flags & TIMER_ABSTIME))
+		*rem = r;
+	blocked(PROF_BLOCK_CLOCK_NANOSLEEP, t0, -(int64_t)rc, SITE);
+	return rc;
+}
+
+/* ---- waiting for descriptors ---------------------------------------------------------------- */
+
+/* The start time of a call, or 0 for one that cannot block (a zero timeout). */
+static uint64_t start(int may_block)
+{
+	return may_block ? prof_now() : 0;
+}
+
+static int zero_ts(const struct timespec *ts)
+{
+	return ts && ts->tv_sec == 0 && ts->tv_nsec == 0;
+}
+
+static int poll_common(struct pollfd *fds, nfds_t n, int timeout, uintptr_t site)
+{
+	uint64_t t0 = start(timeout != 0);
+	int rc, ms = timeout;
+	RETRY(rc, REAL(poll)(fds, n, ms), ms = ms_left(timeout, t0));
+	int err = errno;
+	blocked(PROF_BLOCK_POLL, t0, result_of(rc), site);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	return poll_common(fds, n, timeout, SITE);
+}
+
+PROF_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		return REAL(__poll_chk)(fds, n, timeout, fdslen);  /* let it report the overflow */
+	return poll_common(fds, n, timeout, SITE);
+}
+
+static int ppoll_common(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+			const sigset_t *mask, uintptr_t site)
+{
+	uint64_t t0 = start(!zero_ts(ts));
+	sigset_t buf;
+	struct timespec left;
+	const struct timespec *want = ts;
+	int rc;
+	RETRY(rc, REAL(ppoll)(fds, n, want, prof_cpu_blocked(mask, &buf)),
+	      want = ts_left(ts, t0, &left));
+	int err = errno;
+	blocked(PROF_BLOCK_PPOLL, t0, result_of(rc), site);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts, const sigset_t *mask)
+{
+	return ppoll_common(fds, n, ts, mask, SITE);
+}
+
+PROF_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts,
+			    const sigset_t *mask, size_t fdslen)
+{
+	if (fdslen / sizeof(*fds) < n)
+		return REAL(__ppoll_chk)(fds, n, ts, mask, fdslen);
+	return ppoll_common(fds, n, ts, mask, SITE);
+}
+
+/* Linux leaves the sets as they were when select fails, and counts tv down to what is left:
+ * the same arguments make the call again. */
+PROF_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+	uint64_t t0 = start(!tv || tv->tv_sec || tv->tv_usec);
+	int rc;
+	RETRY(rc, REAL(select)(nfds, r, w, e, tv), (void)0);
+	int err = errno;
+	blocked(PROF_BLOCK_SELECT, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *ts,
+			const sigset_t *mask)
+{
+	uint64_t t0 = start(!zero_ts(ts));
+	sigset_t buf;
+	struct timespec left;
+	const struct timespec *want = ts;
+	int rc;
+	RETRY(rc, REAL(pselect)(nfds, r, w, e, want, prof_cpu_blocked(mask, &buf)),
+	      want = ts_left(ts, t0, &left));
+	int err = errno;
+	blocked(PROF_BLOCK_PSELECT, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+	uint64_t t0 = start(timeout != 0);
+	int rc, ms = timeout;
+	RETRY(rc, REAL(epoll_wait)(ep, ev, max, ms), ms = ms_left(timeout, t0));
+	int err = errno;
+	blocked(PROF_BLOCK_EPOLL_WAIT, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
+			    const sigset_t *mask)
+{
+	uint64_t t0 = start(timeout != 0);
+	sigset_t buf;
+	int rc, ms = timeout;
+	RETRY(rc, REAL(epoll_pwait)(ep, ev, max, ms, prof_cpu_blocked(mask, &buf)),
+	      ms = ms_left(timeout, t0));
+	int err = errno;
+	blocked(PROF_BLOCK_EPOLL_PWAIT, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+/* ---- waiting for children (SA_RESTART restarts these) --------------------------------------- */
+
+PROF_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
+{
+	uint64_t t0 = prof_now();
+	pid_t rc = REAL(waitpid)(pid, status, options);
+	int err = errno;
+	if (!(options & WNOHANG))
+		blocked(PROF_BLOCK_WAITPID, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT pid_t wait(int *status)
+{
+	uint64_t t0 = prof_now();
+	pid_t rc = REAL(wait)(status);
+	int err = errno;
+	blocked(PROF_BLOCK_WAIT, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	uint64_t t0 = prof_now();
+	pid_t rc = REAL(wait4)(pid, status, options, ru);
+	int err = errno;
+	if (!(options & WNOHANG))
+		blocked(PROF_BLOCK_WAIT4, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
+{
+	uint64_t t0 = prof_now();
+	int rc = REAL(waitid)(type, id, info, options);
+	int err = errno;
+	if (!(options & WNOHANG))
+		blocked(PROF_BLOCK_WAITID, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+/* ---- waiting for signals ------------------------------------------------------------------ */
+
+static int suspend(unsigned op, const sigset_t *mask, uintptr_t site)
+{
+	uint64_t t0 = prof_now();
+	sigset_t buf;
+	int rc = REAL(sigsuspend)(prof_cpu_blocked(mask, &buf));
+	int err = errno;
+	blocked(op, t0, result_of(rc), site);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int sigsuspend(const sigset_t *mask)
+{
+	return suspend(PROF_BLOCK_SIGSUSPEND, mask, SITE);
+}
+
+/* pause() is sigsuspend() with the mask the thread has. */
+PROF_EXPORT int pause(void)
+{
+	sigset_t cur;
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	return suspend(PROF_BLOCK_PAUSE, &cur, SITE);
+}
+
+PROF_EXPORT int sigwait(const sigset_t *set, int *sig)
+{
+	uint64_t t0 = prof_now();
+	sigset_t buf;
+	int rc = REAL(sigwait)(prof_cpu_unblocked(set, &buf), sig);
+	blocked(PROF_BLOCK_SIGWAIT, t0, -(int64_t)rc, SITE);
+	return rc;
+}
+
+PROF_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
+{
+	uint64_t t0 = prof_now();
+	sigset_t buf;
+	int rc;
+	RETRY(rc, REAL(sigwaitinfo)(prof_cpu_unblocked(set, &buf), info), (void)0);
+	int err = errno;
+	blocked(PROF_BLOCK_SIGWAITINFO, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+PROF_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *ts)
+{
+	uint64_t t0 = start(!zero_ts(ts));
+	sigset_t buf;
+	struct timespec left;
+	const struct timespec *want = ts;
+	int rc;
+	RETRY(rc, REAL(sigtimedwait)(prof_cpu_unblocked(set, &buf), info, want),
+	      want = ts_left(ts, t0, &left));
+	int err = errno;
+	blocked(PROF_BLOCK_SIGTIMEDWAIT, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
