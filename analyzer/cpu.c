@@ -562,10 +562,15 @@ static void cpu_brief(FILE *out, const struct process *p)
 
 /* ---- flame graphs ------------------------------------------------------------------------- */
 
-static const char *const cause_leaf[PROF_CAUSE_COUNT] = {
-	"[lock wait]", "[condition wait]", "[join]", "[I/O]", "[sleep]", "[poll]", "[child wait]",
-	"[signal wait]",
+/* The frame a blocked stack gets under it in flame graphs, by cause. */
+static const char *const cause_leaf[] = {
+	[PROF_CAUSE_LOCK] = "[lock wait]", [PROF_CAUSE_COND] = "[condition wait]",
+	[PROF_CAUSE_JOIN] = "[join]", [PROF_CAUSE_IO] = "[I/O]", [PROF_CAUSE_SLEEP] = "[sleep]",
+	[PROF_CAUSE_POLL] = "[poll]", [PROF_CAUSE_WAIT] = "[child wait]",
+	[PROF_CAUSE_SIGNAL] = "[signal wait]",
 };
+_Static_assert(sizeof(cause_leaf) / sizeof(cause_leaf[0]) == PROF_CAUSE_COUNT,
+	       "a flame frame for every cause");
 
 /* Samples without a stack go under "[no stack]", as stack 0. */
 static int flame_samples(struct process *p, int by_ns, flame_emit_labeled_fn emit, void *ctx)
