@@ -118,7 +118,7 @@ asan: deps
 		LDFLAGS="-fsanitize=address,undefined" \
 		build-asan/prof build-asan/test-unit
 	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(abspath tests/lsan.supp) \
-		UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 2
+		UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 1
 	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
 
 test: check-exports unit core tsan asan test-bundle
