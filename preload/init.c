@@ -80,7 +80,7 @@ static void read_config(void)
 		int bad;
 		prof_cfg.events = prof_events_parse(v, &bad);
 		if (bad)
-			prof_log("PROF_EVENTS=%s: unknown event family ignored (known: alloc,lock,thread,io,cuda,cpu,all)", v);
+			prof_log("PROF_EVENTS=%s: unknown event family ignored (known: alloc,lock,thread,io,cuda,cpu,db,http,all)", v);
 	}
 	if ((v = getenv("PROF_STACK_DEPTH")) && *v) {
 		long d = strtol(v, NULL, 10);

@@ -245,8 +245,6 @@ size_t prof_http_route(const char *t, size_t n, char *outbuf, size_t cap)
 			for (size_t k = s; k < i; k++)
 				put(&o, (unsigned char)t[k] < 0x20 || t[k] == 0x7f ? '?' : t[k]);
 	}
-	if (i < end && t[i] == '?')
-		put(&o, '?');
 	o.buf[o.len] = '\0';
 	return o.len;
 }

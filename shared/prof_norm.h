@@ -20,7 +20,7 @@ int prof_http_request(const char *buf, size_t n, char *method, size_t mcap, char
  * code (100..999); else 0. */
 int prof_http_status(const char *buf, size_t n);
 /* The route of a request target t[0..n) (ends at a space, NUL or n) into out (cap > 0): no
- * scheme and host, no query string (a `?` says there was one), path segments that are
+ * scheme and host, no query string or fragment, path segments that are
  * numbers `{id}`, UUIDs `{uuid}`, long hex strings `{hex}`. Returns strlen(out). */
 size_t prof_http_route(const char *t, size_t n, char *out, size_t cap);
 
