@@ -130,12 +130,14 @@ test-real: all $(BUILD)/test-e2e $(PROGS)
 	PROF_BUILD=$(abspath $(BUILD)) $(BUILD)/test-e2e --filter 'db_real/*'
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
-# driver, the analyzer on long traces; each prints its table and writes it to build/bench/*.txt.
+# driver, SQLite queries and HTTP requests, the analyzer on long traces; each prints its table
+# and writes it to build/bench/*.txt.
 bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/run.sh
 	bench/locks.sh
 	bench/io.sh
 	bench/cuda.sh
+	bench/db.sh
 	BUILD=$(BUILD) bench/analyzer
 
 install: all
