@@ -2,8 +2,7 @@
 # bench/db.sh: what libprof's db and http families cost per query and per request, on
 # bench/db_bench.c (in-memory SQLite; HTTP/1.1 on a loopback keep-alive connection). Runs the
 # plain program and the same under LD_PRELOAD=build/libprof.so in interleaved rounds, with
-# only the family measured recording (PROF_EVENTS=db, or io,http: HTTP on plain sockets rides
-# on the I/O hooks) and with every family (the default: the heap and lock hooks then see
+# only the family measured recording (PROF_EVENTS=db, or http) and with every family (the default: the heap and lock hooks then see
 # SQLite's mallocs and mutexes too), prints the median loop times and the cost per operation,
 # and writes the table to build/bench/db.txt. Environment:
 #   BENCH_ROUNDS  interleaved rounds (default 5)
@@ -39,7 +38,7 @@ trap 'rm -rf "$tmp"' EXIT
 configs=(
 	"sqlite-prepared|sqlite-prepared $N|query|db"
 	"sqlite-text|sqlite-text $((N / 4))|query|db"
-	"http-keepalive|http $((N / 4))|request|io,http"
+	"http-keepalive|http $((N / 4))|request|http"
 )
 
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }

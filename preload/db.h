@@ -53,5 +53,7 @@ extern int db_literals;  /* PROF_DB_LITERALS=1 */
 void http_fd_data(struct prof_thread *th, int fd, int out, const void *buf, size_t n,
 		  uint64_t t0, uint64_t t1);
 void http_fd_closed(struct prof_thread *th, int fd, uint32_t id);
+/* n bytes that did not pass through our hands were written to fd (sendfile: a body). */
+void http_fd_sent(struct prof_thread *th, int fd, size_t n, uint64_t t1);
 
 #endif

@@ -97,6 +97,19 @@ static void response_length(struct http_conn *c, const char *buf, size_t n)
 		c->expect = c->bytes + end + length;
 }
 
+/* n more response bytes (buf: what they were, NULL if not seen) at time t1; the exchange is
+ * over when the response's length is reached or its last chunk passed. */
+static void response_bytes(struct prof_thread *th, struct http_conn *c, const char *buf,
+			   size_t n, uint64_t t1)
+{
+	c->bytes += n;
+	c->last = t1;
+	if (c->phase == RESPONSE &&
+	    ((c->expect && c->bytes >= c->expect) ||
+	     (c->chunked && buf && n >= 5 && !memcmp(buf + n - 5, "0\r\n\r\n", 5))))
+		finish(th, c, t1);
+}
+
 /* Bytes buf[0..n) moved on connection `key`, written by this process when `out`. */
 static void conn_data(struct prof_thread *th, struct http_conn *c, int out, const char *buf,
 		      size_t n, uint64_t t0, uint64_t t1)
@@ -134,12 +147,7 @@ static void conn_data(struct prof_thread *th, struct http_conn *c, int out, cons
 			response_length(c, buf, n);
 		}
 	}
-	c->bytes += n;
-	c->last = t1;
-	if (c->phase == RESPONSE &&
-	    ((c->expect && c->bytes >= c->expect) ||
-	     (c->chunked && n >= 5 && !memcmp(buf + n - 5, "0\r\n\r\n", 5))))
-		finish(th, c, t1);
+	response_bytes(th, c, buf, n, t1);
 }
 
 /* The connection of key, made when buf begins a request line; NULL otherwise. */
@@ -181,6 +189,16 @@ void http_fd_data(struct prof_thread *th, int fd, int out, const void *buf, size
 	struct http_conn *c = conn_of(fd_key(fd, id), out, 0, buf, n, fd);
 	if (c)
 		conn_data(th, c, out, buf, n, t0, t1);
+}
+
+void http_fd_sent(struct prof_thread *th, int fd, size_t n, uint64_t t1)
+{
+	if (prof_map_empty(&conns))
+		return;
+	uint32_t id = io_fd_peek(fd);
+	struct http_conn *c = id ? prof_map_get(&conns, fd_key(fd, id)) : NULL;
+	if (c && (c->flags & PROF_HTTP_SERVER) && c->phase == RESPONSE)
+		response_bytes(th, c, NULL, n, t1);
 }
 
 void http_fd_closed(struct prof_thread *th, int fd, uint32_t id)

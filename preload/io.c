@@ -138,7 +138,7 @@ static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame,
 static void record_id(struct prof_thread *th, unsigned op, int fd, uint32_t id, int64_t result,
 		      uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
-	if (id == IO_FD_OURS)
+	if (id == IO_FD_OURS || !(prof_cfg.events & PROF_EV_IO))
 		return;
 	th = prof_thread_get();
 	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
@@ -166,7 +166,7 @@ static void record(struct prof_thread *th, unsigned op, int fd, int64_t result, 
 /* Entry of a recording hook: NULL means "just call the real function". */
 static inline struct prof_thread *io_begin(void)
 {
-	struct prof_thread *th = prof_recording(PROF_EV_IO);
+	struct prof_thread *th = prof_recording(PROF_EV_IO | PROF_EV_HTTP);  /* http: socket data */
 	if (!th || io_busy)
 		return NULL;
 	th->in_hook++;
@@ -596,6 +596,8 @@ PROF_EXPORT int shutdown(int fd, int how)
 		IO_END_BEGIN(th);                                                          \
 		record(th, op, out_fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);        \
 		record(th, op_in, in_fd, RESULT(r, r), t1, t1, RET_ADDR, FRAME_ADDR);      \
+		if (r > 0 && (prof_cfg.events & PROF_EV_HTTP))                             \
+			http_fd_sent(th, out_fd, (size_t)r, t1);                           \
 		IO_END_FINISH(th);                                                         \
 		return r;                                                                  \
 	} while (0)
