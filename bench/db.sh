@@ -6,7 +6,7 @@
 # SQLite's mallocs and mutexes too), prints the median loop times and the cost per operation,
 # and writes the table to build/bench/db.txt. Environment:
 #   BENCH_ROUNDS  interleaved rounds (default 5)
-#   BENCH_N       operations per run (default 200000; http and sqlite-text use 1/4)
+#   BENCH_N       operations per run (default 200000; http and sqlite-text use 1/4, libpq 1/10)
 #   BUILD         build directory (default build)
 set -euo pipefail
 export LC_ALL=C
@@ -29,10 +29,14 @@ unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
 bench=$outdir/db_bench
-${CC:-cc} -O2 -g -std=gnu11 -Wall -Wextra bench/db_bench.c -o "$bench" -lsqlite3
+${CC:-cc} -O2 -g -std=gnu11 -Wall -Wextra -I"$(pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)" \
+	bench/db_bench.c -o "$bench" -lsqlite3 -lpq
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof-dbbench.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
+pg_as=()
+pg_stop() { [[ -f $tmp/pg/PG_VERSION ]] && "${pg_as[@]}" "$pgbin/pg_ctl" -D "$tmp/pg" -m immediate stop >/dev/null 2>&1 || true; }
+trap 'pg_stop; rm -rf "$tmp"' EXIT
 
 # name | arguments of db_bench | what one operation is | PROF_EVENTS of the family alone
 configs=(
@@ -41,6 +45,27 @@ configs=(
 	"http-keepalive|http $((N / 4))|request|http"
 )
 
+# A PostgreSQL server of our own, as a non-root user (the server refuses root).
+if [[ -n $pgbin && -x $pgbin/initdb ]]; then
+	chmod 0755 "$tmp"
+	if [[ $(id -u) == 0 ]] && id postgres >/dev/null 2>&1; then
+		chown postgres "$tmp"
+		pg_as=(runuser -u postgres --)
+	fi
+	port=$((20000 + $$ % 20000))
+	if [[ $(id -u) != 0 || ${#pg_as[@]} -gt 0 ]] &&
+	   "${pg_as[@]}" "$pgbin/initdb" -D "$tmp/pg" -A trust -U postgres --no-sync >/dev/null 2>&1 &&
+	   "${pg_as[@]}" "$pgbin/pg_ctl" -D "$tmp/pg" -w -l "$tmp/pg.log" \
+		-o "-p $port -k $tmp -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null 2>&1; then
+		conn="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+		configs+=("pq-prepared|pq-prepared $((N / 10)) $conn|query|db"
+			  "pq-text|pq-text $((N / 10)) $conn|query|db")
+	else
+		echo "bench/db: the PostgreSQL server did not start: libpq loops skipped" >&2
+	fi
+fi
+
+
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 {
@@ -48,7 +73,8 @@ median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 		"cost per op" "ratio"
 	for c in "${configs[@]}"; do
 		IFS='|' read -r name args unit family <<<"$c"
-		read -r -a a <<<"$args"
+		read -r -a a <<<"${args%% host=*}"
+		[[ $args == *" host="* ]] && a+=("host=${args#* host=}")
 		ops=${a[1]}
 		plain=() alone=() all=()
 		for ((r = 0; r < ROUNDS; r++)); do

@@ -4,7 +4,10 @@
  *
  *	db_bench sqlite-prepared N   one prepared SELECT, bound, stepped, reset N times
  *	db_bench sqlite-text N       N texts differing in a literal: prepare, step, finalize
- *	db_bench http N              N GET requests, each answered with 100 body bytes */
+ *	db_bench http N              N GET requests, each answered with 100 body bytes
+ *	db_bench pq-prepared N CONN  pgbench's SELECT on a 1000-row table: PQexecPrepared N times
+ *	db_bench pq-text N CONN      the same as N texts with a literal: PQexec */
+#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sqlite3.h>
@@ -122,10 +125,39 @@ static long http(long n)
 	return n;
 }
 
+/* pgbench's select-only transaction, prepared (PQexecPrepared) or as text (PQexec). */
+static long pq(const char *conninfo, long n, int prepared)
+{
+	PGconn *c = PQconnectdb(conninfo);
+	if (PQstatus(c) != CONNECTION_OK)
+		return -1;
+	PQclear(PQexec(c, "SET client_min_messages = warning; DROP TABLE IF EXISTS accounts;"
+			  " CREATE TABLE accounts(aid int PRIMARY KEY,"
+			  " abalance int); INSERT INTO accounts SELECT g, 0 FROM generate_series(1, 1000) g"));
+	PQclear(PQprepare(c, "sel", "SELECT abalance FROM accounts WHERE aid = $1", 1, NULL));
+	long rows = 0;
+	for (long i = 0; i < n; i++) {
+		char text[96], aid[16];
+		snprintf(aid, sizeof(aid), "%ld", i % 1000 + 1);
+		const char *vals[1] = { aid };
+		PGresult *r;
+		if (prepared) {
+			r = PQexecPrepared(c, "sel", 1, vals, NULL, NULL, 0);
+		} else {
+			snprintf(text, sizeof(text), "SELECT abalance FROM accounts WHERE aid = %s", aid);
+			r = PQexec(c, text);
+		}
+		rows += PQntuples(r);
+		PQclear(r);
+	}
+	PQfinish(c);
+	return rows;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3) {
-		fprintf(stderr, "usage: db_bench sqlite-prepared|sqlite-text|http N\n");
+	if (argc != 3 && !(argc == 4 && !strncmp(argv[1], "pq-", 3))) {
+		fprintf(stderr, "usage: db_bench sqlite-prepared|sqlite-text|http N, or pq-prepared|pq-text N CONNINFO\n");
 		return 2;
 	}
 	long n = atol(argv[2]), r;
@@ -136,6 +168,10 @@ int main(int argc, char **argv)
 		r = sqlite_text(n);
 	else if (!strcmp(argv[1], "http"))
 		r = http(n);
+	else if (!strcmp(argv[1], "pq-prepared"))
+		r = pq(argv[3], n, 1);
+	else if (!strcmp(argv[1], "pq-text"))
+		r = pq(argv[3], n, 0);
 	else
 		return 2;
 	printf("%.6f\n", now() - t0);
