@@ -217,7 +217,8 @@ static json_t *db_json(struct process *p, size_t top)
 			const struct db_slow *c = &s->slow[i];
 			json_array_append_new(sl, json_pack("{s:o,s:o,s:I,s:I,s:I,s:i,s:o}",
 				"query", jstr(text_of(s, c->sql)), "raw", jstr(text_of(s, c->raw)),
-				"duration_ns", (json_int_t)c->duration_ns, "time_ns", (json_int_t)c->time_ns,
+				"duration_ns", (json_int_t)c->duration_ns,
+				"time_ns", (json_int_t)c->time_ns,
 				"rows", (json_int_t)c->rows, "status", c->status,
 				"stack", stack_json(p, c->stack)));
 		}
@@ -279,7 +280,8 @@ static void db_print(FILE *out, struct process *p, size_t top, int frames)
 		qsort(s->slow, s->nslow, sizeof(s->slow[0]), cmp_slow);
 		fprintf(out, "\n   Slowest calls (PROF_DB_LITERALS=1):\n");
 		for (size_t i = 0; i < s->nslow && i < top; i++) {
-			fprintf(out, "   #%zu %s at %s: ", i + 1, fmt_ns(s->slow[i].duration_ns, a, sizeof(a)),
+			fprintf(out, "   #%zu %s at %s: ", i + 1,
+				fmt_ns(s->slow[i].duration_ns, a, sizeof(a)),
 				fmt_ns(s->slow[i].time_ns, b, sizeof(b)));
 			print_clipped(out, text_of(s, s->slow[i].raw), 200);
 			fputc('\n', out);
@@ -350,8 +352,8 @@ static void db_dump(FILE *out, const struct prof_rec *r)
 	} else if (r->type == PROF_REC_DB_QUERY) {
 		const struct prof_rec_db_query *q = (const void *)r;
 		fprintf(out, " sql=%016" PRIx64 " raw=%016" PRIx64 " duration_ns=%" PRIu64
-			" rows=%" PRIu64 " status=%d stack=%u", q->sql, q->raw, q->duration_ns, q->rows,
-			q->status, q->stack);
+			" rows=%" PRIu64 " status=%d stack=%u", q->sql, q->raw, q->duration_ns,
+			q->rows, q->status, q->stack);
 	}
 }
 

@@ -174,7 +174,8 @@ static json_t *http_json(struct process *p, size_t top)
 	for (size_t i = 0; v && i < s->n && i < top; i++) {
 		const struct http_row *w = v[i];
 		json_t *o = json_pack("{s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
-			"side", side_name(w->flags), "method", jstr(w->method), "target", jstr(w->target),
+			"side", side_name(w->flags), "method", jstr(w->method),
+			"target", jstr(w->target),
 			"status", (json_int_t)w->status, "calls", (json_int_t)w->calls,
 			"bytes", (json_int_t)w->bytes, "total_ns", (json_int_t)w->total_ns,
 			"avg_ns", (json_int_t)(w->total_ns / w->calls),
@@ -194,9 +195,9 @@ static void http_print(FILE *out, struct process *p, size_t top, int frames)
 {
 	struct http_stats *s = http_of(p);
 	char a[32], b[32], c[32], d[32], e[32], f[32], g[32];
-	fprintf(out, "\n-- HTTP\n   %s requests\n\n   %10s %8s %10s %9s %9s %9s %9s %9s  %-6s %-7s %6s %s\n",
-		fmt_count(s->calls, a, sizeof(a)), "TIME", "CALLS", "BYTES", "AVG", "P50", "P95",
-		"P99", "MAX", "SIDE", "METHOD", "STATUS", "ROUTE");
+	fprintf(out, "\n-- HTTP\n   %s requests\n\n", fmt_count(s->calls, a, sizeof(a)));
+	fprintf(out, "   %10s %8s %10s %9s %9s %9s %9s %9s  %-6s %-7s %6s %s\n", "TIME", "CALLS",
+		"BYTES", "AVG", "P50", "P95", "P99", "MAX", "SIDE", "METHOD", "STATUS", "ROUTE");
 	struct http_row **v = rows_sorted(s);
 	size_t shown = s->n < top ? s->n : top;
 	for (size_t i = 0; v && i < shown; i++) {
@@ -206,7 +207,8 @@ static void http_print(FILE *out, struct process *p, size_t top, int frames)
 			snprintf(status, sizeof(status), "%u", w->status);
 		fprintf(out, "   %10s %8s %10s %9s %9s %9s %9s %9s  %-6s %-7s %6s %s%s\n",
 			fmt_ns(w->total_ns, a, sizeof(a)), fmt_count(w->calls, b, sizeof(b)),
-			fmt_bytes(w->bytes, c, sizeof(c)), fmt_ns(w->total_ns / w->calls, d, sizeof(d)),
+			fmt_bytes(w->bytes, c, sizeof(c)),
+			fmt_ns(w->total_ns / w->calls, d, sizeof(d)),
 			fmt_ns(io_hist_quantile(&w->hist, 0.50), e, sizeof(e)),
 			fmt_ns(io_hist_quantile(&w->hist, 0.95), f, sizeof(f)),
 			fmt_ns(io_hist_quantile(&w->hist, 0.99), g, sizeof(g)),
@@ -266,8 +268,8 @@ static void http_dump(FILE *out, const struct prof_rec *r)
 	const struct prof_rec_http_req *q = (const void *)r;
 	fprintf(out, " %s%s method=", side_name(r->flags), r->flags & PROF_HTTP_TLS ? " tls" : "");
 	fmt_quoted(out, q->method, sizeof(q->method));
-	fprintf(out, " status=%u bytes=%" PRIu64 " duration_ns=%" PRIu64 " stack=%u target=", q->status,
-		q->bytes, q->duration_ns, q->stack);
+	fprintf(out, " status=%u bytes=%" PRIu64 " duration_ns=%" PRIu64 " stack=%u target=",
+		q->status, q->bytes, q->duration_ns, q->stack);
 	fmt_quoted(out, q->target, r->size - sizeof(*q));
 }
 

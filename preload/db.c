@@ -530,9 +530,9 @@ PROF_EXPORT int PQsendQueryPrepared(PGconn *conn, const char *name, int n,
 				    const char *const *values, const int *lengths,
 				    const int *formats, int result_format)
 {
-	uint64_t start_unused, prep_ns;
+	uint64_t start, prep_ns;  /* unused: the send is the start */
 	PQ_SEND_HOOK(send_query_prepared, "PQsendQueryPrepared",
-		     pq_named(th, conn, name, &sql, &raw, &start_unused, &prep_ns), 0, conn, name, n,
+		     pq_named(th, conn, name, &sql, &raw, &start, &prep_ns), 0, conn, name, n,
 		     values, lengths, formats, result_format);
 }
 
@@ -552,11 +552,11 @@ PROF_EXPORT PGresult *PQgetResult(PGconn *conn)
 		} else {  /* the query is complete */
 			c->head = (c->head + 1) % PQ_PENDING;
 			c->count--;
-			if (q->name && q->status == 0)  /* a PQsendPrepare: remembered, not counted */
+			if (q->name && q->status == 0)  /* a PQsendPrepare: remembered */
 				pq_remember(q->name, q->sql, q->raw, 0, 0);
 			else
-				emit(th, PROF_DB_POSTGRESQL, q->sql, q->raw, q->start, t1 - q->start,
-				     q->rows, q->status, q->stack);
+				emit(th, PROF_DB_POSTGRESQL, q->sql, q->raw, q->start,
+				     t1 - q->start, q->rows, q->status, q->stack);
 		}
 	}
 	DB_DONE(th);

@@ -156,7 +156,8 @@ static int seen_before(uint64_t id)
 			atomic_store_explicit(&seen[i], 0, memory_order_relaxed);
 		atomic_store(&seen_pid, pid);
 	}
-	for (uint32_t i = 0, pos = (uint32_t)id % SEEN_SLOTS; i < 16; i++, pos = (pos + 1) % SEEN_SLOTS) {
+	uint32_t pos = (uint32_t)(id % SEEN_SLOTS);
+	for (uint32_t i = 0; i < 16; i++, pos = (pos + 1) % SEEN_SLOTS) {
 		uint64_t k = atomic_load_explicit(&seen[pos], memory_order_relaxed);
 		if (k == id)
 			return 1;

@@ -117,8 +117,8 @@ static void conn_data(struct prof_thread *th, struct http_conn *c, int out, cons
 	int server = (c->flags & PROF_HTTP_SERVER) != 0;
 	if (server != out) {  /* the request direction */
 		char method[16], target[PROF_HTTP_TARGET_MAX];
-		if (c->phase == REQUEST || !prof_http_request(buf, n, method, sizeof(method), target,
-							       sizeof(target)))
+		if (c->phase == REQUEST ||
+		    !prof_http_request(buf, n, method, sizeof(method), target, sizeof(target)))
 			return;  /* a request's body, or more of it */
 		finish(th, c, t0);
 		memcpy(c->method, method, sizeof(method));

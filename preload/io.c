@@ -12,7 +12,11 @@
  * read() from one place unwinds once. Calls slower than IO_SLOW_NS, and every 1024th call
  * from a site, unwind afresh. Two call paths reaching the same call site at the same stack
  * depth share the first one's stack until then; fast calls only, so time-weighted graphs
- * stay right where it matters. */
+ * stay right where it matters.
+ *
+ * HTTP. Socket reads and writes also hand the bytes they moved to the http family (http.c),
+ * which looks at request and status lines in place; with only `http` recording, the hooks run
+ * for it and write no I/O records. */
 #undef _FORTIFY_SOURCE
 #include "io.h"
 #include "db.h"
@@ -215,7 +219,8 @@ static inline struct prof_thread *io_begin(void)
 		IO_END_BEGIN(th);                                                          \
 		record(th, op, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);            \
 		if (r > 0 && (prof_cfg.events & PROF_EV_HTTP) && (buf))                    \
-			http_fd_data(th, fd, out, buf, (size_t)r < (cap) ? (size_t)r : (cap), t0, t1); \
+			http_fd_data(th, fd, out, buf, (size_t)r < (cap) ? (size_t)r : (cap), \
+				     t0, t1);                                              \
 		IO_END_FINISH(th);                                                         \
 		return r;                                                                  \
 	} while (0)
@@ -509,12 +514,14 @@ PROF_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 
 PROF_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	DATA_HOOK(PROF_IO_READV, fd, 0, IOV0(iov, cnt), IOV0_LEN(iov, cnt), REAL(readv)(fd, iov, cnt));
+	DATA_HOOK(PROF_IO_READV, fd, 0, IOV0(iov, cnt), IOV0_LEN(iov, cnt),
+		  REAL(readv)(fd, iov, cnt));
 }
 
 PROF_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	DATA_HOOK(PROF_IO_WRITEV, fd, 1, IOV0(iov, cnt), IOV0_LEN(iov, cnt), REAL(writev)(fd, iov, cnt));
+	DATA_HOOK(PROF_IO_WRITEV, fd, 1, IOV0(iov, cnt), IOV0_LEN(iov, cnt),
+		  REAL(writev)(fd, iov, cnt));
 }
 
 PROF_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
@@ -769,8 +776,8 @@ PROF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 
 PROF_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	DATA_HOOK(PROF_IO_SENDMSG, fd, 1, IOV0(msg->msg_iov, msg->msg_iovlen), IOV0_LEN(msg->msg_iov, msg->msg_iovlen),
-		  REAL(sendmsg)(fd, msg, flags));
+	DATA_HOOK(PROF_IO_SENDMSG, fd, 1, IOV0(msg->msg_iov, msg->msg_iovlen),
+		  IOV0_LEN(msg->msg_iov, msg->msg_iovlen), REAL(sendmsg)(fd, msg, flags));
 }
 
 PROF_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
@@ -798,8 +805,8 @@ PROF_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, i
 
 PROF_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	DATA_HOOK(PROF_IO_RECVMSG, fd, 0, IOV0(msg->msg_iov, msg->msg_iovlen), IOV0_LEN(msg->msg_iov, msg->msg_iovlen),
-		  REAL(recvmsg)(fd, msg, flags));
+	DATA_HOOK(PROF_IO_RECVMSG, fd, 0, IOV0(msg->msg_iov, msg->msg_iovlen),
+		  IOV0_LEN(msg->msg_iov, msg->msg_iovlen), REAL(recvmsg)(fd, msg, flags));
 }
 
 /* ---- stdio ------------------------------------------------------------------------------

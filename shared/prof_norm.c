@@ -49,28 +49,60 @@ static int last_word_is(const struct out *o, const char *word)
 	return 1;
 }
 
-/* A `(` after IN whose contents are literals and commas only: skipped, `(?)` written.
- * Returns the position after the `)`, or 0 when the list holds anything else. */
+/* The index after the quoted run that starts at in[i] with quote q (a doubled q stays
+ * inside), or where the text ends. */
+static size_t skip_quoted(const char *in, size_t i, size_t n, char q)
+{
+	for (i++; i < n && in[i]; i++) {
+		if (in[i] != q)
+			continue;
+		if (i + 1 < n && in[i + 1] == q)
+			i++;
+		else
+			return i + 1;
+	}
+	return i;
+}
+
+/* The index after the first two-character `end` at or after i, or where the text ends. */
+static size_t skip_past(const char *in, size_t i, size_t n, const char *end)
+{
+	for (; i < n && in[i]; i++)
+		if (in[i] == end[0] && i + 1 < n && in[i + 1] == end[1])
+			return i + 2;
+	return i;
+}
+
+/* The end of the number that starts at in[i]: digits, letters (hex digits, exponent,
+ * suffix), dots, and a sign right after a decimal exponent's e. */
+static size_t skip_number(const char *in, size_t i, size_t n)
+{
+	int hex = in[i] == '0' && i + 1 < n && (in[i + 1] | 0x20) == 'x';
+	for (i++; i < n; i++) {
+		unsigned char c = (unsigned char)in[i];
+		int sign = (c == '-' || c == '+') && !hex && (in[i - 1] | 0x20) == 'e';
+		if (!is_ident(c) && c != '.' && !sign)
+			break;
+	}
+	return i;
+}
+
+/* A `(` at in[i], after IN, holding literals and commas only: returns the index after its
+ * `)`, or 0 when it holds anything else (a subquery, names). */
 static size_t in_list(const char *in, size_t i, size_t n)
 {
 	size_t items = 0;
-	for (i++; i < n && in[i]; ) {
+	for (i++; i < n && in[i];) {
 		unsigned char c = (unsigned char)in[i];
 		if (is_space(c) || c == ',') {
 			i++;
 		} else if (c == ')') {
 			return items ? i + 1 : 0;
 		} else if (c == '\'') {
-			for (i++; i < n && in[i] && !(in[i] == '\'' && (i + 1 >= n || in[i + 1] != '\'')); i++)
-				if (in[i] == '\'')
-					i++;
-			if (i >= n || !in[i])
-				return 0;
-			i++;
+			i = skip_quoted(in, i, n, '\'');
 			items++;
 		} else if (is_digit(c) || c == '-' || c == '+' || c == '.' || c == '?') {
-			for (i++; i < n && (is_ident((unsigned char)in[i]) || in[i] == '.'); i++)
-				;
+			i = skip_number(in, i, n);
 			items++;
 		} else {
 			return 0;
@@ -79,77 +111,55 @@ static size_t in_list(const char *in, size_t i, size_t n)
 	return 0;
 }
 
+/* A string literal's prefix letter just written (E'..', X'..', B'..', N'..') goes with it. */
+static void drop_prefix(struct out *o)
+{
+	if (o->len > 0 && strchr("eExXbBnN", o->buf[o->len - 1]) &&
+	    (o->len == 1 || !is_ident((unsigned char)o->buf[o->len - 2])))
+		o->len--;
+}
+
 size_t prof_sql_normalize(const char *in, size_t n, char *outbuf, size_t cap)
 {
 	struct out o = { outbuf, 0, cap };
 	int space = 0;
-	size_t i = 0;
+	size_t i = 0, end;
 	while (i < n && in[i] && o.len + 1 < o.cap) {
 		unsigned char c = (unsigned char)in[i];
-		if (is_space(c)) {
-			space = 1;
-			i++;
-			continue;
-		}
-		if (c == '-' && i + 1 < n && in[i + 1] == '-') {  /* -- comment */
-			while (i < n && in[i] && in[i] != '\n')
-				i++;
-			space = 1;
-			continue;
-		}
-		if (c == '/' && i + 1 < n && in[i + 1] == '*') {  /* block comment */
-			for (i += 2; i < n && in[i] && !(in[i] == '*' && i + 1 < n && in[i + 1] == '/'); i++)
-				;
-			i = i + 2 < n ? i + 2 : n;
+		unsigned char next = i + 1 < n ? (unsigned char)in[i + 1] : 0;
+		if (is_space(c) || (c == '-' && next == '-') || (c == '/' && next == '*')) {
+			if (c == '-')
+				while (i < n && in[i] && in[i] != '\n')
+					i++;
+			else
+				i = c == '/' ? skip_past(in, i + 2, n, "*/") : i + 1;
 			space = 1;
 			continue;
 		}
 		if (space && o.len > 0)
 			put(&o, ' ');
 		space = 0;
-		size_t end;
 		if (c == '(' && last_word_is(&o, "in") && (end = in_list(in, i, n)) != 0) {
 			put(&o, '(');
 			put(&o, '?');
 			put(&o, ')');
 			i = end;
-		} else if (c == '\'') {  /* string literal; '' is a quote inside it */
-			for (i++; i < n && in[i]; i++)
-				if (in[i] == '\'') {
-					if (i + 1 < n && in[i + 1] == '\'')
-						i++;
-					else
-						break;
-				}
-			i++;
-			/* E'..', X'..', B'..', N'..': the prefix letter goes with the literal */
-			if (o.len > 0 && strchr("eExXbBnN", o.buf[o.len - 1]) &&
-			    (o.len == 1 || !is_ident((unsigned char)o.buf[o.len - 2])))
-				o.len--;
+		} else if (c == '\'') {
+			i = skip_quoted(in, i, n, '\'');
+			drop_prefix(&o);
 			put(&o, '?');
-		} else if (c == '"' || c == '`' || c == '[') {  /* quoted identifier: kept */
-			char close = c == '[' ? ']' : (char)c;
-			put(&o, (char)c);
-			for (i++; i < n && in[i] && in[i] != close; i++)
+		} else if (c == '$' && next == '$') {  /* $$dollar-quoted$$ */
+			i = skip_past(in, i + 2, n, "$$");
+			put(&o, '?');
+		} else if (c == '"' || c == '`' || c == '[') {  /* a quoted name: kept */
+			end = skip_quoted(in, i, n, c == '[' ? ']' : (char)c);
+			for (; i < end; i++)
 				put(&o, in[i]);
-			if (i < n && in[i])
-				put(&o, close), i++;
-		} else if (c == '$' && i + 1 < n && in[i + 1] == '$') {  /* $$ dollar quote $$ */
-			for (i += 2; i < n && in[i] && !(in[i] == '$' && i + 1 < n && in[i + 1] == '$'); i++)
-				;
-			i = i + 2 < n ? i + 2 : n;
+		} else if (is_digit(c) || (c == '.' && is_digit(next))) {
+			i = skip_number(in, i, n);  /* (digits inside a name go with the name) */
 			put(&o, '?');
-		} else if (is_digit(c) || (c == '.' && i + 1 < n && is_digit((unsigned char)in[i + 1]))) {
-			/* a number (not a digit inside a name: names are copied whole below) */
-			for (i++; i < n && (is_ident((unsigned char)in[i]) || in[i] == '.' ||
-					    ((in[i] == '-' || in[i] == '+') && (in[i - 1] | 0x20) == 'e' &&
-					     !(in[i - 2] == '0' && (in[i - 1] | 0x20) == 'x')));
-			     i++)
-				;
-			put(&o, '?');
-		} else if (is_ident(c) || c == ':' || c == '@') {  /* names, keywords, placeholders */
-			put(&o, (char)c);
-			for (i++; i < n && is_ident((unsigned char)in[i]); i++)
+		} else if (is_ident(c) || c == ':' || c == '@') {  /* names, placeholders */
+			for (put(&o, (char)c), i++; i < n && is_ident((unsigned char)in[i]); i++)
 				put(&o, in[i]);
 		} else {
 			put(&o, (char)c);
@@ -191,8 +201,8 @@ int prof_http_request(const char *buf, size_t n, char *method, size_t mcap, char
 
 int prof_http_status(const char *buf, size_t n)
 {
-	if (n < 12 || memcmp(buf, "HTTP/1.", 7) || buf[8] != ' ' || !is_digit((unsigned char)buf[9]) ||
-	    !is_digit((unsigned char)buf[10]) || !is_digit((unsigned char)buf[11]) || buf[9] == '0')
+	if (n < 12 || memcmp(buf, "HTTP/1.", 7) || buf[8] != ' ' || buf[9] < '1' || buf[9] > '9' ||
+	    !is_digit((unsigned char)buf[10]) || !is_digit((unsigned char)buf[11]))
 		return 0;
 	return (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
 }
