@@ -129,6 +129,23 @@ static char *report_text(const char *dir)
 	return text;
 }
 
+/* The events of category cat in the Chrome timeline of dir. */
+static int timeline_events(const char *dir, const char *cat)
+{
+	char out[PATH_MAX], pat[64];
+	snprintf(out, sizeof(out), "%s/timeline.json", e2e_tmpdir());
+	const char *argv[] = { e2e_prof(), "export", "--format", "chrome", "-o", out, dir, NULL };
+	cr_assert_eq(e2e_run(argv, NULL, NULL, NULL), 0);
+	char *tl = e2e_read_file(out);
+	cr_assert_not_null(tl);
+	snprintf(pat, sizeof(pat), "\"cat\":\"%s\"", cat);
+	int events = 0;
+	for (char *c = tl; (c = strstr(c, pat)); c++)
+		events++;
+	free(tl);
+	return events;
+}
+
 static void profile_ok(const char *dir, const char *const argv[], const char *const env[])
 {
 	int st = e2e_profile(dir, argv, env, NULL, NULL);
@@ -179,15 +196,7 @@ Test(db, sqlite_program)
 	free(folded);
 
 	/* the timeline has one event per query */
-	snprintf(out, sizeof(out), "%s/tl.json", d);
-	const char *exp[] = { e2e_prof(), "export", "--format", "chrome", "-o", out, dir, NULL };
-	cr_assert_eq(e2e_run(exp, NULL, NULL, NULL), 0);
-	char *tl = e2e_read_file(out);
-	int events = 0;
-	for (char *c = tl; (c = strstr(c, "\"cat\":\"db\"")); c++)
-		events++;
-	cr_expect_eq(events, 116, "%d db events", events);
-	free(tl);
+	cr_expect_eq(timeline_events(dir, "db"), 116);
 }
 
 Test(db, sqlite_literals)
@@ -342,6 +351,7 @@ static void http_run(int tls)
 	char *text = report_text(sdir);
 	cr_expect_not_null(strstr(text, "-- HTTP"));
 	free(text);
+	cr_expect_eq(timeline_events(sdir, "http"), 8);
 }
 
 Test(db, http_plain)
