@@ -28,8 +28,8 @@ ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm -pthread
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC))
 
-.PHONY: all deps demo test unit core tsan e2e asan bench bench-cpu install clean check-exports \
-	bundle test-bundle
+.PHONY: all deps demo test test-real unit core tsan e2e asan bench bench-cpu install clean \
+	check-exports bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
 
@@ -55,6 +55,13 @@ $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
+# Database clients link their library (the profiler itself never does).
+$(BUILD)/progs/db_sqlite: tests/progs/db_sqlite.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -Wall -Wextra -Werror $< -o $@ -lsqlite3
+$(BUILD)/progs/db_pq: tests/progs/db_pq.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -Wall -Wextra -Werror -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) $< -o $@ -lpq
 $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
@@ -123,14 +130,22 @@ asan: deps
 
 test: check-exports unit core tsan asan test-bundle
 
+# The tests against a real PostgreSQL server (make test skips them where none is installed):
+# installs it (scripts/install-deps --test) and runs them.
+test-real: all $(BUILD)/test-e2e $(PROGS)
+	@scripts/install-deps --test
+	PROF_BUILD=$(abspath $(BUILD)) $(BUILD)/test-e2e --filter 'db_real/*'
+
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
-# driver, CPU sampling vs perf record, the analyzer on long traces; each prints its table and writes it to build/bench/*.txt.
+# driver, CPU sampling vs perf record, SQLite queries and HTTP requests, the analyzer on long
+# traces; each prints its table and writes it to build/bench/*.txt.
 bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/run.sh
 	bench/locks.sh
 	bench/io.sh
 	bench/cuda.sh
 	bench/cpu.sh
+	bench/db.sh
 	BUILD=$(BUILD) bench/analyzer
 
 install: all

@@ -226,6 +226,8 @@ void io_abs_path(int dirfd, const char *path, char *buf, size_t cap)
 static void write_name(struct prof_thread *th, uint32_t id, int fd, unsigned op, const char *name,
 		       int64_t result, uint64_t t0, uint64_t dur, uint32_t stack)
 {
+	if (!(prof_cfg.events & PROF_EV_IO))
+		return;  /* the hooks run for the http family alone: ids, no records */
 	size_t len = strnlen(name, IO_NAME_MAX - 1);
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_io_name) + len + 1));
 	th = prof_thread_get();

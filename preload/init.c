@@ -137,7 +137,7 @@ static void log_unknown_events(const char *list)
 						 used ? "," : "", item);
 		list += n + (list[n] == ',');
 	}
-	prof_log("PROF_EVENTS: unknown event famil%s '%s' ignored (known: alloc,lock,thread,io,cuda,cpu,all)",
+	prof_log("PROF_EVENTS: unknown event famil%s '%s' ignored (known: alloc,lock,thread,io,cuda,cpu,db,http,all)",
 		 strchr(unknown, ',') ? "ies" : "y", unknown);
 }
 

@@ -12,9 +12,14 @@
  * read() from one place unwinds once. Calls slower than IO_SLOW_NS, and every 1024th call
  * from a site, unwind afresh. Two call paths reaching the same call site at the same stack
  * depth share the first one's stack until then; fast calls only, so time-weighted graphs
- * stay right where it matters. */
+ * stay right where it matters.
+ *
+ * HTTP. Socket reads and writes also hand the bytes they moved to the http family (http.c),
+ * which looks at request and status lines in place; with only `http` recording, the hooks run
+ * for it and write no I/O records. */
 #undef _FORTIFY_SOURCE
 #include "io.h"
+#include "db.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -137,7 +142,7 @@ static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame,
 static void record_id(struct prof_thread *th, unsigned op, int fd, uint32_t id, int64_t result,
 		      uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
-	if (id == IO_FD_OURS)
+	if (id == IO_FD_OURS || !(prof_cfg.events & PROF_EV_IO))
 		return;
 	th = prof_thread_get();
 	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
@@ -165,7 +170,7 @@ static void record(struct prof_thread *th, unsigned op, int fd, int64_t result, 
 /* Entry of a recording hook: NULL means "just call the real function". */
 static inline struct prof_thread *io_begin(void)
 {
-	struct prof_thread *th = prof_recording(PROF_EV_IO);
+	struct prof_thread *th = prof_recording(PROF_EV_IO | PROF_EV_HTTP);  /* http: socket data */
 	if (!th || io_busy)
 		return NULL;
 	th->in_hook++;
@@ -200,6 +205,27 @@ static inline struct prof_thread *io_begin(void)
 		IO_END_FINISH(th);                                                         \
 		return r;                                                                  \
 	} while (0)
+
+/* A read or write on a descriptor that also hands the bytes it moved (at most cap of them,
+ * from buf) to the HTTP family (http.c): out is 1 for a write. */
+#define DATA_HOOK(op, fd, out, buf, cap, call)                                             \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		uint64_t t0 = prof_now();                                                  \
+		ssize_t r = call;                                                          \
+		uint64_t t1 = prof_now();                                                  \
+		IO_END_BEGIN(th);                                                          \
+		record(th, op, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);            \
+		if (r > 0 && (prof_cfg.events & PROF_EV_HTTP) && (buf))                    \
+			http_fd_data(th, fd, out, buf, (size_t)r < (cap) ? (size_t)r : (cap), \
+				     t0, t1);                                              \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
+#define IOV0(iov, cnt) ((cnt) > 0 ? (iov)[0].iov_base : NULL)
+#define IOV0_LEN(iov, cnt) ((cnt) > 0 ? (iov)[0].iov_len : 0)
 
 /* ---- opening and closing ---------------------------------------------------------------- */
 
@@ -310,8 +336,10 @@ PROF_EXPORT int close(int fd)
 	int r = REAL(close)(fd);
 	uint64_t t1 = prof_now();
 	IO_END_BEGIN(th);
-	if (r == 0 || err_ != EBADF)  /* Linux frees the number even when close fails */
+	if (r == 0 || err_ != EBADF) {  /* Linux frees the number even when close fails */
 		io_fd_closed(fd, id);
+		http_fd_closed(th, fd, id);
+	}
 	record_id(th, PROF_IO_CLOSE, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
 	IO_END_FINISH(th);
 	return r;
@@ -441,17 +469,17 @@ PROF_EXPORT int socketpair(int domain, int type, int protocol, int fds[2])
 
 PROF_EXPORT ssize_t read(int fd, void *buf, size_t n)
 {
-	FD_HOOK(PROF_IO_READ, ssize_t, fd, REAL(read)(fd, buf, n));
+	DATA_HOOK(PROF_IO_READ, fd, 0, buf, n, REAL(read)(fd, buf, n));
 }
 
 PROF_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
-	FD_HOOK(PROF_IO_READ, ssize_t, fd, REAL(__read_chk)(fd, buf, n, buflen));
+	DATA_HOOK(PROF_IO_READ, fd, 0, buf, n, REAL(__read_chk)(fd, buf, n, buflen));
 }
 
 PROF_EXPORT ssize_t write(int fd, const void *buf, size_t n)
 {
-	FD_HOOK(PROF_IO_WRITE, ssize_t, fd, REAL(write)(fd, buf, n));
+	DATA_HOOK(PROF_IO_WRITE, fd, 1, buf, n, REAL(write)(fd, buf, n));
 }
 
 PROF_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off)
@@ -486,12 +514,14 @@ PROF_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off)
 
 PROF_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 {
-	FD_HOOK(PROF_IO_READV, ssize_t, fd, REAL(readv)(fd, iov, cnt));
+	DATA_HOOK(PROF_IO_READV, fd, 0, IOV0(iov, cnt), IOV0_LEN(iov, cnt),
+		  REAL(readv)(fd, iov, cnt));
 }
 
 PROF_EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt)
 {
-	FD_HOOK(PROF_IO_WRITEV, ssize_t, fd, REAL(writev)(fd, iov, cnt));
+	DATA_HOOK(PROF_IO_WRITEV, fd, 1, IOV0(iov, cnt), IOV0_LEN(iov, cnt),
+		  REAL(writev)(fd, iov, cnt));
 }
 
 PROF_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off)
@@ -573,6 +603,8 @@ PROF_EXPORT int shutdown(int fd, int how)
 		IO_END_BEGIN(th);                                                          \
 		record(th, op, out_fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);        \
 		record(th, op_in, in_fd, RESULT(r, r), t1, t1, RET_ADDR, FRAME_ADDR);      \
+		if (r > 0 && (prof_cfg.events & PROF_EV_HTTP))                             \
+			http_fd_sent(th, out_fd, (size_t)r, t1);                           \
 		IO_END_FINISH(th);                                                         \
 		return r;                                                                  \
 	} while (0)
@@ -733,46 +765,48 @@ PROF_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flag
 
 PROF_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags)
 {
-	FD_HOOK(PROF_IO_SEND, ssize_t, fd, REAL(send)(fd, buf, n, flags));
+	DATA_HOOK(PROF_IO_SEND, fd, 1, buf, n, REAL(send)(fd, buf, n, flags));
 }
 
 PROF_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags,
 			   const struct sockaddr *addr, socklen_t alen)
 {
-	FD_HOOK(PROF_IO_SENDTO, ssize_t, fd, REAL(sendto)(fd, buf, n, flags, addr, alen));
+	DATA_HOOK(PROF_IO_SENDTO, fd, 1, buf, n, REAL(sendto)(fd, buf, n, flags, addr, alen));
 }
 
 PROF_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	FD_HOOK(PROF_IO_SENDMSG, ssize_t, fd, REAL(sendmsg)(fd, msg, flags));
+	DATA_HOOK(PROF_IO_SENDMSG, fd, 1, IOV0(msg->msg_iov, msg->msg_iovlen),
+		  IOV0_LEN(msg->msg_iov, msg->msg_iovlen), REAL(sendmsg)(fd, msg, flags));
 }
 
 PROF_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags)
 {
-	FD_HOOK(PROF_IO_RECV, ssize_t, fd, REAL(recv)(fd, buf, n, flags));
+	DATA_HOOK(PROF_IO_RECV, fd, 0, buf, n, REAL(recv)(fd, buf, n, flags));
 }
 
 PROF_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags)
 {
-	FD_HOOK(PROF_IO_RECV, ssize_t, fd, REAL(__recv_chk)(fd, buf, n, buflen, flags));
+	DATA_HOOK(PROF_IO_RECV, fd, 0, buf, n, REAL(__recv_chk)(fd, buf, n, buflen, flags));
 }
 
 PROF_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
 			     socklen_t *alen)
 {
-	FD_HOOK(PROF_IO_RECVFROM, ssize_t, fd, REAL(recvfrom)(fd, buf, n, flags, addr, alen));
+	DATA_HOOK(PROF_IO_RECVFROM, fd, 0, buf, n, REAL(recvfrom)(fd, buf, n, flags, addr, alen));
 }
 
 PROF_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
 				   struct sockaddr *addr, socklen_t *alen)
 {
-	FD_HOOK(PROF_IO_RECVFROM, ssize_t, fd,
-		REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen));
+	DATA_HOOK(PROF_IO_RECVFROM, fd, 0, buf, n,
+		  REAL(__recvfrom_chk)(fd, buf, n, buflen, flags, addr, alen));
 }
 
 PROF_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
-	FD_HOOK(PROF_IO_RECVMSG, ssize_t, fd, REAL(recvmsg)(fd, msg, flags));
+	DATA_HOOK(PROF_IO_RECVMSG, fd, 0, IOV0(msg->msg_iov, msg->msg_iovlen),
+		  IOV0_LEN(msg->msg_iov, msg->msg_iovlen), REAL(recvmsg)(fd, msg, flags));
 }
 
 /* ---- stdio ------------------------------------------------------------------------------
@@ -904,6 +938,7 @@ PROF_EXPORT int fclose(FILE *f)
 	IO_END_BEGIN(th);
 	if (fd >= 0) {
 		io_fd_closed(fd, id);
+		http_fd_closed(th, fd, id);
 		record_id(th, PROF_IO_FCLOSE, fd, id, r == EOF ? -(int64_t)err_ : 0, t0, t1,
 			  RET_ADDR, FRAME_ADDR);
 	}

@@ -47,6 +47,12 @@ allowed_names=(
 	sigaction signal sigprocmask nanosleep clock_nanosleep sleep usleep poll __poll_chk ppoll
 	__ppoll_chk select pselect epoll_wait epoll_pwait waitpid wait wait4 waitid sigsuspend
 	pause sigwait sigwaitinfo sigtimedwait
+	# databases (preload/db.c) and HTTP through OpenSSL (preload/http.c)
+	sqlite3_prepare sqlite3_prepare_v2 sqlite3_prepare_v3 sqlite3_prepare16_v2
+	sqlite3_prepare16_v3 sqlite3_step sqlite3_reset sqlite3_finalize sqlite3_exec
+	PQexec PQexecParams PQprepare PQexecPrepared PQsendQuery PQsendQueryParams PQsendPrepare
+	PQsendQueryPrepared PQgetResult PQfinish
+	SSL_read SSL_write SSL_read_ex SSL_write_ex SSL_free
 	# CUDA: the driver's entry points as cudart looks them up; NVTX's injection path
 	dlsym getenv
 )
