@@ -55,6 +55,10 @@ $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
 $(BUILD)/progs/%: tests/progs/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
+# Names that are markup live in the symbol table: no -g, or DWARF's name would be used.
+$(BUILD)/progs/see_names: tests/progs/see_names.c
+	@mkdir -p $(dir $@)
+	$(CC) -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@

@@ -15,6 +15,7 @@ struct process;
 struct trace_event;
 struct prof_rec;
 struct timeline;
+struct series;
 
 /* Flame graphs: emit(ctx, stack id, weight) once per stack. The labeled form puts a frame of
  * its own (leaf, when not NULL: "[sleep]") under the stack's innermost one. */
@@ -97,6 +98,11 @@ struct family {
 
 	const struct family_timeline *timeline;
 	int timeline_symbols;  /* its timeline names code addresses: tl->proc is the model */
+
+	/* prof html: a value over time charted with its peak marked (series.h), and the title
+	 * of its chart; NULL when the family has none. */
+	const struct series *(*series)(const struct process *p);
+	const char *series_title;
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);

@@ -215,14 +215,24 @@ static void resolve_late_modules(struct process *p)
 	}
 }
 
+static uint64_t window_from, window_to = UINT64_MAX;
+
+void process_window_set(uint64_t from_ns, uint64_t to_ns)
+{
+	window_from = from_ns;
+	window_to = to_ns;
+}
+
 static int on_record(struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
 	uint64_t t = process_rel_time(p, h->time);
-	if (t > p->end_ns)
-		p->end_ns = t;
 	/* Each event family owns a range of record types (family.h, families.c). */
 	int fi = family_index_of_type(h->type);
+	if (fi >= 0 && (t < window_from || t > window_to))
+		return 0;
+	if (t > p->end_ns && t <= window_to)
+		p->end_ns = t;
 	if (fi >= 0) {
 		if (!prof_rec_known(h->type)) {
 			p->unknown_records++;

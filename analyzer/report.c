@@ -162,7 +162,7 @@ static void print_brief(FILE *out, struct process *p)
 }
 
 static const struct cmd_spec report_spec = {
-	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS, 6,
+	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS | CMD_WINDOW, 6,
 	"usage: prof report [options] TRACE...\n"
 	"Findings first (what the rules in README say deserves a look), then every section that\n"
 	"has data: processes and threads, heap (and, when recorded, CPU, locks, I/O, CUDA).\n"

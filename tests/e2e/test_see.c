@@ -1,0 +1,124 @@
+/* Issue 12: prof html (structure, escaping, and a real headless browser where Debian's chromium
+ * is installed), prof diff of runs and moments, flame --diff, and the speedscope, pprof and
+ * sqlite exports, on a program whose function and thread names are markup. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+static void teardown(void)
+{
+	e2e_cleanup();
+}
+
+TestSuite(see, .fini = teardown, .timeout = 180);
+
+/* A run of see_names with `rounds` rounds in dir/name. */
+static const char *profile(const char *dir, const char *name, const char *rounds)
+{
+	static char run[4][PATH_MAX];
+	static int next;
+	char *path = run[next++ % 4];
+	snprintf(path, PATH_MAX, "%s/%s", dir, name);
+	mkdir(path, 0700);
+	const char *argv[] = { e2e_prog("see_names"), rounds, NULL };
+	cr_assert_eq(e2e_profile(path, argv, NULL, NULL, NULL), 0);
+	return path;
+}
+
+static char *prof_text(const char *dir, const char *const args[])
+{
+	char out[PATH_MAX], err[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[24] = { e2e_prof() };
+	size_t n = 1;
+	for (; args[n - 1]; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	int st = e2e_run(argv, NULL, out, err);
+	char *e = e2e_read_file(err);
+	cr_assert_eq(st, 0, "prof %s failed: %s", args[0], e ? e : "");
+	free(e);
+	return e2e_read_file(out);
+}
+
+static size_t occurrences(const char *text, const char *what)
+{
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+static int have_chromium(void)
+{
+	return system("command -v chromium >/dev/null 2>&1") == 0;
+}
+
+Test(see, html_report_has_every_section_and_escapes_names)
+{
+	const char *dir = e2e_tmpdir();
+	const char *run = profile(dir, "run", "200");
+	char html[PATH_MAX];
+	snprintf(html, sizeof(html), "%s/report.html", dir);
+	free(prof_text(dir, (const char *[]){ "html", "-o", html, run, NULL }));
+	char *page = e2e_read_file(html);
+	cr_assert_not_null(page);
+	/* Sections, charts and flame graphs. */
+	const char *parts[] = { "<h2 id=\"findings\">", "<h3>Threads</h3>", "<h3>cpu</h3>",
+				"<h3>heap</h3>", "<h3>locks</h3>", "<h3>io</h3>",
+				"Heap in use (bytes)", "id=\"peak\"", "id=\"flame-cpu\"",
+				"id=\"flame-alloc\"", "id=\"flame-lock\"", "id=\"flame-io\"",
+				"class=\"sort\"", "class=\"bar\"" };
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		cr_expect(strstr(page, parts[i]), "the page lacks %s", parts[i]);
+	/* The markup in names is text: escaped once in the page, twice inside the flame graphs'
+	 * srcdoc, and never raw. */
+	cr_expect_eq(occurrences(page, "<script>alert"), 0);
+	cr_expect_eq(occurrences(page, "<script>\"&"), 0);
+	cr_expect_gt(occurrences(page, "&lt;script&gt;alert(&apos;x&apos;)&amp;amp;&lt;/script&gt;"), 0);
+	cr_expect_gt(occurrences(page, "&lt;script&gt;&quot;&amp;&apos;x"), 0, "the thread name");
+	cr_expect_gt(occurrences(page, "&amp;lt;...&amp;gt;alert(&amp;apos;x&amp;apos;)"), 0,
+		     "the function inside a flame graph");
+	/* Self-contained: nothing to fetch, exactly one script of its own outside the graphs. */
+	cr_expect_eq(occurrences(page, "src=\"http"), 0);
+	cr_expect_eq(occurrences(page, "href=\"http"), 0);
+	cr_expect_eq(occurrences(page, "<script>"), 1);
+	free(page);
+
+	if (!have_chromium()) {
+		cr_log_warn("chromium not installed (scripts/install-deps --browser): browser part skipped");
+		return;
+	}
+	/* The page's own self-test sorts a table, zooms and searches a flame graph. */
+	char cmd[PATH_MAX * 5], dom[PATH_MAX], log[PATH_MAX], shot[PATH_MAX];
+	snprintf(dom, sizeof(dom), "%s/dom.html", dir);
+	snprintf(log, sizeof(log), "%s/console.txt", dir);
+	snprintf(shot, sizeof(shot), "%s/html-report.png", e2e_build());
+	snprintf(cmd, sizeof(cmd), "cd %s && timeout 90 chromium --headless --disable-gpu --no-sandbox "
+		 "--virtual-time-budget=5000 --dump-dom 'file://%s#selftest' >%s 2>/dev/null",
+		 dir, html, dom);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	char *d = e2e_read_file(dom);
+	cr_assert_not_null(d);
+	cr_expect(strstr(d, "selftest: sort=ok zoom=ok search=ok flames="), "self-test: %.300s",
+		  strstr(d, "selftest") ? strstr(d, "selftest") : "(none ran)");
+	free(d);
+	snprintf(cmd, sizeof(cmd), "cd %s && timeout 90 chromium --headless --disable-gpu --no-sandbox "
+		 "--enable-logging=stderr --v=0 --virtual-time-budget=5000 --window-size=1300,2400 "
+		 "--screenshot=%s 'file://%s' >%s 2>&1", dir, shot, html, log);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	char *l = e2e_read_file(log);
+	cr_assert_not_null(l);
+	cr_expect(!strstr(l, "Uncaught") && !strstr(l, "Refused to") && !strstr(l, ":ERROR:CONSOLE"),
+		  "console errors: %s", l);
+	free(l);
+	struct stat st;
+	cr_expect(stat(shot, &st) == 0 && st.st_size > 10000, "a screenshot in %s", shot);
+}
