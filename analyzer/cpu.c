@@ -683,6 +683,11 @@ static void cpu_dump(FILE *out, const struct prof_rec *r)
 	}
 }
 
+static const struct family_diff cpu_diffs[] = {
+	{ "CPU by function (self)", "top", "function", "self_ns" },
+	{ "CPU by function (with callees)", "top_total", "function", "total_ns" },
+};
+
 const struct family cpu_family = {
 	.name = "cpu",
 	.first_type = PROF_CPU_TYPE_FIRST,
@@ -706,4 +711,6 @@ const struct family cpu_family = {
 	.timeline = &cpu_timeline,
 	.timeline_symbols = 1,
 	.dump = cpu_dump,
+	.diffs = cpu_diffs,
+	.ndiffs = sizeof(cpu_diffs) / sizeof(cpu_diffs[0]),
 };

@@ -196,6 +196,11 @@ static const struct flame_kind cuda_flames[] = {
 	  { { "time", "GPU time by launching stack", "ns" } }, cuda_flame },
 };
 
+static const struct family_diff cuda_diffs[] = {
+	{ "CUDA API calls by time", "api", "name", "total_ns" },
+	{ "GPU kernels by time", "kernels", "name", "total_ns" },
+};
+
 const struct family cuda_family = {
 	.name = "cuda",
 	.first_type = PROF_CUDA_TYPE_FIRST,
@@ -215,4 +220,6 @@ const struct family cuda_family = {
 	.nflames = sizeof(cuda_flames) / sizeof(cuda_flames[0]),
 	.timeline = &cuda_timeline,
 	.dump = cuda_dump,
+	.diffs = cuda_diffs,
+	.ndiffs = sizeof(cuda_diffs) / sizeof(cuda_diffs[0]),
 };

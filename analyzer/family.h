@@ -48,6 +48,14 @@ struct family_timeline {
 	int (*finish)(void *state, struct timeline *tl);  /* after the last record */
 };
 
+/* prof diff: a list of the family's JSON compared row by row between two runs. */
+struct family_diff {
+	const char *title;   /* "CPU by function" */
+	const char *list;    /* the member holding the list; NULL: the JSON is the list */
+	const char *key;     /* the fields that identify a row, comma list; a stack by its functions */
+	const char *metric;  /* the integer field compared */
+};
+
 /* What `prof leaks` shows: at most top records, frames per stack, which leak classes (bits
  * 1u << PROF_LEAK_*, where the trace was classified at exit), less what a suppression file
  * matches (suppress.h; NULL: none). */
@@ -98,6 +106,10 @@ struct family {
 
 	const struct family_timeline *timeline;
 	int timeline_symbols;  /* its timeline names code addresses: tl->proc is the model */
+
+	/* prof diff: the lists compared (the integers at the top of its JSON always are). */
+	const struct family_diff *diffs;
+	size_t ndiffs;
 
 	/* prof html: a value over time charted with its peak marked (series.h), and the title
 	 * of its chart; NULL when the family has none. */

@@ -542,6 +542,12 @@ static void heap_dump(FILE *out, const struct prof_rec *r)
 	}
 }
 
+static const struct family_diff heap_diffs[] = {
+	{ "Heap sites by bytes allocated", "sites", "stack", "bytes" },
+	{ "Heap sites by bytes still allocated (at the end, or at the moment)", "sites", "stack",
+	  "leaked_bytes" },
+};
+
 const struct family heap_family = {
 	.name = "heap",
 	.first_type = PROF_HEAP_TYPE_FIRST,
@@ -566,4 +572,6 @@ const struct family heap_family = {
 	.series = heap_series,
 	.series_title = "Heap in use (bytes)",
 	.dump = heap_dump,
+	.diffs = heap_diffs,
+	.ndiffs = sizeof(heap_diffs) / sizeof(heap_diffs[0]),
 };

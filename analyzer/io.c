@@ -717,6 +717,12 @@ static const struct flame_kind io_flames[] = {
 	  io_flame },
 };
 
+static const struct family_diff io_diffs[] = {
+	{ "I/O time per file", "files", "path", "time_ns" },
+	{ "Bytes read per file", "files", "path", "read_bytes" },
+	{ "Bytes written per file", "files", "path", "write_bytes" },
+};
+
 const struct family io_family = {
 	.name = "io",
 	.first_type = PROF_IO_TYPE_FIRST,
@@ -733,4 +739,6 @@ const struct family io_family = {
 	.nflames = sizeof(io_flames) / sizeof(io_flames[0]),
 	.timeline = &io_timeline,
 	.dump = io_dump,
+	.diffs = io_diffs,
+	.ndiffs = sizeof(io_diffs) / sizeof(io_diffs[0]),
 };

@@ -394,6 +394,10 @@ static const struct flame_kind locks_flames[] = {
 	  locks_flame },
 };
 
+static const struct family_diff locks_diffs[] = {
+	{ "Lock waits by lock (kind and where it was first used)", NULL, "kind,stack", "wait_ns" },
+};
+
 const struct family locks_family = {
 	.name = "locks",
 	.first_type = PROF_LOCK_TYPE_FIRST,
@@ -410,4 +414,6 @@ const struct family locks_family = {
 	.nflames = sizeof(locks_flames) / sizeof(locks_flames[0]),
 	.timeline = &locks_timeline,
 	.dump = locks_dump,
+	.diffs = locks_diffs,
+	.ndiffs = sizeof(locks_diffs) / sizeof(locks_diffs[0]),
 };

@@ -122,3 +122,88 @@ Test(see, html_report_has_every_section_and_escapes_names)
 	struct stat st;
 	cr_expect(stat(shot, &st) == 0 && st.st_size > 10000, "a screenshot in %s", shot);
 }
+
+/* The row of section `title` whose key contains `part`; NULL if none. */
+static json_t *diff_row(json_t *doc, const char *title, const char *part)
+{
+	size_t i, k;
+	json_t *s, *r;
+	json_array_foreach(json_object_get(doc, "sections"), i, s) {
+		if (strcmp(json_string_value(json_object_get(s, "title")), title))
+			continue;
+		json_array_foreach(json_object_get(s, "rows"), k, r)
+			if (strstr(json_string_value(json_object_get(r, "key")), part))
+				return r;
+	}
+	return NULL;
+}
+
+static json_t *diff_json(const char *dir, const char *base, const char *cur)
+{
+	char *text = prof_text(dir, (const char *[]){ "diff", "--json", base, cur, NULL });
+	cr_assert_not_null(text);
+	json_error_t je;
+	json_t *doc = json_loads(text, 0, &je);
+	cr_assert_not_null(doc, "diff --json: %s", je.text);
+	free(text);
+	return doc;
+}
+
+Test(see, diff_of_two_runs_and_of_two_moments)
+{
+	const char *dir = e2e_tmpdir();
+	const char *small = profile(dir, "small", "100"), *big = profile(dir, "big", "400");
+	json_t *doc = diff_json(dir, small, big);
+	/* The evil function allocated (64 + i) bytes for i < 100, then i < 400: 9.3 times as
+	 * much, found by name (the two runs lay out their addresses apart). */
+	json_t *r = diff_row(doc, "Heap sites by bytes allocated", "alert('x')&amp;</script> <- main");
+	cr_assert_not_null(r, "the main thread's heap site is compared");
+	cr_expect_gt(json_integer_value(json_object_get(r, "change")), 0);
+	double rel = json_number_value(json_object_get(r, "relative"));
+	cr_expect(rel > 8.2 && rel < 8.4, "relative change %f (105400 / 11350 - 1)", rel);
+	cr_expect_eq(json_integer_value(json_object_get(r, "new")) -
+		     json_integer_value(json_object_get(r, "base")),
+		     json_integer_value(json_object_get(r, "change")));
+	cr_expect_not_null(diff_row(doc, "heap totals", "alloc_calls"));
+	cr_expect_not_null(diff_row(doc, "Lock waits by lock (kind and where it was first used)",
+				    "mutex"));
+	/* Sorted by the size of the change. */
+	size_t i;
+	json_t *s;
+	json_array_foreach(json_object_get(doc, "sections"), i, s) {
+		json_t *rows = json_object_get(s, "rows");
+		for (size_t k = 1; k < json_array_size(rows); k++)
+			cr_expect_geq(llabs(json_integer_value(json_object_get(json_array_get(rows, k - 1), "change"))),
+				      llabs(json_integer_value(json_object_get(json_array_get(rows, k), "change"))));
+	}
+	json_decref(doc);
+
+	/* Moments of one run: nothing allocated before the program started, all of it by the end. */
+	char early[PATH_MAX], late[PATH_MAX];
+	snprintf(early, sizeof(early), "%s@0s", big);
+	snprintf(late, sizeof(late), "%s@1h", big);
+	doc = diff_json(dir, early, late);
+	r = diff_row(doc, "heap totals", "alloc_calls");
+	cr_assert_not_null(r);
+	cr_expect_eq(json_integer_value(json_object_get(r, "base")), 0);
+	cr_expect_geq(json_integer_value(json_object_get(r, "new")), 800);
+	json_decref(doc);
+
+	/* Text: the sections by name. */
+	char *text = prof_text(dir, (const char *[]){ "diff", small, big, NULL });
+	cr_expect(strstr(text, "-- Heap sites by bytes allocated"));
+	cr_expect(strstr(text, "-- CPU by function (self)") || strstr(text, "-- cpu totals"));
+	free(text);
+
+	/* The differential flame graph: NEW's shape, grown frames red, the base in tooltips. */
+	char svg[PATH_MAX];
+	snprintf(svg, sizeof(svg), "%s/diff.svg", dir);
+	free(prof_text(dir, (const char *[]){ "flame", "--diff", "--kind", "alloc", "-o", svg, small,
+					     big, NULL }));
+	char *g = e2e_read_file(svg);
+	cr_assert_not_null(g);
+	cr_expect(strstr(g, "&lt;...&gt;alert(&apos;x&apos;)"), "the function by name");
+	cr_expect(strstr(g, "; base "), "tooltips give the base weight");
+	cr_expect(strstr(g, "fill=\"rgb(255,"), "a grown frame is red");
+	free(g);
+}
