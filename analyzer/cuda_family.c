@@ -1,8 +1,10 @@
 /* The CUDA family's entry in the family table, its timeline tracks (API calls, GPU kernels
  * and copies per stream, NVTX) and its records in dumps. The analysis is cuda.c. */
+#include "exports.h"
 #include "cuda.h"
 #include "family.h"
 #include "format.h"
+#include "process.h"
 #include "symbolize.h"
 #include "timeline.h"
 #include "trace.h"
@@ -201,6 +203,33 @@ static const struct family_diff cuda_diffs[] = {
 	{ "GPU kernels by time", "kernels", "name", "total_ns" },
 };
 
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int cuda_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec *h = ev->rec;
+	int64_t pid = p->hdr.pid;
+	if (h->type == PROF_REC_CUDA_NAME) {
+		const struct prof_rec_cuda_name *r = (const void *)h;
+		return sql_row(o, "cuda_names", "iiit", pid, (int64_t)r->id, (int64_t)h->flags, r->name);
+	}
+	if (h->type == PROF_REC_CUDA_API) {
+		const struct prof_rec_cuda_api *r = (const void *)h;
+		return sql_row(o, "cuda_api", "iiiiiiiit", pid, (int64_t)ev->tid,
+			       (int64_t)process_rel_time(p, h->time), (int64_t)r->name,
+			       (int64_t)r->duration_ns, (int64_t)r->result, (int64_t)r->corr,
+			       (int64_t)r->stack, h->flags == PROF_CUDA_DRIVER ? "driver" : "runtime");
+	}
+	if (h->type == PROF_REC_CUDA_GPU) {
+		const struct prof_rec_cuda_gpu *r = (const void *)h;
+		return sql_row(o, "gpu_activity", "iiiiiiiii", pid,
+			       (int64_t)process_rel_time(p, r->start), (int64_t)process_rel_time(p, r->end),
+			       (int64_t)r->activity, (int64_t)r->name, (int64_t)r->bytes,
+			       (int64_t)r->device, (int64_t)r->stream, (int64_t)r->corr);
+	}
+	return 0;
+}
+
 const struct family cuda_family = {
 	.name = "cuda",
 	.first_type = PROF_CUDA_TYPE_FIRST,
@@ -222,4 +251,10 @@ const struct family cuda_family = {
 	.dump = cuda_dump,
 	.diffs = cuda_diffs,
 	.ndiffs = sizeof(cuda_diffs) / sizeof(cuda_diffs[0]),
+	.sql_schema = "CREATE TABLE cuda_names(pid INTEGER, id INTEGER, kind INTEGER, name TEXT);\n"
+	"CREATE TABLE cuda_api(pid INTEGER, tid INTEGER, time_ns INTEGER, name INTEGER,"
+	" duration_ns INTEGER, result INTEGER, corr INTEGER, stack INTEGER, layer TEXT);\n"
+	"CREATE TABLE gpu_activity(pid INTEGER, start_ns INTEGER, end_ns INTEGER, activity INTEGER,"
+	" name INTEGER, bytes INTEGER, device INTEGER, stream INTEGER, corr INTEGER);\n",
+	.sql_row = cuda_sql_row,
 };

@@ -16,6 +16,7 @@ struct trace_event;
 struct prof_rec;
 struct timeline;
 struct series;
+struct sql_out;
 
 /* Flame graphs: emit(ctx, stack id, weight) once per stack. The labeled form puts a frame of
  * its own (leaf, when not NULL: "[sleep]") under the stack's innermost one. */
@@ -115,6 +116,11 @@ struct family {
 	 * of its chart; NULL when the family has none. */
 	const struct series *(*series)(const struct process *p);
 	const char *series_title;
+
+	/* prof export --format sqlite: its tables (CREATE TABLE statements, README's schema),
+	 * and the rows of one record it owns (with sql_row(), exports.h); 0 or -1. */
+	const char *sql_schema;
+	int (*sql_row)(struct sql_out *o, struct process *p, const struct trace_event *ev);
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);

@@ -10,12 +10,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Collects one process's weights into the sample set. */
+/* One process's stacks, symbolized, handed to a flame_stack_fn. */
+struct walk_ctx {
+	struct process *p;
+	flame_stack_fn fn;
+	void *arg;
+	int rc;
+};
+
+static void walk_stack(struct walk_ctx *c, uint32_t stack, const char *leaf, uint64_t weight)
+{
+	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
+	int truncated;
+	if (c->rc || !weight)
+		return;
+	int n = stack_shown(c->p, stack, frames, PROF_MAX_STACK_DEPTH * 2, NULL, &truncated);
+	c->rc = c->fn(c->arg, c->p, frames, n, truncated, leaf, weight);
+}
+
+static void emit_sample(void *arg, uint32_t stack, uint64_t weight)
+{
+	walk_stack(arg, stack, NULL, weight);
+}
+
+static void emit_labeled(void *arg, uint32_t stack, const char *leaf, uint64_t weight)
+{
+	walk_stack(arg, stack, leaf, weight);
+}
+
+int flame_walk(struct process *p, const struct family *owner, const struct flame_kind *kind,
+	       const char *by, flame_stack_fn fn, void *arg)
+{
+	struct walk_ctx c = { p, fn, arg, 0 };
+	if (owner->flame_labeled ? owner->flame_labeled(p, kind, by, emit_labeled, &c) < 0
+				 : kind->collect(p, by, emit_sample, &c) < 0)
+		return -1;
+	return c.rc;
+}
+
+/* flame_collect()'s: the frames' labels into the sample set, under a root of its own. */
 struct collect_ctx {
 	struct flame_set *ss;
-	struct process *p;
 	const char *root;
-	int rc;
 };
 
 static const char *keep(struct flame_set *ss, const char *s)
@@ -28,18 +64,18 @@ static const char *keep(struct flame_set *ss, const char *s)
 	return copy;
 }
 
-static int add_sample(struct flame_set *ss, struct process *p, uint32_t stack, uint64_t weight,
-		      const char *root, const char *leaf)
+static int add_sample(void *arg, struct process *p, const struct sym_frame *frames, int n,
+		      int truncated, const char *leaf, uint64_t weight)
 {
-	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
-	int truncated;
-	int n = stack_shown(p, stack, frames, PROF_MAX_STACK_DEPTH * 2, NULL, &truncated);
+	struct collect_ctx *c = arg;
+	struct flame_set *ss = c->ss;
+	(void)p;
 	const char **names = malloc(sizeof(char *) * (size_t)(n + 3));
 	if (!names)
 		return -1;
 	int d = 0;
-	if (root)
-		names[d++] = root;
+	if (c->root)
+		names[d++] = c->root;
 	if (n == 0)
 		names[d++] = "[no stack]";
 	else if (truncated)  /* its real root is unknown: one root for all such stacks */
@@ -60,20 +96,6 @@ static int add_sample(struct flame_set *ss, struct process *p, uint32_t stack, u
 	}
 	ss->v[ss->n++] = (struct flame_sample){ names, d, weight, 0 };
 	return 0;
-}
-
-static void emit_sample(void *arg, uint32_t stack, uint64_t weight)
-{
-	struct collect_ctx *c = arg;
-	if (c->rc == 0 && weight > 0)
-		c->rc = add_sample(c->ss, c->p, stack, weight, c->root, NULL);
-}
-
-static void emit_labeled(void *arg, uint32_t stack, const char *leaf, uint64_t weight)
-{
-	struct collect_ctx *c = arg;
-	if (c->rc == 0 && weight > 0)
-		c->rc = add_sample(c->ss, c->p, stack, weight, c->root, leaf);
 }
 
 void flame_set_free(struct flame_set *ss)
@@ -97,13 +119,12 @@ int flame_collect(struct flame_set *ss, struct process *ps, size_t n, const stru
 			snprintf(root, sizeof(root), "%s (%u)", exe, ps[i].hdr.pid);
 		else
 			snprintf(root, sizeof(root), "%s", exe);
-		struct collect_ctx ctx = { ss, &ps[i], n > 1 ? keep(ss, root) : NULL, 0 };
-		if (owner->flame_labeled
-			    ? owner->flame_labeled(&ps[i], kind, by, emit_labeled, &ctx) < 0
-			    : kind->collect(&ps[i], by, emit_sample, &ctx) < 0)
+		struct collect_ctx ctx = { ss, n > 1 ? keep(ss, root) : NULL };
+		if (n > 1 && !ctx.root)
 			return -1;
-		if (ctx.rc)
-			return ctx.rc;
+		int rc = flame_walk(&ps[i], owner, kind, by, add_sample, &ctx);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

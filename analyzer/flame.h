@@ -19,6 +19,16 @@ struct flame_set {
 	size_t nstr, strcap;
 };
 
+/* Every stack of kind in p, weighed by `by`: fn(arg, p, its shown frames (innermost first, as
+ * stack_shown() gives them), their number, whether the stack was cut at its recorded depth,
+ * the family's own leaf label or NULL, weight) for each stack of weight > 0. fn returns 0, or
+ * non-zero to stop (returned). -1 when out of memory. */
+struct sym_frame;
+typedef int (*flame_stack_fn)(void *arg, struct process *p, const struct sym_frame *frames,
+			      int n, int truncated, const char *leaf, uint64_t weight);
+int flame_walk(struct process *p, const struct family *owner, const struct flame_kind *kind,
+	       const char *by, flame_stack_fn fn, void *arg);
+
 /* Adds kind's stacks (weighed by `by`, one of its weights) of every process to s, frames
  * root first, each named by its symbolized function so that two runs compare. Where there are
  * several processes each gets a root frame: "exe (pid)", or "exe" alone when pid_roots is 0

@@ -1,6 +1,7 @@
 /* The heap family as the commands show it: the report section (totals, the peak, top sites
  * by five measures), leaks in valgrind's words, alloc and leak flame graphs, the heap-size
  * counter of the timeline, and ALLOC/FREE in dumps. The analysis itself is heap.c. */
+#include "exports.h"
 #include "heap.h"
 #include "family.h"
 #include "format.h"
@@ -548,6 +549,23 @@ static const struct family_diff heap_diffs[] = {
 	  "leaked_bytes" },
 };
 
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int heap_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec *h = ev->rec;
+	int64_t pid = p->hdr.pid, tid = ev->tid, t = (int64_t)process_rel_time(p, h->time);
+	if (h->type == PROF_REC_ALLOC) {
+		const struct prof_rec_alloc *r = (const void *)h;
+		return sql_row(o, "allocations", "iiiiiit", pid, tid, t, (int64_t)r->ptr,
+			       (int64_t)r->size, (int64_t)r->stack, prof_alloc_fn_name(h->flags));
+	}
+	if (h->type == PROF_REC_FREE)
+		return sql_row(o, "frees", "iiii", pid, tid, t,
+			       (int64_t)((const struct prof_rec_free *)h)->ptr);
+	return 0;
+}
+
 const struct family heap_family = {
 	.name = "heap",
 	.first_type = PROF_HEAP_TYPE_FIRST,
@@ -574,4 +592,8 @@ const struct family heap_family = {
 	.dump = heap_dump,
 	.diffs = heap_diffs,
 	.ndiffs = sizeof(heap_diffs) / sizeof(heap_diffs[0]),
+	.sql_schema = "CREATE TABLE allocations(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER,"
+	" size INTEGER, stack INTEGER, function TEXT);\n"
+	"CREATE TABLE frees(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER);\n",
+	.sql_row = heap_sql_row,
 };

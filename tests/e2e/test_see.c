@@ -207,3 +207,123 @@ Test(see, diff_of_two_runs_and_of_two_moments)
 	cr_expect(strstr(g, "fill=\"rgb(255,"), "a grown frame is red");
 	free(g);
 }
+
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include "profile.pb-c.h"
+
+static int64_t sql_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+		     sqlite3_errmsg(db));
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	int64_t v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+Test(see, exports_speedscope_pprof_sqlite)
+{
+	const char *dir = e2e_tmpdir();
+	const char *run = profile(dir, "run", "200");
+	json_t *report = e2e_prof_json("report", run);
+	long allocs = e2e_int(e2e_process(report, 0), "heap.alloc_calls");
+	json_decref(report);
+	char path[PATH_MAX];
+
+	/* speedscope: a sampled profile per flame kind with data, frames by name. */
+	snprintf(path, sizeof(path), "%s/profile.speedscope.json", dir);
+	free(prof_text(dir, (const char *[]){ "export", "--format", "speedscope", "-o", path, run, NULL }));
+	json_error_t je;
+	json_t *ss = json_load_file(path, 0, &je);
+	cr_assert_not_null(ss, "%s", je.text);
+	cr_expect_str_eq(json_string_value(json_object_get(ss, "$schema")),
+			 "https://www.speedscope.app/file-format-schema.json");
+	const char *want[] = { "cpu: ", "alloc: ", "lock: ", "io: " };
+	json_t *profiles = json_object_get(ss, "profiles"), *frames =
+		json_object_get(json_object_get(ss, "shared"), "frames"), *pr;
+	for (size_t w = 0; w < 4; w++) {
+		int found = 0;
+		size_t i;
+		json_array_foreach(profiles, i, pr)
+			if (!strncmp(json_string_value(json_object_get(pr, "name")), want[w], strlen(want[w]))) {
+				found = 1;
+				json_t *samples = json_object_get(pr, "samples");
+				cr_expect_eq(json_array_size(samples),
+					     json_array_size(json_object_get(pr, "weights")));
+				cr_expect_gt(json_array_size(samples), 0);
+			}
+		cr_expect(found, "a %sprofile", want[w]);
+	}
+	int evil = 0;
+	size_t i;
+	json_t *f;
+	json_array_foreach(frames, i, f)
+		evil |= strstr(json_string_value(json_object_get(f, "name")), "alert('x')") != NULL;
+	cr_expect(evil, "the function's frame");
+	json_decref(ss);
+
+	/* pprof: gzip, then profile.proto as protobuf-c reads it. */
+	snprintf(path, sizeof(path), "%s/profile.pb.gz", dir);
+	free(prof_text(dir, (const char *[]){ "export", "--format", "pprof", "-o", path, run, NULL }));
+	gzFile gz = gzopen(path, "rb");
+	cr_assert_not_null(gz);
+	size_t cap = 1 << 24, len = 0;
+	uint8_t *buf = malloc(cap);
+	int got;
+	while ((got = gzread(gz, buf + len, (unsigned)(cap - len))) > 0)
+		len += (size_t)got;
+	gzclose(gz);
+	Perftools__Profiles__Profile *pp = perftools__profiles__profile__unpack(NULL, len, buf);
+	cr_assert_not_null(pp, "a profile.proto");
+	cr_assert_gt(pp->n_string_table, 1);
+	cr_expect_str_eq(pp->string_table[0], "");
+	long alloc_type = -1;
+	for (size_t t = 0; t < pp->n_sample_type; t++)
+		if (!strcmp(pp->string_table[pp->sample_type[t]->type], "alloc")) {
+			alloc_type = (long)t;
+			cr_expect_str_eq(pp->string_table[pp->sample_type[t]->unit], "bytes");
+		}
+	cr_assert_geq(alloc_type, 0, "an alloc sample type");
+	int64_t alloc_bytes = 0;
+	for (size_t s = 0; s < pp->n_sample; s++) {
+		cr_assert_eq(pp->sample[s]->n_value, pp->n_sample_type);
+		alloc_bytes += pp->sample[s]->value[alloc_type];
+		for (size_t l = 0; l < pp->sample[s]->n_location_id; l++)
+			cr_assert(pp->sample[s]->location_id[l] >= 1 &&
+				  pp->sample[s]->location_id[l] <= pp->n_location);
+	}
+	cr_expect_gt(alloc_bytes, 200 * 64, "the program's bytes at least");
+	int named = 0, with_line = 0;
+	for (size_t fn = 0; fn < pp->n_function; fn++)
+		named |= strstr(pp->string_table[pp->function[fn]->name], "<script>alert('x')") != NULL;
+	for (size_t l = 0; l < pp->n_location; l++)
+		with_line |= pp->location[l]->n_line == 1 && pp->location[l]->line[0]->line > 0;
+	cr_expect(named, "the function by its name");
+	cr_expect(with_line, "locations with lines (libc's)");
+	perftools__profiles__profile__free_unpacked(pp, NULL);
+	free(buf);
+
+	/* sqlite: every table, rows that agree with the report. */
+	snprintf(path, sizeof(path), "%s/run.sqlite", dir);
+	free(prof_text(dir, (const char *[]){ "export", "--format", "sqlite", "-o", path, run, NULL }));
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM processes"), 1);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM threads"), 2);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM allocations"), allocs);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM frees"), 0);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM lock_waits"), 0);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM io_calls c JOIN io_files f ON c.pid = f.pid "
+				 "AND c.file = f.file WHERE f.path LIKE '/tmp/see_names.%'"), 0);
+	cr_expect_geq(sql_int(db, "SELECT count(*) FROM samples"), 0);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM cuda_api"), 0);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM gpu_activity"), 0);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM allocations a JOIN frames f ON a.pid = f.pid "
+				 "AND a.stack = f.stack WHERE f.function = '<script>alert(''x'')&amp;</script>'"),
+		     0, "allocations by the function, through their stacks");
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM threads WHERE name = '<script>\"&''x'"), 1);
+	sqlite3_close(db);
+}
