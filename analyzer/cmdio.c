@@ -1,6 +1,7 @@
 /* What every analyzer command does around its own work: load the processes of its TRACE
  * arguments, open its output, and at the end report write errors and free everything. */
 #include "commands.h"
+#include "format.h"
 #include "process.h"
 #include "stackfmt.h"
 #include "trace.h"
@@ -62,6 +63,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "show-leak-kinds", required_argument, NULL, 'S' },  /* valgrind's name for it */
 		{ "suppressions", required_argument, NULL, 's' },
 		{ "findings", no_argument, NULL, 'n' }, { "signal", required_argument, NULL, 'g' },
+		{ "color", required_argument, NULL, 'C' },
 		{ "diff", no_argument, NULL, 'D' },
 		{ "from", required_argument, NULL, 'r' }, { "to", required_argument, NULL, 'u' },
 		{ "fold", required_argument, NULL, 'L' },
@@ -72,7 +74,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
 					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL,
-					  CMD_FLAME, CMD_WINDOW, CMD_WINDOW, 0, 0, 0, 0 };
+					  0, CMD_FLAME, CMD_WINDOW, CMD_WINDOW, 0, 0, 0, 0 };
 	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
 		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];
@@ -108,6 +110,14 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		case 'T': o->title = optarg; break;
 		case 'f': o->format = optarg; break;
 		case 'D': o->diff = 1; break;
+		case 'C':
+			if (fmt_color_set(optarg, 0) < 0) {
+				prof_error("%s: --color: '%s' is not auto, always or never", spec->name,
+					   optarg);
+				return 2;
+			}
+			o->color = optarg;
+			break;
 		case 'r':
 		case 'u':
 			if (cmd_parse_time(optarg, c == 'r' ? &o->from_ns : &o->to_ns) < 0) {
@@ -171,7 +181,8 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 			      "               (allocator wrappers), or name prefixes; none (default\n"
 			      "               std::,libc,alloc)\n"
 			      "  --pid PID    only the process PID\n"
-			      "  --exe NAME   only processes running NAME (its file name or path)\n", stdout);
+			      "  --exe NAME   only processes running NAME (its file name or path)\n"
+			      "  --color=WHEN color in text: auto (on a terminal), always, never\n", stdout);
 			if (spec->options & CMD_WINDOW)
 				fputs("  --from T, --to T  only what happened from T to T since each process\n"
 				      "               started (10s, 2.5s, 250ms, 40us)\n", stdout);
@@ -188,6 +199,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	}
 	o->traces = argv + optind;
 	o->ntraces = argc - optind;
+	fmt_color_set(o->color, !o->outfile && isatty(STDOUT_FILENO));
 	return -1;
 bad_number:
 	prof_error("%s: --%s: '%s' is not a valid number", spec->name, opts[li].name, optarg);

@@ -188,8 +188,8 @@ static void print_table(FILE *out, const char *title, const char *metric, const 
 			size_t top)
 {
 	char a[48], b[48], c[48], rel[32];
-	fprintf(out, "\n-- %s%s%s: %zu changed\n", title, metric ? ", by " : "", metric ? metric : "",
-		t->n);
+	fprintf(out, "\n%s-- %s%s%s: %zu changed%s\n", fmt_sgr(SGR_BOLD), title, metric ? ", by " : "",
+		metric ? metric : "", t->n, fmt_sgr(NULL));
 	for (size_t i = 0; i < t->n && i < top; i++) {
 		const struct row *r = &t->rows[i];
 		const char *m = metric ? metric : r->key;
@@ -197,7 +197,8 @@ static void print_table(FILE *out, const char *title, const char *metric, const 
 			snprintf(rel, sizeof(rel), "%+.1f%%", (double)change(r) / (double)r->v[0] * 100);
 		else
 			snprintf(rel, sizeof(rel), "new");
-		fprintf(out, "   %12s %8s  %12s -> %-12s ", fmt_value(m, change(r), 1, a, sizeof(a)), rel,
+		fprintf(out, "   %s%12s%s %8s  %12s -> %-12s ", fmt_sgr(change(r) > 0 ? SGR_RED : SGR_GREEN),
+			fmt_value(m, change(r), 1, a, sizeof(a)), fmt_sgr(NULL), rel,
 			fmt_value(m, r->v[0], 0, b, sizeof(b)), fmt_value(m, r->v[1], 0, c, sizeof(c)));
 		char arg[1024];
 		fprintf(out, "%s\n", fmt_arg(r->key, arg, sizeof(arg)));

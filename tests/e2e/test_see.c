@@ -327,3 +327,55 @@ Test(see, exports_speedscope_pprof_sqlite)
 	cr_expect_eq(sql_int(db, "SELECT count(*) FROM threads WHERE name = '<script>\"&''x'"), 1);
 	sqlite3_close(db);
 }
+
+/* stdout and stderr of prof with env additions. */
+static void prof_env(const char *dir, const char *const env[], const char *const args[], char **out,
+		     char **err)
+{
+	char o[PATH_MAX], e[PATH_MAX];
+	snprintf(o, sizeof(o), "%s/env-out.txt", dir);
+	snprintf(e, sizeof(e), "%s/env-err.txt", dir);
+	const char *argv[24] = { e2e_prof() };
+	size_t n = 1;
+	for (; args[n - 1]; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	cr_assert_eq(e2e_run(argv, env, o, e), 0);
+	*out = e2e_read_file(o);
+	*err = e2e_read_file(e);
+	cr_assert(*out && *err);
+}
+
+Test(see, color_progress_and_locale)
+{
+	const char *dir = e2e_tmpdir();
+	const char *run = profile(dir, "run", "2000");
+	char *out, *err, *out_c, *err_c;
+	/* --color: always colors the headings; never, and auto off a terminal, do not. */
+	prof_env(dir, NULL, (const char *[]){ "report", "--color=always", run, NULL }, &out, &err);
+	cr_expect(strstr(out, "\033[1m== Process"), "a bold heading");
+	free(out);
+	free(err);
+	prof_env(dir, NULL, (const char *[]){ "report", run, NULL }, &out, &err);
+	cr_expect(!strchr(out, '\033'), "no color off a terminal");
+	cr_expect_str_eq(err, "", "quiet: no progress off a terminal");
+	free(out);
+	free(err);
+	/* Progress (forced, as on a terminal): on stderr, the line cleared at the end. */
+	prof_env(dir, (const char *[]){ "PROF_PROGRESS=1", NULL },
+		 (const char *[]){ "report", "--json", run, NULL }, &out, &err);
+	cr_expect(strstr(err, "prof: reading prof.see_names."), "progress: %s", err);
+	cr_expect(strstr(err, "\r\033[K"), "the progress line is cleared");
+	free(out);
+	free(err);
+	/* Locale: a German one (where installed) changes nothing, in numbers or times. */
+	prof_env(dir, (const char *[]){ "LC_ALL=C", NULL },
+		 (const char *[]){ "report", "--color=never", run, NULL }, &out_c, &err_c);
+	prof_env(dir, (const char *[]){ "LC_ALL=de_DE.UTF-8", "LANG=de_DE.UTF-8", NULL },
+		 (const char *[]){ "report", "--color=never", run, NULL }, &out, &err);
+	cr_expect_str_eq(out, out_c, "the report does not depend on the locale");
+	free(out);
+	free(err);
+	free(out_c);
+	free(err_c);
+}
