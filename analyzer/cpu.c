@@ -701,6 +701,15 @@ static int cpu_sql_row(struct sql_out *o, struct process *p, const struct trace_
 		       (int64_t)r->period_ns, (int64_t)r->stack);
 }
 
+static void cpu_thread_times(struct process *p, const struct thread_info *t,
+			     void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx)
+{
+	const struct cpu_thread *ct = u64map_get(&cpu_of(p)->threads, t->serial);
+	add(ctx, "running", thread_cpu_ns(p, t, ct));
+	for (int c = 0; ct && c < PROF_CAUSE_COUNT; c++)
+		add(ctx, prof_block_cause_name((unsigned)c), ct->blocked_ns[c]);
+}
+
 const struct family cpu_family = {
 	.name = "cpu",
 	.first_type = PROF_CPU_TYPE_FIRST,
@@ -729,4 +738,5 @@ const struct family cpu_family = {
 	.sql_schema = "CREATE TABLE samples(pid INTEGER, tid INTEGER, time_ns INTEGER, pc INTEGER,"
 	" period_ns INTEGER, stack INTEGER);\n",
 	.sql_row = cpu_sql_row,
+	.thread_times = cpu_thread_times,
 };

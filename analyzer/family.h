@@ -17,6 +17,7 @@ struct prof_rec;
 struct timeline;
 struct series;
 struct sql_out;
+struct thread_info;
 
 /* Flame graphs: emit(ctx, stack id, weight) once per stack. The labeled form puts a frame of
  * its own (leaf, when not NULL: "[sleep]") under the stack's innermost one. */
@@ -116,6 +117,10 @@ struct family {
 	 * of its chart; NULL when the family has none. */
 	const struct series *(*series)(const struct process *p);
 	const char *series_title;
+	/* prof html: what thread t's time went to, as far as the family knows: add(ctx, cause,
+	 * ns) per cause ("running", "lock", "io", "sleep", ...). */
+	void (*thread_times)(struct process *p, const struct thread_info *t,
+			     void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx);
 
 	/* prof export --format sqlite: its tables (CREATE TABLE statements, README's schema),
 	 * and the rows of one record it owns (with sql_row(), exports.h); 0 or -1. */

@@ -26,15 +26,14 @@ static const char html_css[] =
 	"h3{font-size:15px;margin:18px 0 6px}\n"
 	"table{border-collapse:collapse;margin:4px 0 8px;font-size:13px}\n"
 	"th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\n"
-	"td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+	"td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
 	"table.sort th{cursor:pointer;background:#f0f0f0}table.sort th:hover{background:#e0e8f0}\n"
 	"th.asc:after{content:' \\25B2'}th.desc:after{content:' \\25BC'}\n"
 	".note{color:#666;font-size:12px}nav a{margin-right:12px}\n"
 	"iframe.flame{width:1220px;border:0;display:block}\n"
 	".bar{position:relative;height:14px;background:#eee;width:600px}\n"
 	".bar span{position:absolute;top:0;height:14px}\n"
-	".run{background:#4a4}.lock{background:#d33}.cond{background:#e90}.join{background:#88c}"
-	".other{background:#bbb}\n"
+	".other{background:#e4e4e4}\n"
 	".legend span{display:inline-block;width:10px;height:10px;margin:0 3px 0 10px}\n"
 	"#selftest{font-family:monospace}\n";
 
@@ -279,45 +278,104 @@ static void series_chart(FILE *out, const char *title, const struct series *s)
 		fmt_ns((uint64_t)s->n * s->width, b, sizeof(b)));
 }
 
-/* Per thread: its lifetime on the process's time axis, split into running (CPU time), lock,
- * condition and join waits, and the rest (I/O, sleeps, other blocking, runnable). */
-static void threads_view(FILE *out, const struct process *p)
+/* What a thread's time went to: the core's measures, then each family's (the larger where
+ * two name one cause). */
+#define CAUSES_MAX 16
+struct causes {
+	const char *name[CAUSES_MAX];
+	uint64_t ns[CAUSES_MAX];
+	size_t n;
+};
+
+static void add_cause(void *arg, const char *cause, uint64_t ns)
 {
-	char a[32], b[32], c[32], d[32], e[32];
+	struct causes *c = arg;
+	size_t i = 0;
+	while (i < c->n && strcmp(c->name[i], cause))
+		i++;
+	if (i == c->n) {
+		if (c->n == CAUSES_MAX)
+			return;
+		c->name[c->n] = cause;
+		c->ns[c->n++] = 0;
+	}
+	if (ns > c->ns[i])
+		c->ns[i] = ns;
+}
+
+/* A color per cause, the same wherever it appears. */
+static const char *cause_color(const char *cause)
+{
+	static const struct { const char *name, *color; } known[] = {
+		{ "running", "#4a4" }, { "lock", "#d33" }, { "cond", "#e90" }, { "join", "#88c" },
+		{ "io", "#39c" }, { "sleep", "#bbb" }, { "poll", "#a7d" }, { "wait", "#c8a" },
+		{ "signal", "#866" }, { "gpu", "#7b2" },
+	};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(known[i].name, cause))
+			return known[i].color;
+	return "#999";
+}
+
+/* Per thread: its lifetime on the process's time axis, split by what its time went to (the
+ * rest: runnable, or what nothing recorded); a table of the same, sortable. */
+static void threads_view(FILE *out, struct process *p)
+{
+	char a[32], b[32];
 	uint64_t span = p->end_ns ? p->end_ns : 1;
-	fputs("<h3>Threads</h3>\n<p class=\"legend note\"><span class=\"run\"></span>running"
-	      "<span class=\"lock\"></span>lock wait<span class=\"cond\"></span>condition wait"
-	      "<span class=\"join\"></span>join<span class=\"other\"></span>other (I/O, sleep, "
-	      "runnable)</p>\n<table class=\"sort\"><thead><tr><th class=\"num\">tid</th><th>name"
-	      "</th><th class=\"num\">cpu_ns</th><th class=\"num\">lock_wait_ns</th>"
-	      "<th class=\"num\">cond_wait_ns</th><th class=\"num\">join_wait_ns</th>"
-	      "<th>activity over the process's life</th></tr></thead><tbody>\n", out);
-	for (size_t i = 0; i < p->nthreads && i < HTML_TOP * 5; i++) {
+	size_t shown = p->nthreads < HTML_TOP * 5 ? p->nthreads : HTML_TOP * 5;
+	struct causes *c = calloc(shown ? shown : 1, sizeof(*c));
+	struct causes all = { 0 };
+	if (!c)
+		return;
+	for (size_t i = 0; i < shown; i++) {
 		const struct thread_info *t = &p->threads[i];
-		uint64_t end = t->ended ? t->end_ns : p->end_ns, life = end > t->start_ns ?
-			end - t->start_ns : 1;
+		add_cause(&c[i], "running", t->cpu_ns);
+		add_cause(&c[i], "lock", t->lock_wait_ns);
+		add_cause(&c[i], "cond", t->cond_wait_ns);
+		add_cause(&c[i], "join", t->join_wait_ns);
+		for (size_t f = 0; families[f]; f++)
+			if (families[f]->thread_times && families[f]->has_data(p))
+				families[f]->thread_times(p, t, add_cause, &c[i]);
+		for (size_t k = 0; k < c[i].n; k++)
+			add_cause(&all, c[i].name[k], 0);
+	}
+	fputs("<h3>Threads</h3>\n<p class=\"legend note\">", out);
+	for (size_t k = 0; k < all.n; k++)
+		fprintf(out, "<span style=\"background:%s\"></span>%s", cause_color(all.name[k]),
+			all.name[k]);
+	fputs("<span class=\"other\"></span>other (runnable, unrecorded)</p>\n<table class=\"sort\">"
+	      "<thead><tr><th class=\"num\">tid</th><th>name</th>", out);
+	for (size_t k = 0; k < all.n; k++)
+		fprintf(out, "<th class=\"num\">%s</th>", all.name[k]);
+	fputs("<th>activity over the process's life</th></tr></thead><tbody>\n", out);
+	for (size_t i = 0; i < shown; i++) {
+		const struct thread_info *t = &p->threads[i];
+		uint64_t end = t->ended ? t->end_ns : p->end_ns;
+		uint64_t life = end > t->start_ns ? end - t->start_ns : 1;
 		fprintf(out, "<tr><td class=\"n\" data-v=\"%u\">%u</td><td>", t->tid, t->tid);
 		xml_write(out, t->name);
-		fprintf(out, "</td><td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>"
-			"<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>"
-			"<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>"
-			"<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>",
-			t->cpu_ns, fmt_ns(t->cpu_ns, a, sizeof(a)), t->lock_wait_ns,
-			fmt_ns(t->lock_wait_ns, b, sizeof(b)), t->cond_wait_ns,
-			fmt_ns(t->cond_wait_ns, c, sizeof(c)), t->join_wait_ns,
-			fmt_ns(t->join_wait_ns, d, sizeof(d)));
-		double x = (double)t->start_ns / (double)span * 100, w = (double)life / span * 100;
+		fputs("</td>", out);
+		for (size_t k = 0; k < all.n; k++) {
+			uint64_t ns = 0;
+			for (size_t j = 0; j < c[i].n; j++)
+				if (!strcmp(c[i].name[j], all.name[k]))
+					ns = c[i].ns[j];
+			fprintf(out, "<td class=\"n\" data-v=\"%" PRIu64 "\">%s</td>", ns,
+				fmt_ns(ns, a, sizeof(a)));
+		}
+		double left = (double)t->start_ns / (double)span * 100;
+		double w = (double)life / (double)span * 100, used = 0;
 		fprintf(out, "<td><div class=\"bar\" title=\"%s to %s\">", fmt_ns(t->start_ns, a,
-			sizeof(a)), fmt_ns(end, e, sizeof(e)));
-		const uint64_t part[4] = { t->cpu_ns, t->lock_wait_ns, t->cond_wait_ns, t->join_wait_ns };
-		static const char *const cls[4] = { "run", "lock", "cond", "join" };
-		double left = x, used = 0;
-		for (int k = 0; k < 4; k++) {
-			double pw = (double)part[k] / (double)life * w;
+			sizeof(a)), fmt_ns(end, b, sizeof(b)));
+		for (size_t j = 0; j < c[i].n; j++) {
+			double pw = (double)c[i].ns[j] / (double)life * w;
 			if (used + pw > w)
 				pw = w - used;
-			fprintf(out, "<span class=\"%s\" style=\"left:%.2f%%;width:%.2f%%\"></span>",
-				cls[k], left, pw);
+			if (pw <= 0)
+				continue;
+			fprintf(out, "<span style=\"background:%s;left:%.2f%%;width:%.2f%%\"></span>",
+				cause_color(c[i].name[j]), left, pw);
 			left += pw;
 			used += pw;
 		}
@@ -325,9 +383,10 @@ static void threads_view(FILE *out, const struct process *p)
 			"</div></td></tr>\n", left, w - used);
 	}
 	fputs("</tbody></table>\n", out);
-	if (p->nthreads > HTML_TOP * 5)
-		fprintf(out, "<p class=\"note\">%zu threads; the first %d shown</p>\n", p->nthreads,
-			HTML_TOP * 5);
+	if (p->nthreads > shown)
+		fprintf(out, "<p class=\"note\">%zu threads; the first %zu shown</p>\n", p->nthreads,
+			shown);
+	free(c);
 }
 
 /* ---- flame graphs -------------------------------------------------------------------------- */

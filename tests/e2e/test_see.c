@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -368,14 +369,56 @@ Test(see, color_progress_and_locale)
 	cr_expect(strstr(err, "\r\033[K"), "the progress line is cleared");
 	free(out);
 	free(err);
-	/* Locale: a German one (where installed) changes nothing, in numbers or times. */
+	/* Locale: a German one (where installed) changes nothing in numbers, sizes or times (the
+	 * brief line has all three; the analyzer never calls setlocale). */
 	prof_env(dir, (const char *[]){ "LC_ALL=C", NULL },
-		 (const char *[]){ "report", "--color=never", run, NULL }, &out_c, &err_c);
+		 (const char *[]){ "report", "--brief", run, NULL }, &out_c, &err_c);
 	prof_env(dir, (const char *[]){ "LC_ALL=de_DE.UTF-8", "LANG=de_DE.UTF-8", NULL },
-		 (const char *[]){ "report", "--color=never", run, NULL }, &out, &err);
+		 (const char *[]){ "report", "--brief", run, NULL }, &out, &err);
+	cr_expect(strstr(out, "allocs,"), "%s", out);
 	cr_expect_str_eq(out, out_c, "the report does not depend on the locale");
 	free(out);
 	free(err);
 	free(out_c);
 	free(err_c);
+}
+
+Test(see, html_process_tree_and_bounded_heap_counter)
+{
+	/* A run of three processes (fork, then exec in the child): the tree nests them. */
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("forker"), NULL };
+	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 7, "forker exits 7: %d", st);
+	char html[PATH_MAX];
+	snprintf(html, sizeof(html), "%s/tree.html", dir);
+	free(prof_text(dir, (const char *[]){ "html", "-o", html, dir, NULL }));
+	char *page = e2e_read_file(html);
+	cr_assert_not_null(page);
+	char *tree = strstr(page, "<h2 id=\"tree\">Process tree</h2>");
+	cr_assert_not_null(tree, "a process tree");
+	cr_expect(strstr(tree, "<ul><li>"), "a child nested under its parent");
+	cr_expect_eq(occurrences(page, "<h2 id=\"process-"), 3);
+	free(page);
+
+	/* The Chrome timeline's heap counter: at most two samples per millisecond. */
+	const char *run = profile(dir, "heavy", "3000");
+	char tl[PATH_MAX];
+	snprintf(tl, sizeof(tl), "%s/timeline.json", dir);
+	free(prof_text(dir, (const char *[]){ "export", "--format", "chrome", "-o", tl, run, NULL }));
+	json_error_t je;
+	json_t *doc = json_load_file(tl, 0, &je);
+	cr_assert_not_null(doc, "%s", je.text);
+	json_t *report = e2e_prof_json("report", run);
+	long allocs = e2e_int(e2e_process(report, 0), "heap.alloc_calls");
+	long ms = e2e_int(e2e_process(report, 0), "duration_ns") / 1000000 + 1;
+	json_decref(report);
+	size_t counters = 0, i;
+	json_t *e;
+	json_array_foreach(json_object_get(doc, "traceEvents"), i, e)
+		counters += !strcmp(json_string_value(json_object_get(e, "ph")), "C");
+	cr_expect_gt(counters, 1);
+	cr_expect_leq((long)counters, 2 * ms + 2, "%zu counter events for %ld ms", counters, ms);
+	cr_expect_lt((long)counters, allocs / 2, "fewer than one per allocation");
+	json_decref(doc);
 }

@@ -21,7 +21,7 @@ __attribute__((noinline)) void evil(int rounds)
 		if (i % 2)
 			free((void *)p);
 		pthread_mutex_lock(&lock);
-		for (int k = 0; k < 20000; k++)
+		for (int k = 0; k < 50000; k++)
 			sink += (unsigned long)k * (unsigned long)i;
 		pthread_mutex_unlock(&lock);
 	}
@@ -38,7 +38,11 @@ int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 200;
 	pthread_t t;
+	/* The worker's first round waits for the lock: contention whatever the machine's load. */
+	pthread_mutex_lock(&lock);
 	pthread_create(&t, NULL, worker, &rounds);
+	usleep(50000);
+	pthread_mutex_unlock(&lock);
 	evil(rounds);
 	pthread_join(t, NULL);
 	char path[64];
