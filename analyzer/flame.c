@@ -139,7 +139,8 @@ static const struct cmd_spec flame_spec = {
 	"  --folded       Brendan Gregg's folded stacks instead of SVG\n"
 	"  --diff BASE NEW  a differential flame graph: NEW's stacks, red where they grew\n"
 	"                 since BASE, blue where they shrank (BASE scaled to NEW's total);\n"
-	"                 stacks match by function names, so two builds compare\n"
+	"                 stacks match by function names, so two builds compare; with\n"
+	"                 --folded, \"stack base new\" lines as difffolded.pl writes them\n"
 	"  --from T, --to T  only what happened in that time window (10s, 250ms, ...)\n"
 	"  --title TEXT   heading of the SVG\n"
 	"  -h, --help     this help\n",
@@ -178,7 +179,7 @@ static int write_flame(FILE *out, const struct cmd_opts *o, const struct flame_w
 		       const struct flame_set *ss)
 {
 	const char *title = o->title ? o->title : weight->title;
-	int w = o->folded ? flame_write_folded(out, ss->v, ss->n)
+	int w = o->folded ? (o->diff ? flame_write_folded_diff : flame_write_folded)(out, ss->v, ss->n)
 			  : o->diff ? flame_write_svg_diff(out, ss->v, ss->n, title, weight->unit)
 				    : flame_write_svg(out, ss->v, ss->n, title, weight->unit);
 	if (w < 0 && !ferror(out))

@@ -40,7 +40,8 @@ void flame_set_free(struct flame_set *s);
 /* The weight `by` names (the kind's first when NULL), or NULL after saying why. */
 const struct flame_weight *flame_pick_weight(const struct flame_kind *kind, const char *by);
 
-/* Calls fn for every flame kind of every family, in the families' order. */
+/* A loop over every flame kind of every family, in the families' order: fam the family,
+ * kind the kind. */
 #define FOR_EACH_FLAME_KIND(fam, kind)                                                     \
 	for (size_t fam##_i = 0; families[fam##_i]; fam##_i++)                             \
 		for (const struct family *fam = families[fam##_i]; fam; fam = NULL)        \

@@ -48,7 +48,7 @@ static int finish(FILE *out)
 
 struct folded_line {
 	char *stack;
-	uint64_t weight;
+	uint64_t weight, base;
 };
 
 /* "root;child;leaf" for one sample: ';' inside a name becomes ':', line breaks spaces. */
@@ -85,8 +85,9 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(x->stack, y->stack);
 }
 
-/* Stacks of weight zero, and empty stacks (nothing to name), are left out. */
-int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n)
+/* Stacks of weight zero (and base zero), and empty stacks (nothing to name), are left out;
+ * diff: "stack base weight" lines. */
+static int write_folded(FILE *out, const struct flame_sample *samples, size_t n, int diff)
 {
 	struct folded_line *lines = n ? calloc(n, sizeof(*lines)) : NULL;
 	size_t nl = 0;
@@ -95,22 +96,29 @@ int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n)
 	if (n && !lines)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		if (!samples[i].weight || sample_depth(&samples[i]) == 0)
+		if ((!samples[i].weight && !(diff && samples[i].base)) ||
+		    sample_depth(&samples[i]) == 0)
 			continue;
 		lines[nl].stack = fold_stack(&samples[i]);
 		if (!lines[nl].stack)
 			goto out;
+		lines[nl].base = samples[i].base;
 		lines[nl++].weight = samples[i].weight;
 	}
 	if (nl)
 		qsort(lines, nl, sizeof(*lines), cmp_line);
 
 	for (size_t i = 0; i < nl;) {
-		uint64_t w = lines[i].weight;
+		uint64_t w = lines[i].weight, b = lines[i].base;
 		size_t j = i + 1;
-		while (j < nl && strcmp(lines[j].stack, lines[i].stack) == 0)
+		while (j < nl && strcmp(lines[j].stack, lines[i].stack) == 0) {
+			b = add_sat(b, lines[j].base);
 			w = add_sat(w, lines[j++].weight);
-		fprintf(out, "%s %" PRIu64 "\n", lines[i].stack, w);
+		}
+		if (diff)
+			fprintf(out, "%s %" PRIu64 " %" PRIu64 "\n", lines[i].stack, b, w);
+		else
+			fprintf(out, "%s %" PRIu64 "\n", lines[i].stack, w);
 		i = j;
 	}
 	ret = finish(out);
@@ -119,6 +127,16 @@ out:
 		free(lines[i].stack);
 	free(lines);
 	return ret;
+}
+
+int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n)
+{
+	return write_folded(out, samples, n, 0);
+}
+
+int flame_write_folded_diff(FILE *out, const struct flame_sample *samples, size_t n)
+{
+	return write_folded(out, samples, n, 1);
 }
 
 /* ---- text helpers for the SVG ---- */

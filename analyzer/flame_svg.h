@@ -17,6 +17,9 @@ struct flame_sample {
 
 /* "root;child;leaf weight\n" per distinct stack, sorted, ';' in names replaced by ':'. */
 int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n);
+/* The same with two counts, "stack base weight", as Brendan Gregg's difffolded.pl writes them
+ * (flamegraph.pl draws them as a differential graph). */
+int flame_write_folded_diff(FILE *out, const struct flame_sample *samples, size_t n);
 
 /* title: heading; unit: what weights count ("bytes", "allocations", "ns", "samples") for the
  * tooltips (bytes and ns are shown human-readable). Returns 0, or -1 on write error. */

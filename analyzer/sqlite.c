@@ -31,13 +31,7 @@ struct sql_out {
 	sqlite3 *db;
 	struct { const char *table; sqlite3_stmt *st; } cache[SQL_TABLES];
 	size_t ncache;
-	uint32_t pid;
 };
-
-uint32_t sql_pid(const struct sql_out *o)
-{
-	return o->pid;
-}
 
 /* The INSERT of table, prepared on first use: "INSERT INTO t VALUES (?,?,...)". */
 static sqlite3_stmt *insert_of(struct sql_out *o, const char *table, size_t ncols)
@@ -161,7 +155,6 @@ int export_sqlite(const struct cmd_opts *opts, struct process *ps, size_t n)
 	if (rc == 0)
 		sqlite3_exec(o.db, "BEGIN", NULL, NULL, NULL);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		o.pid = ps[i].hdr.pid;
 		rc = model_rows(&o, &ps[i]);
 		if (rc == 0)
 			rc = record_rows(&o, &ps[i]);

@@ -207,6 +207,16 @@ Test(see, diff_of_two_runs_and_of_two_moments)
 	cr_expect(strstr(g, "; base "), "tooltips give the base weight");
 	cr_expect(strstr(g, "fill=\"rgb(255,"), "a grown frame is red");
 	free(g);
+	/* --folded: "stack base new", difffolded.pl's lines. */
+	char *folded = prof_text(dir, (const char *[]){ "flame", "--diff", "--folded", "--kind",
+							"alloc", small, big, NULL });
+	char *line = strstr(folded, "main;<...>alert('x')&amp:<...> ");
+	cr_assert_not_null(line, "%s", folded);
+	unsigned long long b, n;
+	cr_assert_eq(sscanf(strchr(line, ' ') + 1, "%llu %llu", &b, &n), 2);
+	cr_expect_eq(b, 11350);
+	cr_expect_eq(n, 105400);
+	free(folded);
 }
 
 #include <sqlite3.h>
