@@ -230,6 +230,14 @@ static int cuda_sql_row(struct sql_out *o, struct process *p, const struct trace
 	return 0;
 }
 
+static void cuda_thread_times(struct process *p, const struct thread_info *t,
+			      void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx)
+{
+	const uint64_t *ns = u64map_get(&cuda_of(p)->thread_api, (uint64_t)t->serial * 2);
+	if (ns)
+		add(ctx, "cuda api", *ns);
+}
+
 const struct family cuda_family = {
 	.name = "cuda",
 	.first_type = PROF_CUDA_TYPE_FIRST,
@@ -257,4 +265,5 @@ const struct family cuda_family = {
 	"CREATE TABLE gpu_activity(pid INTEGER, start_ns INTEGER, end_ns INTEGER, activity INTEGER,"
 	" name INTEGER, bytes INTEGER, device INTEGER, stream INTEGER, corr INTEGER);\n",
 	.sql_row = cuda_sql_row,
+	.thread_times = cuda_thread_times,
 };

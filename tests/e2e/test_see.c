@@ -432,3 +432,34 @@ Test(see, html_process_tree_and_bounded_heap_counter)
 	cr_expect_lt((long)counters, allocs / 2, "fewer than one per allocation");
 	json_decref(doc);
 }
+
+/* CUDA against the fake driver (build/cuda, built by make e2e): the html's CUDA section,
+ * graph and per-thread API time, and the sqlite tables of API calls and GPU activity. */
+Test(see, cuda_in_html_and_sqlite)
+{
+	char prog[PATH_MAX], libenv[PATH_MAX + 32];
+	snprintf(prog, sizeof(prog), "%s/cuda/drv_test", e2e_build());
+	if (access(prog, X_OK) != 0)
+		cr_skip_test("%s not built", prog);
+	snprintf(libenv, sizeof(libenv), "LD_LIBRARY_PATH=%s/cuda", e2e_build());
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { prog, "gpa", "4", NULL }, *env[] = { libenv, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+	char html[PATH_MAX], db_path[PATH_MAX];
+	snprintf(html, sizeof(html), "%s/cuda.html", dir);
+	snprintf(db_path, sizeof(db_path), "%s/cuda.sqlite", dir);
+	free(prof_text(dir, (const char *[]){ "html", "-o", html, dir, NULL }));
+	char *page = e2e_read_file(html);
+	cr_assert_not_null(page);
+	cr_expect(strstr(page, "<h3>cuda</h3>"));
+	cr_expect(strstr(page, "id=\"flame-cuda\""));
+	cr_expect(strstr(page, "<th class=\"num\">cuda api</th>"), "per-thread API time");
+	free(page);
+	free(prof_text(dir, (const char *[]){ "export", "--format", "sqlite", "-o", db_path, dir, NULL }));
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM cuda_api a JOIN cuda_names n ON a.pid = n.pid "
+				 "AND a.name = n.id WHERE n.name LIKE 'cu%'"), 0);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM gpu_activity WHERE end_ns >= start_ns"), 0);
+	sqlite3_close(db);
+}
