@@ -22,11 +22,12 @@ PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
 PRELOAD_LIBS   := -Wl,--no-undefined -lunwind -ldl -lpthread
-ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer
-ANALYZER_LIBS   := -ljansson -ldw -lelf -lstdc++ -lm -pthread
+ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer -I$(BUILD)/gen
+ANALYZER_LIBS   := -ljansson -ldw -lelf -lprotobuf-c -lsqlite3 -lz -lstdc++ -lm -pthread
 
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
-ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC))
+ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \
+		$(BUILD)/obj/gen/profile.pb-c.o
 
 .PHONY: all deps demo test test-real unit core tsan e2e asan bench bench-cpu install clean \
 	check-exports bundle test-bundle
@@ -45,6 +46,15 @@ $(BUILD)/obj/%.o: %.c $(wildcard shared/*.h analyzer/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(ANALYZER_CFLAGS) -c $< -o $@
 
+# pprof's profile.proto (the part prof writes), compiled by protobuf-c.
+$(BUILD)/gen/profile.pb-c.c $(BUILD)/gen/profile.pb-c.h: analyzer/profile.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen --proto_path=analyzer $<
+$(BUILD)/obj/gen/profile.pb-c.o: $(BUILD)/gen/profile.pb-c.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ANALYZER_CFLAGS) -Wno-unused-parameter -c $< -o $@
+$(BUILD)/obj/analyzer/profiles.o: $(BUILD)/gen/profile.pb-c.h
+
 $(BUILD)/libprof.so: $(PRELOAD_OBJ)
 	$(CC) -shared -o $@ $^ $(PRELOAD_LIBS)
 
@@ -62,6 +72,10 @@ $(BUILD)/progs/db_sqlite: tests/progs/db_sqlite.c
 $(BUILD)/progs/db_pq: tests/progs/db_pq.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -Wall -Wextra -Werror -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) $< -o $@ -lpq
+# Names that are markup live in the symbol table: no -g, or DWARF's name would be used.
+$(BUILD)/progs/see_names: tests/progs/see_names.c
+	@mkdir -p $(dir $@)
+	$(CC) -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
@@ -83,8 +97,10 @@ $(BUILD)/test-core: $(CORE_SRC) $(wildcard tests/core/*.h) $(ANALYZER_OBJ) $(wil
 	$(CC) $(CFLAGS) $(LDFLAGS) -Ipreload -Ianalyzer -Itests/core -o $@ $(CORE_SRC) $(ANALYZER_OBJ) \
 		$(filter-out -l%,$(CORE_RUNNER)) $(filter -l%,$(CORE_RUNNER)) -lunwind -lpthread $(ANALYZER_LIBS)
 
-$(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h
-	$(CC) $(CFLAGS) -Itests -o $@ $(E2E_SRC) -lcriterion -ljansson -lm
+# The e2e tests read pprof exports back with the generated unpacker, sqlite ones with SQLite.
+$(BUILD)/test-e2e: $(E2E_SRC) tests/e2e/e2e.h $(BUILD)/gen/profile.pb-c.c
+	$(CC) $(CFLAGS) -Itests -I$(BUILD)/gen -Wno-unused-parameter -o $@ $(E2E_SRC) \
+		$(BUILD)/gen/profile.pb-c.c -lcriterion -ljansson -lprotobuf-c -lsqlite3 -lz -lm
 
 # Ends with what to look at first (the findings); the rest is written to files.
 demo: all $(BUILD)/progs/demo

@@ -1,6 +1,7 @@
 /* What every analyzer command does around its own work: load the processes of its TRACE
  * arguments, open its output, and at the end report write errors and free everything. */
 #include "commands.h"
+#include "format.h"
 #include "process.h"
 #include "stackfmt.h"
 #include "trace.h"
@@ -9,6 +10,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A whole non-negative decimal number, or -1. */
 static int parse_count(const char *s, uint64_t max, uint64_t *out)
@@ -61,6 +63,9 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		{ "show-leak-kinds", required_argument, NULL, 'S' },  /* valgrind's name for it */
 		{ "suppressions", required_argument, NULL, 's' },
 		{ "findings", no_argument, NULL, 'n' }, { "signal", required_argument, NULL, 'g' },
+		{ "color", required_argument, NULL, 'C' },
+		{ "diff", no_argument, NULL, 'D' },
+		{ "from", required_argument, NULL, 'r' }, { "to", required_argument, NULL, 'u' },
 		{ "fold", required_argument, NULL, 'L' },
 		{ "pid", required_argument, NULL, 'p' }, { "exe", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
@@ -68,7 +73,8 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	/* Which CMD_* flag each long option needs (same order as all[]). */
 	static const unsigned needs[] = { CMD_JSON, CMD_CSV, CMD_BRIEF, CMD_TOP, CMD_FRAMES,
 					  CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_FLAME, CMD_EXPORT,
-					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL, 0, 0, 0, 0 };
+					  CMD_EXPORT, CMD_LEAKS, CMD_LEAKS, CMD_LEAKS, CMD_FINDINGS, CMD_SIGNAL,
+					  0, CMD_FLAME, CMD_WINDOW, CMD_WINDOW, 0, 0, 0, 0 };
 	_Static_assert(sizeof(needs) / sizeof(needs[0]) == sizeof(all) / sizeof(all[0]) - 1,
 		       "one needs[] entry per option");
 	struct option opts[sizeof(all) / sizeof(all[0])];
@@ -85,7 +91,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	if (spec->options & CMD_EXPORT)
 		strcat(shorts, "f:");
 
-	*o = (struct cmd_opts){ .top = SIZE_MAX, .frames = spec->frames,
+	*o = (struct cmd_opts){ .top = SIZE_MAX, .frames = spec->frames, .to_ns = UINT64_MAX,
 				.show = 1u << PROF_LEAK_DEFINITE | 1u << PROF_LEAK_INDIRECT };
 	uint64_t v;
 	int c, li = -1;
@@ -103,6 +109,23 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		case 'B': o->by = optarg; break;
 		case 'T': o->title = optarg; break;
 		case 'f': o->format = optarg; break;
+		case 'D': o->diff = 1; break;
+		case 'C':
+			if (fmt_color_set(optarg, 0) < 0) {
+				prof_error("%s: --color: '%s' is not auto, always or never", spec->name,
+					   optarg);
+				return 2;
+			}
+			o->color = optarg;
+			break;
+		case 'r':
+		case 'u':
+			if (cmd_parse_time(optarg, c == 'r' ? &o->from_ns : &o->to_ns) < 0) {
+				prof_error("%s: --%s: '%s' is not a time (10s, 250ms, ...)", spec->name,
+					   c == 'r' ? "from" : "to", optarg);
+				return 2;
+			}
+			break;
 		case 't':
 			if (parse_count(optarg, SIZE_MAX, &v) < 0)
 				goto bad_number;
@@ -158,7 +181,11 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 			      "               (allocator wrappers), or name prefixes; none (default\n"
 			      "               std::,libc,alloc)\n"
 			      "  --pid PID    only the process PID\n"
-			      "  --exe NAME   only processes running NAME (its file name or path)\n", stdout);
+			      "  --exe NAME   only processes running NAME (its file name or path)\n"
+			      "  --color=WHEN color in text: auto (on a terminal), always, never\n", stdout);
+			if (spec->options & CMD_WINDOW)
+				fputs("  --from T, --to T  only what happened from T to T since each process\n"
+				      "               started (10s, 2.5s, 250ms, 40us)\n", stdout);
 			return 0;
 		case ':':
 			prof_error("%s: option '%s' needs a value (try prof %s --help)", spec->name,
@@ -172,6 +199,7 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 	}
 	o->traces = argv + optind;
 	o->ntraces = argc - optind;
+	fmt_color_set(o->color, !o->outfile && isatty(STDOUT_FILENO));
 	return -1;
 bad_number:
 	prof_error("%s: --%s: '%s' is not a valid number", spec->name, opts[li].name, optarg);
@@ -230,19 +258,93 @@ int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n)
 	return 0;
 }
 
+int cmd_parse_time(const char *s, uint64_t *ns)
+{
+	/* By hand, digit by digit: the same in every locale. */
+	static const struct { const char *unit; uint64_t ns; } units[] = {
+		{ "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 },
+		{ "m", 60000000000ull }, { "h", 3600000000000ull }, { "", 1000000000 },
+	};
+	uint64_t whole = 0, frac = 0, scale = 1;
+	const char *c = s;
+	if (*c < '0' || *c > '9')
+		return -1;
+	for (; *c >= '0' && *c <= '9'; c++)
+		if ((whole = whole * 10 + (uint64_t)(*c - '0')) > 10000000000000ull)
+			return -1;
+	if (*c == '.')
+		for (c++; *c >= '0' && *c <= '9'; c++)
+			if (scale < 1000000000) {
+				frac = frac * 10 + (uint64_t)(*c - '0');
+				scale *= 10;
+			}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(c, units[i].unit)) {
+			if (whole > UINT64_MAX / units[i].ns / 2)
+				return -1;
+			*ns = whole * units[i].ns + (uint64_t)((double)frac / (double)scale *
+							      (double)units[i].ns);
+			return 0;
+		}
+	return -1;
+}
+
+FILE *cmd_output(const char *outfile)
+{
+	FILE *out = outfile ? fopen(outfile, "w") : stdout;
+	if (!out)
+		prof_error("%s: cannot write: %m", outfile);
+	return out;
+}
+
+int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n)
+{
+	struct cmd_opts one = *o;
+	char *copy = strdup(arg), *at = copy ? strrchr(copy, '@') : NULL;
+	uint64_t t;
+	if (!copy) {
+		prof_error("out of memory");
+		return -1;
+	}
+	/* RUN@T, unless a file is named so. */
+	if (at && access(copy, F_OK) != 0 && cmd_parse_time(at + 1, &t) == 0) {
+		*at = '\0';
+		one.from_ns = 0;
+		one.to_ns = t;
+	}
+	one.traces = &copy;
+	one.ntraces = 1;
+	char **paths;
+	int rc = cmd_inputs(&one, &paths, n);
+	if (rc == 0) {
+		process_window_set(one.from_ns, one.to_ns);
+		rc = processes_load(paths, *n, ps);
+		process_window_set(0, UINT64_MAX);
+		inputs_free(paths);
+	}
+	free(copy);
+	return rc;
+}
+
 int cmd_open(struct cmd_io *io, const struct cmd_opts *o)
 {
 	char **paths;
 	const char *outfile = o->outfile;
 	*io = (struct cmd_io){ .out = stdout, .outfile = outfile };
-	if (cmd_inputs(o, &paths, &io->n) < 0)
-		return -1;
-	int loaded = processes_load(paths, io->n, &io->ps);
-	inputs_free(paths);
+	int loaded;
+	if (o->ntraces == 1) {  /* which may be RUN@T */
+		loaded = cmd_load_arg(o, o->traces[0], &io->ps, &io->n);
+	} else {
+		if (cmd_inputs(o, &paths, &io->n) < 0)
+			return -1;
+		process_window_set(o->from_ns, o->to_ns);
+		loaded = processes_load(paths, io->n, &io->ps);
+		process_window_set(0, UINT64_MAX);
+		inputs_free(paths);
+	}
 	if (loaded < 0)
 		return -1;
-	if (outfile && !(io->out = fopen(outfile, "w"))) {
-		prof_error("%s: cannot write: %m", outfile);
+	if (!(io->out = cmd_output(outfile))) {
 		processes_free(io->ps, io->n);
 		return -1;
 	}

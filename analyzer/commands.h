@@ -17,6 +17,8 @@ int cmd_dump(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_mark_exit(int argc, char **argv);
+int cmd_html(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
  * (sorted). Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
@@ -38,6 +40,7 @@ enum {
 	CMD_LEAKS = 1 << 8,   /* --show KINDS, --suppressions FILE */
 	CMD_FINDINGS = 1 << 9, /* --findings */
 	CMD_SIGNAL = 1 << 10, /* --signal N */
+	CMD_WINDOW = 1 << 11, /* --from T, --to T: one time window of each run */
 };
 /* Every command also takes --pid PID and --exe NAME: only the processes that match. */
 struct cmd_spec {
@@ -47,12 +50,14 @@ struct cmd_spec {
 	const char *usage;  /* the --help text */
 };
 struct cmd_opts {
-	int json, csv, brief, folded, findings;
+	int json, csv, brief, folded, findings, diff;
 	int top_given;
 	size_t top;         /* SIZE_MAX unless --top was given */
 	int frames;
 	const char *outfile, *kind, *by, *title, *format;
 	uint64_t min_ns;
+	uint64_t from_ns, to_ns;  /* --from, --to: since the process start; to UINT64_MAX */
+	const char *color;  /* --color=auto|always|never (NULL: auto) */
 	uint32_t pid;       /* --pid, 0 for any */
 	int signal;         /* --signal */
 	const char *exe;    /* --exe, NULL for any */
@@ -81,6 +86,15 @@ int cmd_open(struct cmd_io *io, const struct cmd_opts *o);
  * gives them; -1 after a message (nothing given, nothing found, nothing selected). */
 int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n);
 void cmd_write_json(struct cmd_io *io, json_t *processes);
+/* The processes of one TRACE argument as cmd_open() loads them (--pid, --exe, --from, --to);
+ * "RUN@T" is RUN as it stood at time T (everything up to T since each process started).
+ * 0, or -1 after a message. */
+int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n);
+/* A duration: "10s", "2.5s", "250ms", "40us", "100ns", "2m", "1h"; a bare number is
+ * seconds. Returns -1 when it is none. */
+int cmd_parse_time(const char *s, uint64_t *ns);
+/* outfile opened for writing, or stdout when NULL; NULL after a message. */
+FILE *cmd_output(const char *outfile);
 /* The same with "findings" (taken) before "processes", as prof report writes it. */
 void cmd_write_json_findings(struct cmd_io *io, json_t *findings, json_t *processes);
 int cmd_close(struct cmd_io *io, int rc);

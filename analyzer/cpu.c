@@ -9,6 +9,7 @@
  * CPU_BLOCKED carry their end time, after the samples inside them), except I/O calls, which
  * carry their start and wait in a short queue until a later record of the thread shows that
  * every sample inside them has been seen. */
+#include "exports.h"
 #include "family.h"
 #include "format.h"
 #include "process.h"
@@ -683,6 +684,32 @@ static void cpu_dump(FILE *out, const struct prof_rec *r)
 	}
 }
 
+static const struct family_diff cpu_diffs[] = {
+	{ "CPU by function (self)", "top", "function", "self_ns" },
+	{ "CPU by function (with callees)", "top_total", "function", "total_ns" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int cpu_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	if (ev->rec->type != PROF_REC_CPU_SAMPLE)
+		return 0;
+	const struct prof_rec_cpu_sample *r = (const void *)ev->rec;
+	return sql_row(o, "samples", "iiiiii", (int64_t)p->hdr.pid, (int64_t)ev->tid,
+		       (int64_t)process_rel_time(p, r->h.time), (int64_t)r->pc,
+		       (int64_t)r->period_ns, (int64_t)r->stack);
+}
+
+static void cpu_thread_times(struct process *p, const struct thread_info *t,
+			     void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx)
+{
+	const struct cpu_thread *ct = u64map_get(&cpu_of(p)->threads, t->serial);
+	add(ctx, "running", thread_cpu_ns(p, t, ct));
+	for (int c = 0; ct && c < PROF_CAUSE_COUNT; c++)
+		add(ctx, prof_block_cause_name((unsigned)c), ct->blocked_ns[c]);
+}
+
 const struct family cpu_family = {
 	.name = "cpu",
 	.first_type = PROF_CPU_TYPE_FIRST,
@@ -706,4 +733,10 @@ const struct family cpu_family = {
 	.timeline = &cpu_timeline,
 	.timeline_symbols = 1,
 	.dump = cpu_dump,
+	.diffs = cpu_diffs,
+	.ndiffs = sizeof(cpu_diffs) / sizeof(cpu_diffs[0]),
+	.sql_schema = "CREATE TABLE samples(pid INTEGER, tid INTEGER, time_ns INTEGER, pc INTEGER,"
+	" period_ns INTEGER, stack INTEGER);\n",
+	.sql_row = cpu_sql_row,
+	.thread_times = cpu_thread_times,
 };

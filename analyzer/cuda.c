@@ -62,6 +62,7 @@ struct cuda_copy {
 
 struct cuda_open {
 	uint64_t corr, last_ns;
+	uint64_t api_ns;             /* the call's longest API record (runtime holds driver) */
 	uint8_t layers;              /* bit 0 runtime API record seen, bit 1 driver */
 	uint8_t has_launch, has_copy;
 	struct cuda_launch launch;
@@ -199,6 +200,7 @@ void cuda_init(void *state)
 	memset(s, 0, sizeof(*s));
 	u64map_init(&s->names, sizeof(struct cuda_name_ent));
 	u64map_init(&s->api, sizeof(struct cuda_api_row));
+	u64map_init(&s->thread_api, sizeof(uint64_t));
 	u64map_init(&s->open, sizeof(struct cuda_open));
 	u64map_init(&s->open_corr, sizeof(uint64_t));
 	u64map_init(&s->waiting, sizeof(struct cuda_wait));
@@ -250,6 +252,7 @@ void cuda_free(void *state)
 	free(s->timing_detail);
 	u64map_free(&s->names);
 	u64map_free(&s->api);
+	u64map_free(&s->thread_api);
 	u64map_free(&s->open);
 	u64map_free(&s->open_corr);
 	u64map_free(&s->waiting);
@@ -612,6 +615,14 @@ static int on_api(struct cuda_stats *s, const struct trace_event *ev, const stru
 	if (!o)
 		return -1;
 	o->layers |= (uint8_t)(1u << (r->h.flags & 1));
+	/* The thread's time in API calls: a runtime call and the driver calls inside it once. */
+	if (r->duration_ns > o->api_ns) {
+		uint64_t *t = u64map_put(&s->thread_api, ev->stream, NULL);
+		if (!t)
+			return -1;
+		*t += r->duration_ns - o->api_ns;
+		o->api_ns = r->duration_ns;
+	}
 	return 0;
 }
 

@@ -105,6 +105,7 @@ struct cuda_stats {
 	struct u64map leak_sites;   /* stack -> struct cuda_leak_site */
 	uint64_t correlated;        /* driver calls made inside a runtime call */
 	uint64_t api_ns;
+	struct u64map thread_api;   /* stream -> ns in API calls (uint64_t) */
 };
 
 extern const struct family cuda_family;

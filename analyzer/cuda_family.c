@@ -1,8 +1,10 @@
 /* The CUDA family's entry in the family table, its timeline tracks (API calls, GPU kernels
  * and copies per stream, NVTX) and its records in dumps. The analysis is cuda.c. */
+#include "exports.h"
 #include "cuda.h"
 #include "family.h"
 #include "format.h"
+#include "process.h"
 #include "symbolize.h"
 #include "timeline.h"
 #include "trace.h"
@@ -196,6 +198,46 @@ static const struct flame_kind cuda_flames[] = {
 	  { { "time", "GPU time by launching stack", "ns" } }, cuda_flame },
 };
 
+static const struct family_diff cuda_diffs[] = {
+	{ "CUDA API calls by time", "api", "name", "total_ns" },
+	{ "GPU kernels by time", "kernels", "name", "total_ns" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int cuda_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec *h = ev->rec;
+	int64_t pid = p->hdr.pid;
+	if (h->type == PROF_REC_CUDA_NAME) {
+		const struct prof_rec_cuda_name *r = (const void *)h;
+		return sql_row(o, "cuda_names", "iiit", pid, (int64_t)r->id, (int64_t)h->flags, r->name);
+	}
+	if (h->type == PROF_REC_CUDA_API) {
+		const struct prof_rec_cuda_api *r = (const void *)h;
+		return sql_row(o, "cuda_api", "iiiiiiiit", pid, (int64_t)ev->tid,
+			       (int64_t)process_rel_time(p, h->time), (int64_t)r->name,
+			       (int64_t)r->duration_ns, (int64_t)r->result, (int64_t)r->corr,
+			       (int64_t)r->stack, h->flags == PROF_CUDA_DRIVER ? "driver" : "runtime");
+	}
+	if (h->type == PROF_REC_CUDA_GPU) {
+		const struct prof_rec_cuda_gpu *r = (const void *)h;
+		return sql_row(o, "gpu_activity", "iiiiiiiii", pid,
+			       (int64_t)process_rel_time(p, r->start), (int64_t)process_rel_time(p, r->end),
+			       (int64_t)r->activity, (int64_t)r->name, (int64_t)r->bytes,
+			       (int64_t)r->device, (int64_t)r->stream, (int64_t)r->corr);
+	}
+	return 0;
+}
+
+static void cuda_thread_times(struct process *p, const struct thread_info *t,
+			      void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx)
+{
+	const uint64_t *ns = u64map_get(&cuda_of(p)->thread_api, (uint64_t)t->serial * 2);
+	if (ns)
+		add(ctx, "cuda api", *ns);
+}
+
 const struct family cuda_family = {
 	.name = "cuda",
 	.first_type = PROF_CUDA_TYPE_FIRST,
@@ -215,4 +257,13 @@ const struct family cuda_family = {
 	.nflames = sizeof(cuda_flames) / sizeof(cuda_flames[0]),
 	.timeline = &cuda_timeline,
 	.dump = cuda_dump,
+	.diffs = cuda_diffs,
+	.ndiffs = sizeof(cuda_diffs) / sizeof(cuda_diffs[0]),
+	.sql_schema = "CREATE TABLE cuda_names(pid INTEGER, id INTEGER, kind INTEGER, name TEXT);\n"
+	"CREATE TABLE cuda_api(pid INTEGER, tid INTEGER, time_ns INTEGER, name INTEGER,"
+	" duration_ns INTEGER, result INTEGER, corr INTEGER, stack INTEGER, layer TEXT);\n"
+	"CREATE TABLE gpu_activity(pid INTEGER, start_ns INTEGER, end_ns INTEGER, activity INTEGER,"
+	" name INTEGER, bytes INTEGER, device INTEGER, stream INTEGER, corr INTEGER);\n",
+	.sql_row = cuda_sql_row,
+	.thread_times = cuda_thread_times,
 };

@@ -5,6 +5,7 @@
  * execs and forks are written here. Times are the trace clock (CLOCK_MONOTONIC) in
  * microseconds, so processes of one run line up. */
 #include "commands.h"
+#include "exports.h"
 #include "family.h"
 #include "process.h"
 #include "timeline.h"
@@ -144,14 +145,19 @@ static int export_trace(struct timeline *tl, const char *path)
 }
 
 static const struct cmd_spec export_spec = {
-	"export", CMD_OUTPUT | CMD_EXPORT, 0,
-	"usage: prof export --format chrome [-o FILE.json] [--min-ns N] TRACE...\n"
-	"A timeline for chrome://tracing and Perfetto (ui.perfetto.dev): per process and\n"
+	"export", CMD_OUTPUT | CMD_EXPORT | CMD_WINDOW, 0,
+	"usage: prof export --format chrome|speedscope|pprof|sqlite [-o FILE] TRACE...\n"
+	"chrome: a timeline for chrome://tracing and Perfetto (ui.perfetto.dev): per process and\n"
 	"thread, CPU samples (named by function, with their stacks), blocked calls (sleeps,\n"
 	"poll, waits, joins), lock waits, I/O calls, CUDA API calls, GPU kernels and copies\n"
 	"(one track per stream), NVTX ranges and marks, exits, forks and execs, and a\n"
-	"heap-size counter.\n\n"
-	"  --format chrome  the Chrome trace-event JSON format (the only one so far)\n"
+	"heap-size counter (at most two samples per millisecond, peaks kept).\n"
+	"speedscope: every flame kind with data as a profile for speedscope.app.\n"
+	"pprof: a gzipped profile.proto for go tool pprof, Pyroscope and Grafana, a sample\n"
+	"type per flame kind, locations by function, file and line.\n"
+	"sqlite: a database of processes, threads, stacks, frames, allocations, samples, lock\n"
+	"waits, I/O calls, CUDA API calls and GPU activity (schema: README); needs -o.\n\n"
+	"  --format F       chrome (default), speedscope, pprof or sqlite\n"
 	"  -o FILE          write to FILE (default stdout)\n"
 	"  --min-ns N       leave out I/O calls shorter than N ns (default 0: all)\n"
 	"  -h, --help       this help\n",
@@ -164,8 +170,25 @@ int cmd_export(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	if (o.format && strcmp(o.format, "chrome")) {
-		prof_error("export: unknown format '%s' (chrome)", o.format);
-		return 2;
+		int (*writer)(const struct cmd_opts *, struct process *, size_t, FILE *) =
+			!strcmp(o.format, "speedscope") ? export_speedscope :
+			!strcmp(o.format, "pprof") ? export_pprof : NULL;
+		if (!writer && strcmp(o.format, "sqlite")) {
+			prof_error("export: unknown format '%s' (chrome, speedscope, pprof, sqlite)",
+				   o.format);
+			return 2;
+		}
+		if (!writer && !o.outfile) {
+			prof_error("export: --format sqlite writes a database file: give -o FILE");
+			return 2;
+		}
+		struct cmd_io io;
+		struct cmd_opts in = o;
+		in.outfile = writer ? o.outfile : NULL;  /* sqlite opens its file itself */
+		if (cmd_open(&io, &in) < 0)
+			return 1;
+		rc = writer ? writer(&o, io.ps, io.n, io.out) : export_sqlite(&o, io.ps, io.n);
+		return cmd_close(&io, rc < 0 ? 1 : 0);
 	}
 	char **paths;
 	size_t n;

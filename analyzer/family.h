@@ -15,6 +15,9 @@ struct process;
 struct trace_event;
 struct prof_rec;
 struct timeline;
+struct series;
+struct sql_out;
+struct thread_info;
 
 /* Flame graphs: emit(ctx, stack id, weight) once per stack. The labeled form puts a frame of
  * its own (leaf, when not NULL: "[sleep]") under the stack's innermost one. */
@@ -45,6 +48,14 @@ struct family_timeline {
 	int (*names)(void *state, struct timeline *tl, const struct trace_event *ev);
 	int (*event)(void *state, struct timeline *tl, const struct trace_event *ev);
 	int (*finish)(void *state, struct timeline *tl);  /* after the last record */
+};
+
+/* prof diff: a list of the family's JSON compared row by row between two runs. */
+struct family_diff {
+	const char *title;   /* "CPU by function" */
+	const char *list;    /* the member holding the list; NULL: the JSON is the list */
+	const char *key;     /* the fields that identify a row, comma list; a stack by its functions */
+	const char *metric;  /* the integer field compared */
 };
 
 /* What `prof leaks` shows: at most top records, frames per stack, which leak classes (bits
@@ -97,6 +108,24 @@ struct family {
 
 	const struct family_timeline *timeline;
 	int timeline_symbols;  /* its timeline names code addresses: tl->proc is the model */
+
+	/* prof diff: the lists compared (the integers at the top of its JSON always are). */
+	const struct family_diff *diffs;
+	size_t ndiffs;
+
+	/* prof html: a value over time charted with its peak marked (series.h), and the title
+	 * of its chart; NULL when the family has none. */
+	const struct series *(*series)(const struct process *p);
+	const char *series_title;
+	/* prof html: what thread t's time went to, as far as the family knows: add(ctx, cause,
+	 * ns) per cause ("running", "lock", "io", "sleep", ...). */
+	void (*thread_times)(struct process *p, const struct thread_info *t,
+			     void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx);
+
+	/* prof export --format sqlite: its tables (CREATE TABLE statements, README's schema),
+	 * and the rows of one record it owns (with sql_row(), exports.h); 0 or -1. */
+	const char *sql_schema;
+	int (*sql_row)(struct sql_out *o, struct process *p, const struct trace_event *ev);
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);

@@ -2,7 +2,7 @@
  * as folded stacks. */
 #include "commands.h"
 #include "family.h"
-#include "flame_svg.h"
+#include "flame.h"
 #include "grow.h"
 #include "process.h"
 #include "stackfmt.h"
@@ -10,23 +10,51 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Collects one process's weights into the sample set. */
-struct collect_ctx {
-	struct sample_set *ss;
+/* One process's stacks, symbolized, handed to a flame_stack_fn. */
+struct walk_ctx {
 	struct process *p;
-	const char *root;
+	flame_stack_fn fn;
+	void *arg;
 	int rc;
 };
 
-/* Samples and the strings they point to, freed together. */
-struct sample_set {
-	struct flame_sample *v;
-	size_t n, cap;
-	char **strings;
-	size_t nstr, strcap;
+static void walk_stack(struct walk_ctx *c, uint32_t stack, const char *leaf, uint64_t weight)
+{
+	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
+	int truncated;
+	if (c->rc || !weight)
+		return;
+	int n = stack_shown(c->p, stack, frames, PROF_MAX_STACK_DEPTH * 2, NULL, &truncated);
+	c->rc = c->fn(c->arg, c->p, frames, n, truncated, leaf, weight);
+}
+
+static void emit_sample(void *arg, uint32_t stack, uint64_t weight)
+{
+	walk_stack(arg, stack, NULL, weight);
+}
+
+static void emit_labeled(void *arg, uint32_t stack, const char *leaf, uint64_t weight)
+{
+	walk_stack(arg, stack, leaf, weight);
+}
+
+int flame_walk(struct process *p, const struct family *owner, const struct flame_kind *kind,
+	       const char *by, flame_stack_fn fn, void *arg)
+{
+	struct walk_ctx c = { p, fn, arg, 0 };
+	if (owner->flame_labeled ? owner->flame_labeled(p, kind, by, emit_labeled, &c) < 0
+				 : kind->collect(p, by, emit_sample, &c) < 0)
+		return -1;
+	return c.rc;
+}
+
+/* flame_collect()'s: the frames' labels into the sample set, under a root of its own. */
+struct collect_ctx {
+	struct flame_set *ss;
+	const char *root;
 };
 
-static const char *keep(struct sample_set *ss, const char *s)
+static const char *keep(struct flame_set *ss, const char *s)
 {
 	if (GROW(ss->strings, ss->nstr, ss->strcap) < 0)
 		return NULL;
@@ -36,18 +64,18 @@ static const char *keep(struct sample_set *ss, const char *s)
 	return copy;
 }
 
-static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, uint64_t weight,
-		      const char *root, const char *leaf)
+static int add_sample(void *arg, struct process *p, const struct sym_frame *frames, int n,
+		      int truncated, const char *leaf, uint64_t weight)
 {
-	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
-	int truncated;
-	int n = stack_shown(p, stack, frames, PROF_MAX_STACK_DEPTH * 2, NULL, &truncated);
+	struct collect_ctx *c = arg;
+	struct flame_set *ss = c->ss;
+	(void)p;
 	const char **names = malloc(sizeof(char *) * (size_t)(n + 3));
 	if (!names)
 		return -1;
 	int d = 0;
-	if (root)
-		names[d++] = root;
+	if (c->root)
+		names[d++] = c->root;
 	if (n == 0)
 		names[d++] = "[no stack]";
 	else if (truncated)  /* its real root is unknown: one root for all such stacks */
@@ -66,25 +94,11 @@ static int add_sample(struct sample_set *ss, struct process *p, uint32_t stack, 
 		free(names);
 		return -1;
 	}
-	ss->v[ss->n++] = (struct flame_sample){ names, d, weight };
+	ss->v[ss->n++] = (struct flame_sample){ names, d, weight, 0 };
 	return 0;
 }
 
-static void emit_sample(void *arg, uint32_t stack, uint64_t weight)
-{
-	struct collect_ctx *c = arg;
-	if (c->rc == 0 && weight > 0)
-		c->rc = add_sample(c->ss, c->p, stack, weight, c->root, NULL);
-}
-
-static void emit_labeled(void *arg, uint32_t stack, const char *leaf, uint64_t weight)
-{
-	struct collect_ctx *c = arg;
-	if (c->rc == 0 && weight > 0)
-		c->rc = add_sample(c->ss, c->p, stack, weight, c->root, leaf);
-}
-
-static void free_samples(struct sample_set *ss)
+void flame_set_free(struct flame_set *ss)
 {
 	for (size_t i = 0; i < ss->n; i++)
 		free((void *)ss->v[i].frames);
@@ -92,16 +106,42 @@ static void free_samples(struct sample_set *ss)
 		free(ss->strings[i]);
 	free(ss->v);
 	free(ss->strings);
+	*ss = (struct flame_set){ 0 };
+}
+
+int flame_collect(struct flame_set *ss, struct process *ps, size_t n, const struct family *owner,
+		  const struct flame_kind *kind, const char *by, int pid_roots)
+{
+	for (size_t i = 0; i < n; i++) {
+		char root[300];
+		const char *exe = strrchr(ps[i].exe, '/') ? strrchr(ps[i].exe, '/') + 1 : ps[i].exe;
+		if (pid_roots)
+			snprintf(root, sizeof(root), "%s (%u)", exe, ps[i].hdr.pid);
+		else
+			snprintf(root, sizeof(root), "%s", exe);
+		struct collect_ctx ctx = { ss, n > 1 ? keep(ss, root) : NULL };
+		if (n > 1 && !ctx.root)
+			return -1;
+		int rc = flame_walk(&ps[i], owner, kind, by, add_sample, &ctx);
+		if (rc)
+			return rc;
+	}
+	return 0;
 }
 
 static const struct cmd_spec flame_spec = {
-	"flame", CMD_OUTPUT | CMD_FLAME, 0,
+	"flame", CMD_OUTPUT | CMD_FLAME | CMD_WINDOW, 0,
 	"usage: prof flame --kind KIND [-o FILE.svg | --folded] TRACE...\n"
 	"A flame graph of the stacks that did KIND's work, widths proportional to it.\n\n"
 	"  --kind KIND    what to weigh (default alloc); the kinds are listed below\n"
 	"  --by WHAT      another weight of the kind, where it has one (listed below)\n"
 	"  -o FILE        write the SVG (or folded text) to FILE (default stdout)\n"
 	"  --folded       Brendan Gregg's folded stacks instead of SVG\n"
+	"  --diff BASE NEW  a differential flame graph: NEW's stacks, red where they grew\n"
+	"                 since BASE, blue where they shrank (BASE scaled to NEW's total);\n"
+	"                 stacks match by function names, so two builds compare; with\n"
+	"                 --folded, \"stack base new\" lines as difffolded.pl writes them\n"
+	"  --from T, --to T  only what happened in that time window (10s, 250ms, ...)\n"
 	"  --title TEXT   heading of the SVG\n"
 	"  -h, --help     this help\n",
 };
@@ -121,7 +161,7 @@ static void print_kinds(FILE *out)
 }
 
 /* The weight --by names (the kind's first when by is NULL), or NULL after saying why. */
-static const struct flame_weight *pick_weight(const struct flame_kind *kind, const char *by)
+const struct flame_weight *flame_pick_weight(const struct flame_kind *kind, const char *by)
 {
 	for (size_t w = 0; w < FLAME_WEIGHTS_MAX && kind->weights[w].by; w++)
 		if (!by || !strcmp(by, kind->weights[w].by))
@@ -132,6 +172,66 @@ static const struct flame_weight *pick_weight(const struct flame_kind *kind, con
 			 kind->weights[w].by);
 	prof_error("flame: --by %s: %s graphs weigh by %s", by, kind->name, list);
 	return NULL;
+}
+
+/* The SVG or folded text of the samples; -1 after saying why (a write error: later). */
+static int write_flame(FILE *out, const struct cmd_opts *o, const struct flame_weight *weight,
+		       const struct flame_set *ss)
+{
+	const char *title = o->title ? o->title : weight->title;
+	int w = o->folded ? (o->diff ? flame_write_folded_diff : flame_write_folded)(out, ss->v, ss->n)
+			  : o->diff ? flame_write_svg_diff(out, ss->v, ss->n, title, weight->unit)
+				    : flame_write_svg(out, ss->v, ss->n, title, weight->unit);
+	if (w < 0 && !ferror(out))
+		prof_error("out of memory");
+	return w;
+}
+
+/* prof flame --diff BASE NEW: NEW's stacks with BASE's weight of the same stack (by
+ * symbolized frames) as each sample's base. */
+static int flame_diff(const struct cmd_opts *o, const struct family *owner,
+		      const struct flame_kind *kind, const struct flame_weight *weight)
+{
+	if (o->ntraces != 2) {
+		prof_error("flame: --diff takes two runs, BASE and NEW (try prof flame --help)");
+		return 2;
+	}
+	struct flame_set base = { 0 }, cur = { 0 };
+	struct process *ps[2] = { NULL, NULL };
+	size_t n[2] = { 0, 0 };
+	int rc = 0;
+	for (int i = 0; i < 2 && rc == 0; i++) {
+		rc = cmd_load_arg(o, o->traces[i], &ps[i], &n[i]);
+		if (rc == 0)
+			rc = flame_collect(i ? &cur : &base, ps[i], n[i], owner, kind, weight->by, 0);
+		else
+			rc = -2;
+	}
+	FILE *out = rc == 0 ? cmd_output(o->outfile) : NULL;
+	if (rc == 0 && !out)
+		rc = -2;
+	if (rc == 0) {
+		/* BASE's stacks join as samples of weight 0: the tree matches them by name. */
+		for (size_t i = 0; i < base.n && rc == 0; i++) {
+			if (GROW(cur.v, cur.n, cur.cap) < 0) {
+				rc = -1;
+				break;
+			}
+			cur.v[cur.n++] = (struct flame_sample){ base.v[i].frames, base.v[i].depth, 0,
+								base.v[i].weight };
+			base.v[i].frames = NULL;
+		}
+		rc = rc ? rc : write_flame(out, o, weight, &cur);
+		rc = cmd_finish_output(out, o->outfile, rc < 0 ? 1 : 0) ? -2 : 0;
+	}
+	if (rc == -1)
+		prof_error("out of memory");
+	for (int i = 0; i < 2; i++)
+		if (ps[i])
+			processes_free(ps[i], n[i]);
+	flame_set_free(&base);
+	flame_set_free(&cur);
+	return rc < 0 ? 1 : 0;
 }
 
 int cmd_flame(int argc, char **argv)
@@ -155,42 +255,19 @@ int cmd_flame(int argc, char **argv)
 		prof_error("unknown flame kind '%s' (%s)", kind_name, list);
 		return 2;
 	}
-	const struct flame_weight *weight = pick_weight(kind, o.by);
+	const struct flame_weight *weight = flame_pick_weight(kind, o.by);
 	if (!weight)
 		return 2;
+	if (o.diff)
+		return flame_diff(&o, owner, kind, weight);
 	struct cmd_io io;
 	if (cmd_open(&io, &o) < 0)
 		return 1;
-	struct process *ps = io.ps;
-	size_t n = io.n;
-	FILE *out = io.out;
-	struct sample_set ss = { 0 };
-	rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		char root[300];
-		snprintf(root, sizeof(root), "%s (%u)",
-			 strrchr(ps[i].exe, '/') ? strrchr(ps[i].exe, '/') + 1 : ps[i].exe, ps[i].hdr.pid);
-		struct collect_ctx ctx = { &ss, &ps[i], n > 1 ? keep(&ss, root) : NULL, 0 };
-		if (owner->flame_labeled
-			    ? owner->flame_labeled(&ps[i], kind, weight->by, emit_labeled, &ctx) < 0
-			    : kind->collect(&ps[i], weight->by, emit_sample, &ctx) < 0)
-			rc = -1;
-		else
-			rc = ctx.rc;
-	}
-	if (rc == -1)
-		prof_error("out of memory");
+	struct flame_set ss = { 0 };
+	rc = flame_collect(&ss, io.ps, io.n, owner, kind, weight->by, 1);
 	if (rc == 0 && ss.n == 0)
 		prof_error("note: no %s data in these traces", kind->name);
-	if (rc == 0) {
-		int w = o.folded ? flame_write_folded(out, ss.v, ss.n)
-				 : flame_write_svg(out, ss.v, ss.n, o.title ? o.title : weight->title,
-						   weight->unit);
-		if (w < 0 && !ferror(out))
-			prof_error("out of memory");
-		if (w < 0)
-			rc = -1;  /* a write error: cmd_close() says so */
-	}
-	free_samples(&ss);
+	rc = rc < 0 ? rc : write_flame(io.out, &o, weight, &ss);
+	flame_set_free(&ss);
 	return cmd_close(&io, rc < 0 ? 1 : 0);
 }

@@ -48,7 +48,7 @@ static int finish(FILE *out)
 
 struct folded_line {
 	char *stack;
-	uint64_t weight;
+	uint64_t weight, base;
 };
 
 /* "root;child;leaf" for one sample: ';' inside a name becomes ':', line breaks spaces. */
@@ -85,8 +85,9 @@ static int cmp_line(const void *a, const void *b)
 	return strcmp(x->stack, y->stack);
 }
 
-/* Stacks of weight zero, and empty stacks (nothing to name), are left out. */
-int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n)
+/* Stacks of weight zero (and base zero), and empty stacks (nothing to name), are left out;
+ * diff: "stack base weight" lines. */
+static int write_folded(FILE *out, const struct flame_sample *samples, size_t n, int diff)
 {
 	struct folded_line *lines = n ? calloc(n, sizeof(*lines)) : NULL;
 	size_t nl = 0;
@@ -95,22 +96,29 @@ int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n)
 	if (n && !lines)
 		return -1;
 	for (size_t i = 0; i < n; i++) {
-		if (!samples[i].weight || sample_depth(&samples[i]) == 0)
+		if ((!samples[i].weight && !(diff && samples[i].base)) ||
+		    sample_depth(&samples[i]) == 0)
 			continue;
 		lines[nl].stack = fold_stack(&samples[i]);
 		if (!lines[nl].stack)
 			goto out;
+		lines[nl].base = samples[i].base;
 		lines[nl++].weight = samples[i].weight;
 	}
 	if (nl)
 		qsort(lines, nl, sizeof(*lines), cmp_line);
 
 	for (size_t i = 0; i < nl;) {
-		uint64_t w = lines[i].weight;
+		uint64_t w = lines[i].weight, b = lines[i].base;
 		size_t j = i + 1;
-		while (j < nl && strcmp(lines[j].stack, lines[i].stack) == 0)
+		while (j < nl && strcmp(lines[j].stack, lines[i].stack) == 0) {
+			b = add_sat(b, lines[j].base);
 			w = add_sat(w, lines[j++].weight);
-		fprintf(out, "%s %" PRIu64 "\n", lines[i].stack, w);
+		}
+		if (diff)
+			fprintf(out, "%s %" PRIu64 " %" PRIu64 "\n", lines[i].stack, b, w);
+		else
+			fprintf(out, "%s %" PRIu64 "\n", lines[i].stack, w);
 		i = j;
 	}
 	ret = finish(out);
@@ -119,6 +127,16 @@ out:
 		free(lines[i].stack);
 	free(lines);
 	return ret;
+}
+
+int flame_write_folded(FILE *out, const struct flame_sample *samples, size_t n)
+{
+	return write_folded(out, samples, n, 0);
+}
+
+int flame_write_folded_diff(FILE *out, const struct flame_sample *samples, size_t n)
+{
+	return write_folded(out, samples, n, 1);
 }
 
 /* ---- text helpers for the SVG ---- */
@@ -281,6 +299,7 @@ struct flame_node {
 	const char *name;
 	uint64_t total;		/* its own weight and its descendants' */
 	uint64_t offset;	/* weight left of it: its x in weight units */
+	uint64_t base;		/* differential graphs: the base run's total */
 	int depth;		/* 0: the root */
 };
 
@@ -346,7 +365,7 @@ static int flame_tree_build(struct flame_tree *t, const struct flame_sample *sam
 			goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!samples[i].weight)
+		if (!samples[i].weight && !samples[i].base)
 			continue;
 		sorted[ns++] = &samples[i];
 		if (sample_depth(&samples[i]) > max_depth)
@@ -375,8 +394,10 @@ static int flame_tree_build(struct flame_tree *t, const struct flame_sample *sam
 				goto out;
 			path[k + 1] = t->n - 1;
 		}
-		for (int k = 0; k <= depth; k++)
+		for (int k = 0; k <= depth; k++) {
 			t->nodes[path[k]].total = add_sat(t->nodes[path[k]].total, s->weight);
+			t->nodes[path[k]].base = add_sat(t->nodes[path[k]].base, s->base);
+		}
 		prev = s;
 	}
 	ret = 0;
@@ -573,8 +594,21 @@ static void write_head(FILE *out, int height, const char *title)
 	fputs("</text>\n", out);
 }
 
+/* Differential colours: white where a frame kept its share, red as it grew, blue as it shrank
+ * (scale: base weights times NEW's total over BASE's). */
+static void diff_colour(const struct flame_node *nd, double scale, int *r, int *g, int *b)
+{
+	double was = (double)nd->base * scale, now = (double)nd->total;
+	double big = was > now ? was : now;
+	double d = big > 0 ? (now - was) / big : 0;
+	int fade = (int)(255 - 200 * (d < 0 ? -d : d));
+	*r = d < 0 ? fade : 255;
+	*g = fade;
+	*b = d > 0 ? fade : 255;
+}
+
 static void write_frame(FILE *out, const struct flame_node *nd, uint64_t total, int height,
-			const char *unit)
+			const char *unit, double diff_scale)
 {
 	double x = PAD + (double)nd->offset / (double)total * FRAME_W;
 	double w = (double)nd->total / (double)total * FRAME_W;
@@ -588,8 +622,20 @@ static void write_frame(FILE *out, const struct flame_node *nd, uint64_t total, 
 	write_xml(out, nd->name, SIZE_MAX);
 	fputs(" \xe2\x80\x94 ", out);
 	write_weight(out, nd->total, unit);
-	fprintf(out, " (%.2f%%)</title>", (double)nd->total / (double)total * 100);
-	frame_colour(nd->name, &r, &g, &b);
+	fprintf(out, " (%.2f%%)", (double)nd->total / (double)total * 100);
+	if (diff_scale > 0) {
+		fputs("; base ", out);
+		write_weight(out, nd->base, unit);
+		if (nd->base)
+			fprintf(out, " (%+.1f%% after scaling)",
+				((double)nd->total / ((double)nd->base * diff_scale) - 1) * 100);
+		else
+			fputs(" (new)", out);
+		diff_colour(nd, diff_scale, &r, &g, &b);
+	} else {
+		frame_colour(nd->name, &r, &g, &b);
+	}
+	fputs("</title>", out);
 	fprintf(out,
 		"<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"rgb(%d,%d,%d)\" "
 		"rx=\"2\"/><text x=\"%.2f\" y=\"%.1f\">",
@@ -613,8 +659,8 @@ static int is_drawn(const struct flame_node *nd, uint64_t total)
 	return nd->depth == 0 || (double)nd->total / (double)total >= MIN_SHARE;
 }
 
-int flame_write_svg(FILE *out, const struct flame_sample *samples, size_t n, const char *title,
-		    const char *unit)
+static int write_svg(FILE *out, const struct flame_sample *samples, size_t n, const char *title,
+		     const char *unit, int diff)
 {
 	struct flame_tree t;
 	size_t *last = NULL;
@@ -643,6 +689,7 @@ int flame_write_svg(FILE *out, const struct flame_sample *samples, size_t n, con
 
 	/* last[d]: the latest node seen at depth d. In pre-order a node's parent is the latest
 	 * node one level up, and its previous sibling the latest at its level, if after that. */
+	double diff_scale = !diff ? 0 : t.nodes[0].base ? (double)total / (double)t.nodes[0].base : 1;
 	last = malloc(((size_t)t.max_depth + 1) * sizeof(*last));
 	if (!last)
 		goto out;
@@ -664,7 +711,7 @@ int flame_write_svg(FILE *out, const struct flame_sample *samples, size_t n, con
 		}
 		last[nd->depth] = i;
 		if (is_drawn(nd, total))
-			write_frame(out, nd, total, height, unit);
+			write_frame(out, nd, total, height, unit, diff_scale);
 	}
 	fputs("</g>\n", out);
 	fprintf(out, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", PAD, height - 12);
@@ -678,4 +725,21 @@ out:
 	free(last);
 	free(t.nodes);
 	return ret;
+}
+
+int flame_write_svg(FILE *out, const struct flame_sample *samples, size_t n, const char *title,
+		    const char *unit)
+{
+	return write_svg(out, samples, n, title, unit, 0);
+}
+
+int flame_write_svg_diff(FILE *out, const struct flame_sample *samples, size_t n,
+			 const char *title, const char *unit)
+{
+	return write_svg(out, samples, n, title, unit, 1);
+}
+
+void xml_write(FILE *out, const char *s)
+{
+	write_xml(out, s ? s : "", SIZE_MAX);
 }

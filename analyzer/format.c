@@ -2,6 +2,7 @@
 #include "format.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *fmt_bytes(uint64_t n, char *buf, size_t len)
@@ -91,4 +92,31 @@ const char *fmt_arg(const char *s, char *buf, size_t len)
 	buf[o++] = '"';
 	buf[o] = 0;
 	return buf;
+}
+
+static int color;
+
+int fmt_color_set(const char *when, int to_terminal)
+{
+	const char *term = getenv("TERM"), *no = getenv("NO_COLOR");
+	if (!when || !strcmp(when, "auto"))
+		color = to_terminal && !(no && *no) && !(term && !strcmp(term, "dumb"));
+	else if (!strcmp(when, "always"))
+		color = 1;
+	else if (!strcmp(when, "never"))
+		color = 0;
+	else
+		return -1;
+	return 0;
+}
+
+const char *fmt_sgr(const char *code)
+{
+	static char buf[4][16];
+	static unsigned next;
+	if (!color)
+		return "";
+	char *b = buf[next++ % 4];
+	snprintf(b, sizeof(buf[0]), "\033[%sm", code ? code : "0");
+	return b;
 }

@@ -16,4 +16,13 @@ void fmt_quoted(FILE *out, const char *s, size_t max);
  * control characters, quotes and backslashes escaped (\n, \x1b); UTF-8 stays. */
 const char *fmt_arg(const char *s, char *buf, size_t len);
 
+/* Color in text output: --color=auto (stdout a terminal, no -o, NO_COLOR unset, TERM not
+ * dumb), always or never; returns -1 for another word. fmt_sgr(code) is the escape sequence
+ * "\033[<code>m" when color is on, else "" (fmt_sgr(NULL): the reset). */
+int fmt_color_set(const char *when, int to_terminal);
+const char *fmt_sgr(const char *code);
+#define SGR_BOLD "1"
+#define SGR_RED "31"
+#define SGR_GREEN "32"
+
 #endif

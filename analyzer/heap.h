@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "prof_format.h"
+#include "series.h"
 #include "u64map.h"
 
 struct process;
@@ -58,6 +59,7 @@ struct heap_stats {
 	uint64_t leak_listed, leak_got;  /* lost addresses the scan wrote, and those read */
 	struct u64map leak_class;  /* ptr -> enum prof_leak_class (uint32_t) */
 	uint64_t class_bytes[PROF_LEAK_CLASS_COUNT], class_blocks[PROF_LEAK_CLASS_COUNT];
+	struct series in_use;  /* bytes allocated over time, for charts */
 };
 
 void heap_init(void *state);  /* a struct heap_stats */

@@ -1,6 +1,7 @@
 /* The heap family as the commands show it: the report section (totals, the peak, top sites
  * by five measures), leaks in valgrind's words, alloc and leak flame graphs, the heap-size
  * counter of the timeline, and ALLOC/FREE in dumps. The analysis itself is heap.c. */
+#include "exports.h"
 #include "heap.h"
 #include "family.h"
 #include "format.h"
@@ -23,10 +24,14 @@ struct heap_stats *heap_of(const struct process *p)
 static int heap_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
+	struct heap_stats *heap = state;
+	uint64_t t = process_rel_time(p, h->time);
+	int rc;
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
-		return heap_alloc(state, ev->stream, process_rel_time(p, h->time), r->ptr, r->size,
-				  r->stack);
+		rc = heap_alloc(heap, ev->stream, t, r->ptr, r->size, r->stack);
+		series_add(&heap->in_use, t, heap->current);
+		return rc;
 	}
 	if (h->type == PROF_REC_LEAK_SCAN)
 		return heap_leak_scan(state, h->flags, ((const struct prof_rec_leak_scan *)h)->listed);
@@ -35,8 +40,15 @@ static int heap_on_record(struct process *p, void *state, const struct trace_eve
 		size_t room = (h->size - sizeof(*r)) / sizeof(uint64_t);
 		return heap_leak_class(state, h->flags, r->ptrs, r->count < room ? r->count : room);
 	}
-	return heap_release(state, ev->stream, ((const struct prof_rec_free *)h)->ptr,
-			    (h->flags & PROF_FREE_REALLOC) != 0);
+	rc = heap_release(heap, ev->stream, ((const struct prof_rec_free *)h)->ptr,
+			  (h->flags & PROF_FREE_REALLOC) != 0);
+	series_add(&heap->in_use, t, heap->current);
+	return rc;
+}
+
+static const struct series *heap_series(const struct process *p)
+{
+	return &heap_of(p)->in_use;
 }
 
 static int heap_family_finish(struct process *p)
@@ -434,11 +446,15 @@ static const struct flame_kind heap_flames[] = {
 
 /* ---- timeline: the heap-size counter ---------------------------------------------------- */
 
-#define HEAP_SAMPLE_NS 50000u  /* at most one counter sample per 50 us (and every new peak) */
+/* At most two counter samples per HEAP_SAMPLE_NS: the largest value of the interval (at its
+ * time, so peaks stay where they were) and the value at its end. An allocation-heavy program
+ * would otherwise write one event per call. */
+#define HEAP_SAMPLE_NS 1000000u
 
 struct heap_timeline {
 	struct heap_stats heap;
 	uint64_t last_sample, sampled_bytes, last_time;
+	uint64_t top, top_time;  /* the interval's largest value since the last sample */
 };
 
 static int heap_tl_init(void *state)
@@ -454,11 +470,15 @@ static void heap_tl_free(void *state)
 	heap_free(&((struct heap_timeline *)state)->heap);
 }
 
+/* The interval's peak, where it was not the value sampled last, then the value at time. */
 static void heap_tl_sample(struct heap_timeline *s, struct timeline *tl, uint64_t time)
 {
+	if (s->top > s->heap.current && s->top != s->sampled_bytes)
+		tl_counter(tl, "heap", s->top_time, "bytes", s->top);
 	tl_counter(tl, "heap", time, "bytes", s->heap.current);
 	s->last_sample = time;
 	s->sampled_bytes = s->heap.current;
+	s->top = 0;
 }
 
 static int heap_tl_event(void *state, struct timeline *tl, const struct trace_event *ev)
@@ -476,8 +496,12 @@ static int heap_tl_event(void *state, struct timeline *tl, const struct trace_ev
 				  (h->flags & PROF_FREE_REALLOC) != 0);
 	}
 	s->last_time = h->time;
+	if (s->heap.current > s->top) {
+		s->top = s->heap.current;
+		s->top_time = h->time;
+	}
 	if (s->heap.current != s->sampled_bytes &&
-	    (h->time >= s->last_sample + HEAP_SAMPLE_NS || s->heap.current == s->heap.peak))
+	    (s->sampled_bytes == UINT64_MAX || h->time >= s->last_sample + HEAP_SAMPLE_NS))
 		heap_tl_sample(s, tl, h->time);
 	return rc;
 }
@@ -485,8 +509,9 @@ static int heap_tl_event(void *state, struct timeline *tl, const struct trace_ev
 static int heap_tl_finish(void *state, struct timeline *tl)
 {
 	struct heap_timeline *s = state;
-	if (s->sampled_bytes != UINT64_MAX && s->heap.current != s->sampled_bytes)
-		heap_tl_sample(s, tl, s->last_time);  /* where the heap ended */
+	if (s->sampled_bytes != UINT64_MAX &&
+	    (s->heap.current != s->sampled_bytes || s->top > s->heap.current))
+		heap_tl_sample(s, tl, s->last_time);  /* the last peak, and where the heap ended */
 	return 0;
 }
 
@@ -518,6 +543,29 @@ static void heap_dump(FILE *out, const struct prof_rec *r)
 	}
 }
 
+static const struct family_diff heap_diffs[] = {
+	{ "Heap sites by bytes allocated", "sites", "stack", "bytes" },
+	{ "Heap sites by bytes still allocated (at the end, or at the moment)", "sites", "stack",
+	  "leaked_bytes" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int heap_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec *h = ev->rec;
+	int64_t pid = p->hdr.pid, tid = ev->tid, t = (int64_t)process_rel_time(p, h->time);
+	if (h->type == PROF_REC_ALLOC) {
+		const struct prof_rec_alloc *r = (const void *)h;
+		return sql_row(o, "allocations", "iiiiiit", pid, tid, t, (int64_t)r->ptr,
+			       (int64_t)r->size, (int64_t)r->stack, prof_alloc_fn_name(h->flags));
+	}
+	if (h->type == PROF_REC_FREE)
+		return sql_row(o, "frees", "iiii", pid, tid, t,
+			       (int64_t)((const struct prof_rec_free *)h)->ptr);
+	return 0;
+}
+
 const struct family heap_family = {
 	.name = "heap",
 	.first_type = PROF_HEAP_TYPE_FIRST,
@@ -539,5 +587,13 @@ const struct family heap_family = {
 	.flames = heap_flames,
 	.nflames = sizeof(heap_flames) / sizeof(heap_flames[0]),
 	.timeline = &heap_timeline,
+	.series = heap_series,
+	.series_title = "Heap in use (bytes)",
 	.dump = heap_dump,
+	.diffs = heap_diffs,
+	.ndiffs = sizeof(heap_diffs) / sizeof(heap_diffs[0]),
+	.sql_schema = "CREATE TABLE allocations(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER,"
+	" size INTEGER, stack INTEGER, function TEXT);\n"
+	"CREATE TABLE frees(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER);\n",
+	.sql_row = heap_sql_row,
 };

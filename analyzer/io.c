@@ -1,6 +1,7 @@
 /* Analysis of file and network I/O: IO_NAME and IO_CALL records folded, as they stream by,
  * into per-file counters and latency histograms, a bounded heap of the slowest calls and
  * per-stack weights; memory grows with files and stacks, never with events. */
+#include "exports.h"
 #include "io.h"
 #include "grow.h"
 #include "family.h"
@@ -717,6 +718,30 @@ static const struct flame_kind io_flames[] = {
 	  io_flame },
 };
 
+static const struct family_diff io_diffs[] = {
+	{ "I/O time per file", "files", "path", "time_ns" },
+	{ "Bytes read per file", "files", "path", "read_bytes" },
+	{ "Bytes written per file", "files", "path", "write_bytes" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int io_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	const struct prof_rec_io_call *r = (const void *)ev->rec;  /* IO_NAME begins as one */
+	int64_t pid = p->hdr.pid;
+	if (ev->rec->type == PROF_REC_IO_NAME && r->file &&
+	    sql_row(o, "io_files", "iit", pid, (int64_t)r->file,
+		    ((const struct prof_rec_io_name *)ev->rec)->path) < 0)
+		return -1;
+	if (ev->rec->type != PROF_REC_IO_NAME && ev->rec->type != PROF_REC_IO_CALL)
+		return 0;
+	return sql_row(o, "io_calls", "iiitiiiii", pid, (int64_t)ev->tid,
+		       (int64_t)process_rel_time(p, r->h.time), prof_io_op_name(r->h.flags),
+		       (int64_t)r->file, (int64_t)r->fd, r->result, (int64_t)r->duration_ns,
+		       (int64_t)r->stack);
+}
+
 const struct family io_family = {
 	.name = "io",
 	.first_type = PROF_IO_TYPE_FIRST,
@@ -733,4 +758,10 @@ const struct family io_family = {
 	.nflames = sizeof(io_flames) / sizeof(io_flames[0]),
 	.timeline = &io_timeline,
 	.dump = io_dump,
+	.diffs = io_diffs,
+	.ndiffs = sizeof(io_diffs) / sizeof(io_diffs[0]),
+	.sql_schema = "CREATE TABLE io_files(pid INTEGER, file INTEGER, path TEXT);\n"
+	"CREATE TABLE io_calls(pid INTEGER, tid INTEGER, time_ns INTEGER, op TEXT, file INTEGER,"
+	" fd INTEGER, result INTEGER, duration_ns INTEGER, stack INTEGER);\n",
+	.sql_row = io_sql_row,
 };

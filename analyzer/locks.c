@@ -7,6 +7,7 @@
  * snapshots of the writer's counters (cumulative; the one with the most acquisitions is the
  * latest): acquisitions, hold times, owner changes. When wait records were lost, the
  * snapshot's totals are used if they are larger. */
+#include "exports.h"
 #include "locks.h"
 #include "family.h"
 #include "format.h"
@@ -394,6 +395,23 @@ static const struct flame_kind locks_flames[] = {
 	  locks_flame },
 };
 
+static const struct family_diff locks_diffs[] = {
+	{ "Lock waits by lock (kind and where it was first used)", NULL, "kind,stack", "wait_ns" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int locks_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	if (ev->rec->type != PROF_REC_LOCK_WAIT)
+		return 0;
+	const struct prof_rec_lock_wait *r = (const void *)ev->rec;
+	return sql_row(o, "lock_waits", "iiiittiii", (int64_t)p->hdr.pid, (int64_t)ev->tid,
+		       (int64_t)process_rel_time(p, r->h.time), (int64_t)r->lock,
+		       prof_lock_kind_name(r->kind), prof_lock_op_name(r->h.flags),
+		       (int64_t)r->wait_ns, (int64_t)r->result, (int64_t)r->stack);
+}
+
 const struct family locks_family = {
 	.name = "locks",
 	.first_type = PROF_LOCK_TYPE_FIRST,
@@ -410,4 +428,9 @@ const struct family locks_family = {
 	.nflames = sizeof(locks_flames) / sizeof(locks_flames[0]),
 	.timeline = &locks_timeline,
 	.dump = locks_dump,
+	.diffs = locks_diffs,
+	.ndiffs = sizeof(locks_diffs) / sizeof(locks_diffs[0]),
+	.sql_schema = "CREATE TABLE lock_waits(pid INTEGER, tid INTEGER, time_ns INTEGER, lock INTEGER,"
+	" kind TEXT, op TEXT, wait_ns INTEGER, result INTEGER, stack INTEGER);\n",
+	.sql_row = locks_sql_row,
 };

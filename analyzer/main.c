@@ -15,7 +15,9 @@ static const struct {
 	{"leaks", cmd_leaks, "memory still allocated at exit, by allocation stack, largest first"},
 	{"flame", cmd_flame, "flame graph: --kind alloc|leak ..., SVG (-o FILE.svg) or --folded"},
 	{"kernels", cmd_kernels, "GPU kernel timing table: --json, --csv"},
-	{"export", cmd_export, "timeline for chrome://tracing and Perfetto: --format chrome -o F.json"},
+	{"export", cmd_export, "--format chrome|speedscope|pprof|sqlite -o FILE: timelines and profiles"},
+	{"html", cmd_html, "one self-contained HTML report: tables, flame graphs, charts"},
+	{"diff", cmd_diff, "what changed between two runs, or two moments RUN@T1 RUN@T2; --json"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
 	{"mark-exit", cmd_mark_exit, "record a signal death in a trace (prof-run does this)"},
 };

@@ -10,6 +10,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 
 struct thread_info *process_thread(struct process *p, uint32_t serial)
@@ -215,14 +217,24 @@ static void resolve_late_modules(struct process *p)
 	}
 }
 
+static uint64_t window_from, window_to = UINT64_MAX;
+
+void process_window_set(uint64_t from_ns, uint64_t to_ns)
+{
+	window_from = from_ns;
+	window_to = to_ns;
+}
+
 static int on_record(struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
 	uint64_t t = process_rel_time(p, h->time);
-	if (t > p->end_ns)
-		p->end_ns = t;
 	/* Each event family owns a range of record types (family.h, families.c). */
 	int fi = family_index_of_type(h->type);
+	if (fi >= 0 && (t < window_from || t > window_to))
+		return 0;
+	if (t > p->end_ns && t <= window_to)
+		p->end_ns = t;
 	if (fi >= 0) {
 		if (!prof_rec_known(h->type)) {
 			p->unknown_records++;
@@ -354,6 +366,52 @@ static void prewarm_finish(struct prewarm *w)
 	free(w->ids);
 }
 
+/* Progress for long traces, on stderr when it is a terminal (PROF_PROGRESS=1: anywhere, at
+ * once), from half a second in, at most four times a second; quiet otherwise. */
+struct progress {
+	int on, shown;
+	uint64_t start, next, done, total;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void progress_start(struct progress *pg, uint64_t total)
+{
+	const char *force = getenv("PROF_PROGRESS");
+	int forced = force && !strcmp(force, "1");
+	*pg = (struct progress){ .on = forced || (isatty(STDERR_FILENO) && !(force && !strcmp(force, "0"))),
+				 .total = total ? total : 1 };
+	pg->start = pg->on ? now_ns() : 0;
+	pg->next = forced ? pg->start : pg->start + 500000000u;
+}
+
+static void progress_step(struct progress *pg, const char *path, uint32_t bytes)
+{
+	pg->done += bytes;
+	if (!pg->on || (pg->done & 0xffff) >= bytes)  /* look at the clock every 64 KiB */
+		return;
+	uint64_t t = now_ns();
+	if (t < pg->next)
+		return;
+	pg->next = t + 250000000u;
+	pg->shown = 1;
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	unsigned pct = (unsigned)(pg->done >= pg->total ? 100 : pg->done * 100 / pg->total);
+	fprintf(stderr, "\rprof: reading %.60s %3u%%", base, pct);
+	fflush(stderr);
+}
+
+static void progress_end(struct progress *pg)
+{
+	if (pg->shown)
+		fputs("\r\033[K", stderr);  /* the line cleared: nothing stays behind */
+}
+
 int process_load(const char *path, struct process *p, char *err, size_t errlen)
 {
 	memset(p, 0, sizeof(*p));
@@ -378,12 +436,16 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		p->cut_bytes = trace_promised(t) - trace_size(t);
 	struct trace_event ev;
 	struct prewarm warm = { 0 };
+	struct progress pg;
 	int got = 0;
+	progress_start(&pg, trace_size(t));
 	while (rc == 0 && (got = trace_next(t, &ev, err, errlen)) > 0) {
 		if (__builtin_expect(ev.rec->type == PROF_REC_STACK && !warm.tried, 0))
 			prewarm_start(p, &warm, (const void *)ev.rec);
 		rc = on_record(p, &ev);
+		progress_step(&pg, path, ev.rec->size);
 	}
+	progress_end(&pg);
 	prewarm_finish(&warm);
 	if (rc == 0 && got < 0)
 		rc = -2;

@@ -78,6 +78,11 @@ struct process {
 	size_t sym_modules;         /* modules[0..sym_modules) are declared to sym */
 };
 
+/* A time window for the loads that follow: family records outside [from_ns, to_ns] (since
+ * each process's start) are left out, as if the process had run only then; identity,
+ * threads, modules and stacks are read whole. (0, UINT64_MAX): everything, the default. */
+void process_window_set(uint64_t from_ns, uint64_t to_ns);
+
 /* Reads the whole trace at path. On error returns -1 with a one-line message in err. */
 int process_load(const char *path, struct process *p, char *err, size_t errlen);
 void process_free(struct process *p);

@@ -83,7 +83,7 @@ static json_t *process_json(struct process *p, size_t top)
 static void print_identity(FILE *out, const struct process *p)
 {
 	char d[32], when[64], arg[1024];
-	fprintf(out, "== Process %u:", p->hdr.pid);
+	fprintf(out, "%s== Process %u:", fmt_sgr(SGR_BOLD), p->hdr.pid);
 	for (uint32_t i = 0; i < p->argc; i++)
 		fprintf(out, " %s", fmt_arg(p->argv[i], arg, sizeof(arg)));
 	if (p->argc == 0)
@@ -95,8 +95,8 @@ static void print_identity(FILE *out, const struct process *p)
 	case EXIT_EXEC: fprintf(out, "exec %s", p->exec_path ? p->exec_path : "?"); break;
 	default: fprintf(out, "no exit recorded"); break;
 	}
-	fprintf(out, ", %s%s]\n", fmt_ns(p->end_ns, d, sizeof(d)),
-		p->complete ? "" : ", INCOMPLETE: the trace ends before a normal exit");
+	fprintf(out, ", %s%s]%s\n", fmt_ns(p->end_ns, d, sizeof(d)),
+		p->complete ? "" : ", INCOMPLETE: the trace ends before a normal exit", fmt_sgr(NULL));
 	time_t t = (time_t)(p->hdr.start_realtime_ns / 1000000000u);
 	struct tm tm;
 	gmtime_r(&t, &tm);
@@ -106,8 +106,9 @@ static void print_identity(FILE *out, const struct process *p)
 	fprintf(out, "   trace %s\n", p->path);
 	char lost[32];
 	if (p->lost_records)
-		fprintf(out, "   WARNING: %s record%s lost (trace space ran out); totals are short\n",
-			fmt_count(p->lost_records, lost, sizeof(lost)), p->lost_records == 1 ? " was" : "s were");
+		fprintf(out, "   %sWARNING%s: %s record%s lost (trace space ran out); totals are short\n",
+			fmt_sgr(SGR_RED), fmt_sgr(NULL), fmt_count(p->lost_records, lost, sizeof(lost)),
+			p->lost_records == 1 ? " was" : "s were");
 	if (p->cut_bytes)
 		fprintf(out, "   WARNING: the trace file is cut short (%s bytes missing): reported as far as it goes\n",
 			fmt_count(p->cut_bytes, lost, sizeof(lost)));
@@ -122,8 +123,8 @@ static void print_identity(FILE *out, const struct process *p)
 static void print_threads(FILE *out, struct process *p)
 {
 	char a[32], b[32], c[32], d[32], e[32], r[256], name[80];
-	fprintf(out, "\n-- Threads (%zu)\n   %-8s %-16s %-8s %10s %10s %10s %10s %10s  %s\n",
-		p->nthreads, "TID", "NAME", "PARENT", "START", "END", "CPU", "LOCK WAIT", "COND WAIT",
+	fprintf(out, "\n%s-- Threads (%zu)%s\n   %-8s %-16s %-8s %10s %10s %10s %10s %10s  %s\n",
+		fmt_sgr(SGR_BOLD), p->nthreads, fmt_sgr(NULL), "TID", "NAME", "PARENT", "START", "END", "CPU", "LOCK WAIT", "COND WAIT",
 		"START ROUTINE");
 	for (size_t i = 0; i < p->nthreads; i++) {
 		const struct thread_info *t = &p->threads[i];
@@ -162,7 +163,7 @@ static void print_brief(FILE *out, struct process *p)
 }
 
 static const struct cmd_spec report_spec = {
-	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS, 6,
+	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS | CMD_WINDOW, 6,
 	"usage: prof report [options] TRACE...\n"
 	"Findings first (what the rules in README say deserves a look), then every section that\n"
 	"has data: processes and threads, heap (and, when recorded, CPU, locks, I/O, CUDA).\n"

@@ -1,0 +1,23 @@
+/* A value over time in bounded memory, for charts: at most SERIES_POINTS buckets of equal
+ * width, each keeping the largest value seen in it (so a peak is never averaged away); the
+ * width doubles, merging neighbours, whenever time outgrows them. */
+#ifndef PROF_SERIES_H
+#define PROF_SERIES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SERIES_POINTS 600
+
+struct series {
+	uint64_t width;               /* ns per bucket; 0 before the first value */
+	uint64_t max[SERIES_POINTS];  /* the largest value in each bucket */
+	uint8_t set[SERIES_POINTS];   /* the bucket saw a value */
+	size_t n;                     /* buckets in use */
+	uint64_t values;              /* values added: how much was folded into n points */
+};
+
+/* value at time t (ns since the process start). */
+void series_add(struct series *s, uint64_t t, uint64_t value);
+
+#endif
