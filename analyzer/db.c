@@ -2,6 +2,7 @@
  * errors and latency percentiles (io.h's histograms), the stack of its first call; with
  * PROF_DB_LITERALS=1 traces, the slowest calls with their raw text; time by stack for
  * `prof flame --kind db`. Memory grows with distinct statements and stacks, not calls. */
+#include "exports.h"
 #include "family.h"
 #include "format.h"
 #include "grow.h"
@@ -363,6 +364,32 @@ static const struct flame_kind db_flames[] = {
 	  db_flame },
 };
 
+static const struct family_diff db_diffs[] = {
+	{ "Query time per statement", "queries", "system,query", "total_ns" },
+	{ "Calls per statement", "queries", "system,query", "calls" },
+	{ "Rows per statement", "queries", "system,query", "rows" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int db_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	int64_t pid = p->hdr.pid;
+	unsigned system = ev->rec->flags;
+	if (ev->rec->type == PROF_REC_DB_SQL) {
+		const struct prof_rec_db_sql *r = (const void *)ev->rec;
+		return sql_row(o, "db_sql", "iitt", pid, (int64_t)r->id,
+			       prof_db_system_name(system), r->text);
+	}
+	if (ev->rec->type != PROF_REC_DB_QUERY)
+		return 0;
+	const struct prof_rec_db_query *r = (const void *)ev->rec;
+	return sql_row(o, "db_queries", "iiitiiiiii", pid, (int64_t)ev->tid,
+		       (int64_t)process_rel_time(p, r->h.time), prof_db_system_name(system),
+		       (int64_t)r->sql, (int64_t)r->raw, (int64_t)r->duration_ns, (int64_t)r->rows,
+		       (int64_t)r->status, (int64_t)r->stack);
+}
+
 const struct family db_family = {
 	.name = "db",
 	.first_type = PROF_DB_TYPE_FIRST,
@@ -380,4 +407,11 @@ const struct family db_family = {
 	.nflames = sizeof(db_flames) / sizeof(db_flames[0]),
 	.timeline = &db_timeline,
 	.dump = db_dump,
+	.diffs = db_diffs,
+	.ndiffs = sizeof(db_diffs) / sizeof(db_diffs[0]),
+	.sql_schema = "CREATE TABLE db_sql(pid INTEGER, id INTEGER, system TEXT, text TEXT);\n"
+	"CREATE TABLE db_queries(pid INTEGER, tid INTEGER, time_ns INTEGER, system TEXT,"
+	" sql INTEGER, raw INTEGER, duration_ns INTEGER, rows INTEGER, status INTEGER,"
+	" stack INTEGER);\n",
+	.sql_row = db_sql_row,
 };

@@ -1,6 +1,7 @@
 /* Analysis of HTTP requests (HTTP_REQ): per side, method, route and status, calls, response
  * bytes and latency percentiles (io.h's histograms) with the stack of the first; latency by
  * stack for `prof flame --kind http`. Memory grows with distinct rows, not requests. */
+#include "exports.h"
 #include "family.h"
 #include "format.h"
 #include "grow.h"
@@ -278,6 +279,29 @@ static const struct flame_kind http_flames[] = {
 	  { { "time", "HTTP latency by stack", "ns" } }, http_flame },
 };
 
+static const struct family_diff http_diffs[] = {
+	{ "Request time per route", "requests", "side,method,target,status", "total_ns" },
+	{ "Requests per route", "requests", "side,method,target,status", "calls" },
+	{ "Response bytes per route", "requests", "side,method,target,status", "bytes" },
+};
+
+/* ---- sqlite ------------------------------------------------------------------------------- */
+
+static int http_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
+{
+	if (ev->rec->type != PROF_REC_HTTP_REQ)
+		return 0;
+	const struct prof_rec_http_req *r = (const void *)ev->rec;
+	char method[sizeof(r->method) + 1];
+	memcpy(method, r->method, sizeof(r->method));
+	method[sizeof(r->method)] = '\0';
+	return sql_row(o, "http_requests", "iiittitiiii", (int64_t)p->hdr.pid, (int64_t)ev->tid,
+		       (int64_t)process_rel_time(p, r->h.time),
+		       r->h.flags & PROF_HTTP_SERVER ? "server" : "client", method,
+		       (int64_t)r->status, r->target, (int64_t)!!(r->h.flags & PROF_HTTP_TLS),
+		       (int64_t)r->bytes, (int64_t)r->duration_ns, (int64_t)r->stack);
+}
+
 const struct family http_family = {
 	.name = "http",
 	.first_type = PROF_HTTP_TYPE_FIRST,
@@ -295,4 +319,10 @@ const struct family http_family = {
 	.nflames = sizeof(http_flames) / sizeof(http_flames[0]),
 	.timeline = &http_timeline,
 	.dump = http_dump,
+	.diffs = http_diffs,
+	.ndiffs = sizeof(http_diffs) / sizeof(http_diffs[0]),
+	.sql_schema = "CREATE TABLE http_requests(pid INTEGER, tid INTEGER, time_ns INTEGER,"
+	" side TEXT, method TEXT, status INTEGER, route TEXT, tls INTEGER, bytes INTEGER,"
+	" duration_ns INTEGER, stack INTEGER);\n",
+	.sql_row = http_sql_row,
 };

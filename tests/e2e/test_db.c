@@ -5,6 +5,7 @@
  * it and runs this test alone) with psql and a libpq program.
  * Counts, rows, statuses exact; literals never in the report unless PROF_DB_LITERALS=1. */
 #include <criterion/criterion.h>
+#include <sqlite3.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
@@ -197,6 +198,56 @@ Test(db, sqlite_program)
 
 	/* the timeline has one event per query */
 	cr_expect_eq(timeline_events(dir, "db"), 116);
+}
+
+static long sql_count(sqlite3 *db, const char *query)
+{
+	sqlite3_stmt *st;
+	long v = -1;
+	if (sqlite3_prepare_v2(db, query, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* The db family in the other outputs: the sqlite export's tables, and prof diff's sections. */
+Test(db, sqlite_export_and_diff)
+{
+	const char *base = e2e_tmpdir(), *next = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("db_sqlite"), NULL };
+	profile_ok(base, argv, NULL);
+	profile_ok(next, argv, NULL);
+
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/run.sqlite", e2e_tmpdir());
+	const char *exp[] = { e2e_prof(), "export", "--format", "sqlite", "-o", path, base, NULL };
+	cr_assert_eq(e2e_run(exp, NULL, NULL, NULL), 0);
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_expect_eq(sql_count(db, "SELECT count(*) FROM db_queries"), 116);
+	cr_expect_eq(sql_count(db, "SELECT count(*) FROM db_queries q JOIN db_sql s ON s.pid = q.pid "
+				   "AND s.id = q.sql WHERE s.text = 'INSERT INTO t(name, score) VALUES (?, ?)'"),
+		     100);
+	cr_expect_eq(sql_count(db, "SELECT sum(rows) FROM db_queries q JOIN db_sql s ON s.pid = q.pid "
+				   "AND s.id = q.sql WHERE s.text = 'SELECT id, name FROM t WHERE id <= ?'"),
+		     150);
+	cr_expect_eq(sql_count(db, "SELECT count(*) FROM http_requests"), 0);
+	sqlite3_close(db);
+
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/diff.json", e2e_tmpdir());
+	const char *diff[] = { e2e_prof(), "diff", "--json", base, next, NULL };
+	cr_assert_eq(e2e_run(diff, NULL, out, NULL), 0);
+	json_t *doc = json_load_file(out, 0, NULL);
+	cr_assert_not_null(doc);
+	int calls_section = 0;
+	size_t i;
+	json_t *sec;
+	json_array_foreach(json_object_get(doc, "sections"), i, sec)
+		if (!strcmp(json_string_value(json_object_get(sec, "title")), "Calls per statement"))
+			calls_section = 1;
+	cr_expect(calls_section, "no db section in prof diff");
+	json_decref(doc);
 }
 
 Test(db, sqlite_literals)
