@@ -268,8 +268,36 @@ static int cpu_has_data(const struct process *p)
 struct cpu_fn {
 	const char *name, *file, *module;
 	int line;
-	uint64_t self, total, self_ns, total_ns, self_at_line, seen_in;
+	int line_self;       /* the line shown is where the function was the leaf */
+	uint64_t line_w;     /* the samples of the stack it was taken from */
+	uint64_t self, total, self_ns, total_ns, seen_in;
 };
+
+/* The file:line shown for a function: from its heaviest stack where it is the leaf, else
+ * from its heaviest stack at all; equal weights go to the lower line, then file, so that the
+ * choice does not depend on the order stacks come in (the maps' order varies per run). */
+static void consider_line(struct cpu_fn *f, const struct sym_frame *fr, uint64_t w, int self)
+{
+	if (f->module) {
+		if (f->line_self != self) {
+			if (f->line_self)
+				return;
+		} else if (w < f->line_w) {
+			return;
+		} else if (w == f->line_w) {
+			int c = fr->line - f->line;
+			if (!c)
+				c = strcmp(fr->file ? fr->file : "", f->file ? f->file : "");
+			if (c >= 0)
+				return;
+		}
+	}
+	f->line_self = self;
+	f->line_w = w;
+	f->file = fr->file;
+	f->line = fr->line;
+	f->module = fr->module;
+}
 
 struct fn_table {
 	struct u64map index;  /* hash of the name -> position in v (uint64_t) */
@@ -327,18 +355,9 @@ static int fns_add(struct fn_table *t, const struct sym_frame *frames, int n,
 		if (i == 0) {
 			f->self += w->samples;
 			f->self_ns += w->ns;
-			if (n && w->samples > f->self_at_line) {  /* the hottest line's */
-				f->self_at_line = w->samples;
-				f->file = frames[0].file;
-				f->line = frames[0].line;
-				f->module = frames[0].module;
-			}
 		}
-		if (n && !f->module) {
-			f->file = frames[i].file;
-			f->line = frames[i].line;
-			f->module = frames[i].module;
-		}
+		if (n)
+			consider_line(f, &frames[i], w->samples, i == 0);
 		if (f->seen_in != visit) {  /* recursion counts once */
 			f->seen_in = visit;
 			f->total += w->samples;
