@@ -146,8 +146,18 @@ struct frame_rule {
 	intptr_t ra_at;  /* offset of the return address from the frame's sp; 0 = not fixed */
 };
 
+/* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
+ * masks signals on every step) costs up to ten unw_backtrace calls: a thread records only as
+ * long as its hits pay for that, and one miss in RECORD_EVERY otherwise (so the cache still
+ * fills where it will pay later). The first DEBT_MAX / RECORD_COST recordings are free. */
+#define RECORD_COST 8     /* hits a recording must be paid back with */
+#define DEBT_MAX 2048
+#define RECORD_EVERY 16
+
 struct stack_cache {
 	uint32_t used;                /* bytes of arena taken */
+	int32_t debt;                 /* RECORD_COST per recording, less one per hit */
+	uint32_t unrecorded;          /* misses not recorded, for RECORD_EVERY */
 	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
 	struct frame_rule rules[RULE_SLOTS];
 	_Alignas(16) char arena[ARENA_BYTES];
@@ -204,8 +214,10 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 	uint32_t at = *cache_chain(c, site, sp);
 	for (int i = 0; at && i < CHAIN_MAX; i++) {
 		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
-		if (cached_holds(e, site, sp, bp))
+		if (cached_holds(e, site, sp, bp)) {
+			c->debt -= c->debt > 0;
 			return e;
+		}
 		at = e->next;
 	}
 	return NULL;
@@ -449,6 +461,10 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	}
 	if (!(e = cache_room(th)))
 		return prof_stack_at_uncached(th, call_site, guess);
+	struct stack_cache *c = th->stack_cache;
+	if (c->debt > DEBT_MAX && ++c->unrecorded % RECORD_EVERY)
+		return prof_stack_at_uncached(th, call_site, guess);
+	c->debt += RECORD_COST;
 	if (table && *guess)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
 	void *buf[PROF_MAX_STACK_DEPTH];
