@@ -150,8 +150,8 @@ struct frame_rule {
  * masks signals on every step) costs up to ten unw_backtrace calls: a thread records only as
  * long as its hits pay for that, and one miss in RECORD_EVERY otherwise (so the cache still
  * fills where it will pay later). The first DEBT_MAX / RECORD_COST recordings are free. */
-#define RECORD_COST 8     /* hits a recording must be paid back with */
-#define DEBT_MAX 2048
+#define RECORD_COST 16    /* hits a recording must be paid back with */
+#define DEBT_MAX 1024
 #define RECORD_EVERY 16
 
 struct stack_cache {
