@@ -17,10 +17,16 @@ UNIT_SRC     := $(wildcard tests/unit/*.c)
 E2E_SRC      := $(wildcard tests/e2e/*.c)
 CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
-PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so
+PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
+		$(BUILD)/progs/stack_paths_O2
 
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
+# Frame pointers: the stack cache (stacks.c) finds the program's stack pointer at a hooked call
+# through them. Not in the sampling signal's path (cpu.c, writer.c), which must fit in what a
+# small thread stack has left.
+PRELOAD_FP := -fno-omit-frame-pointer
+$(BUILD)/pic/preload/cpu.o $(BUILD)/pic/preload/writer.o: PRELOAD_FP :=
 PRELOAD_LIBS   := -Wl,--no-undefined -lunwind -ldl -lpthread
 ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer -I$(BUILD)/gen
 ANALYZER_LIBS   := -ljansson -ldw -lelf -lprotobuf-c -lsqlite3 -lz -lstdc++ -lm -pthread
@@ -40,7 +46,7 @@ deps:
 
 $(BUILD)/pic/%.o: %.c $(wildcard shared/*.h preload/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(PRELOAD_CFLAGS) -c $< -o $@
+	$(CC) $(PRELOAD_CFLAGS) $(PRELOAD_FP) -c $< -o $@
 
 $(BUILD)/obj/%.o: %.c $(wildcard shared/*.h analyzer/*.h)
 	@mkdir -p $(dir $@)
@@ -82,6 +88,10 @@ $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
 $(BUILD)/progs/%: tests/progs/%.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -g -O0 -Wall -Wextra -Werror $< -o $@
+# The stack cache's test program again, optimised: frames without frame pointers.
+$(BUILD)/progs/stack_paths_O2: tests/progs/stack_paths.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -g -O2 -Wall -Wextra -Werror $< -o $@ -lpthread
 $(BUILD)/progs/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O1 -Wall -Wextra -Werror -pthread $< -o $@

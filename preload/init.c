@@ -16,7 +16,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .cpu_hz = 99,
+struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .stack_cache = 1,
+				.cpu_hz = 99,
 				.free_at_exit = 1, .leak_check = 1, .max_size = 64ull << 30 };
 _Atomic int prof_active;
 __thread struct prof_thread prof_self;
@@ -145,7 +146,7 @@ static void log_unknown_events(const char *list)
 static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
 					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
 					     "PROF_DEBUG", "PROF_LEAK_CHECK", "PROF_ONLY",
-					     "PROF_ROOT_PID" };
+					     "PROF_ROOT_PID", "PROF_STACK_CACHE" };
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
 static char carried[NCARRIED][1100];
 
@@ -189,6 +190,8 @@ static void read_config(void)
 		prof_cfg.max_size = parse_size(v);
 	if ((v = getenv("PROF_DEBUG")) && *v)
 		prof_cfg.debug = atoi(v);
+	if ((v = getenv("PROF_STACK_CACHE")) && *v)
+		prof_cfg.stack_cache = strcmp(v, "check") == 0 ? 2 : atoi(v) != 0;
 }
 
 /* ---- threads ---------------------------------------------------------------------------- */
@@ -262,6 +265,7 @@ void prof_thread_end(struct prof_thread *th)
 		prof_commit(r, PROF_REC_THREAD_END, 0, sizeof(*r), prof_now());
 	}
 	prof_writer_thread_done(th);
+	prof_stacks_thread_done(th);
 	atomic_fetch_sub(&threads_alive, 1);
 }
 

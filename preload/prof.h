@@ -18,6 +18,8 @@
 struct prof_config {
 	unsigned events;        /* PROF_EV_* */
 	unsigned stack_depth;   /* frames per stack, 0 = none */
+	int stack_cache;        /* PROF_STACK_CACHE: 1 reuse verified stacks, 0 always unwind,
+				 * 2 (check) unwind on every hit too and say where they differ */
 	unsigned cpu_hz;
 	int free_at_exit;       /* call __libc_freeres at exit, as valgrind does */
 	int leak_check;         /* classify blocks left at exit (PROF_LEAK_CHECK) */
@@ -74,6 +76,8 @@ struct prof_thread {
 	int has_timer;
 	uintptr_t stack_lo;   /* about the lowest address of a stack the program sized, else 0 */
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
+	struct stack_cache *stack_cache;  /* stacks.c: verified stacks of this thread, mapped */
+	int stack_cache_done;  /* the thread ended: its cache is gone, none is made again */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -141,6 +145,7 @@ int prof_threads_alive(void);
 uint32_t prof_stack_here(struct prof_thread *th);
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site);
 void prof_stacks_reset(void);
+void prof_stacks_thread_done(struct prof_thread *th);  /* unmaps the thread's stack cache */
 
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */
 void prof_modules_init(void);

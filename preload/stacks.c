@@ -17,6 +17,7 @@ struct slot {
 };
 
 static struct slot *table;
+static _Atomic uint32_t cache_gen = 1;  /* bumped by prof_stacks_reset(): cached ids are void */
 static _Atomic uint32_t next_id = 1;
 
 #define TABLE_BYTES (TABLE_SLOTS * sizeof(struct slot))
@@ -39,7 +40,11 @@ void prof_stacks_reset(void)
 		madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
 	}
 	atomic_store(&next_id, 1);
+	atomic_fetch_add(&cache_gen, 1);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	/* The stack cache's misses step through frames (unw_step), each looked up in this cache:
+	 * its default 128 entries are too few for a program's call sites. */
+	unw_set_cache_size(unw_local_addr_space, 8192, 0);
 }
 
 static uint64_t hash_frames(void *const *frames, int n)
@@ -96,6 +101,330 @@ static inline uint64_t *prediction(struct prof_thread *th, uintptr_t call_site)
 }
 
 static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint64_t h);
+static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess);
+
+/* ---- The stack cache ----------------------------------------------------------------------
+ * Most calls come again from a call path already seen, at the same depth. Unwinding, which
+ * parses DWARF rules frame by frame, is most of a hook's cost; checking that the stack still
+ * holds what the last unwind read from it is a few loads. Per thread, an entry remembers for a
+ * call site and the stack pointer at the call (sp0) every word of the stack that decided the
+ * unwind of that call (each frame's return address and, where a frame above takes its CFA
+ * from rbp, the saved rbp it uses) and the interned stack that came of it. The unwind is a
+ * function of the registers it starts from and the words it reads: x86-64 compilers express a
+ * frame's CFA as rsp or rbp plus a constant, and where to find the return address and the
+ * caller's rbp as offsets from the CFA, fixed per code address. So if the call site, sp0 and
+ * (where some frame took its CFA from the rbp the program had at the call) that rbp are the
+ * same, and every word still holds its value, a full unwind reads the same words in the same
+ * places and gives the same stack: the entry's. Stacks through a signal frame (whose registers
+ * libunwind reads from a ucontext) and unwinds that failed are not cached. Limit: a
+ * stack-realigning (DRAP) function reads its CFA from its frame, a word not among those
+ * checked. The program's sp0 and rbp at the call come from libprof's own frame pointers. */
+
+#define INDEX_SLOTS 16384       /* per thread: chains of entries, by call site, sp0, callers */
+#define RULE_SLOTS 1024         /* per thread: frame rules learned, by code address */
+#define CHAIN_MAX 64            /* entries tried per lookup */
+#define CACHE_STACK_NEEDED (64u << 10)  /* stack left for a recording unwind */
+#define ARENA_BYTES (4u << 20)  /* entries, appended; all dropped when it is full */
+
+struct cached_stack {
+	uintptr_t site, sp, bp;  /* key: call site, sp0; bp compared only if need_bp */
+	uint64_t hash;           /* of the frames: the thread's prediction (prof_stack_last_at) */
+	uint32_t id, gen;        /* interned stack; prof_stacks_reset() generation it belongs to */
+	uint32_t n, need_bp;     /* words to check */
+	uint32_t next, pad;      /* 1 + offset of the next entry of the chain, 0 = none */
+	struct { uintptr_t addr, val; } word[];
+};
+
+/* Many call paths reach a call site at the same depth (a helper called from everywhere): the
+ * callers' return addresses tell them apart. Chains are keyed by the first KEY_FRAMES of them,
+ * read where an unwind reads them as long as each frame's CFA is known to lie at a fixed offset
+ * from its stack pointer (learned per code address from the unwinds made, as below). */
+#define KEY_FRAMES 8
+
+struct frame_rule {
+	uintptr_t ip;
+	intptr_t ra_at;  /* offset of the return address from the frame's sp; 0 = not fixed */
+};
+
+/* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
+ * masks signals on every step) costs up to ten unw_backtrace calls: a thread records only as
+ * long as its hits pay for that, and one miss in RECORD_EVERY otherwise (so the cache still
+ * fills where it will pay later). The first DEBT_MAX / RECORD_COST recordings are free. */
+#define RECORD_COST 16    /* hits a recording must be paid back with */
+#define DEBT_MAX 1024
+#define RECORD_EVERY 16
+
+struct stack_cache {
+	uint32_t used;                /* bytes of arena taken */
+	int32_t debt;                 /* RECORD_COST per recording, less one per hit */
+	uint32_t unrecorded;          /* misses not recorded, for RECORD_EVERY */
+	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
+	struct frame_rule rules[RULE_SLOTS];
+	_Alignas(16) char arena[ARENA_BYTES];
+};
+
+static _Atomic uint64_t cache_hits, cache_misses, cache_wrong;  /* PROF_STACK_CACHE=check */
+
+static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
+{
+	return &c->rules[(ip ^ (ip >> 12)) & (RULE_SLOTS - 1)];
+}
+
+/* An unwind found the return address of the frame at ip, sp at ra: where the frame's CFA is
+ * not rbp + 16, it is rsp-based, and the offset holds for every frame at ip. An ip seen with
+ * two offsets (a realigned frame) is marked not fixed for good. */
+static void frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp, uintptr_t ra,
+			int rsp_based)
+{
+	struct frame_rule *r = frame_rule(c, ip);
+	intptr_t at = rsp_based ? (intptr_t)(ra - sp) : 0;
+	if (r->ip != ip)
+		*r = (struct frame_rule){ ip, at };
+	else if (r->ra_at && at && r->ra_at != at)
+		r->ra_at = INTPTR_MIN;
+	else if (!r->ra_at)
+		r->ra_at = at;
+}
+
+static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp)
+{
+	uint64_t h = (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	uintptr_t ip = site;
+	for (int i = 0; i < KEY_FRAMES; i++) {
+		struct frame_rule *r = frame_rule(c, ip);
+		if (r->ip != ip || r->ra_at <= 0)
+			break;
+		uintptr_t *ra = (uintptr_t *)(sp + (uintptr_t)r->ra_at);
+		ip = *(volatile uintptr_t *)ra;
+		sp = (uintptr_t)(ra + 1);
+		h = (h ^ ip) * 0xc2b2ae3d27d4eb4full;
+		h ^= h >> 29;
+	}
+	return &c->index[h >> 50];
+}
+
+static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp);
+
+static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, uintptr_t sp,
+				       uintptr_t bp)
+{
+	struct stack_cache *c = th->stack_cache;
+	if (!c)
+		return NULL;
+	uint32_t at = *cache_chain(c, site, sp);
+	for (int i = 0; at && i < CHAIN_MAX; i++) {
+		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
+		if (cached_holds(e, site, sp, bp)) {
+			c->debt -= c->debt > 0;
+			return e;
+		}
+		at = e->next;
+	}
+	return NULL;
+}
+
+/* The caches of the threads live in one mapping, made on first use and registered once as
+ * libprof's own memory (never a root of the leak scan: saved rbp values may be pointers), in
+ * CACHE_THREADS slots; a thread that finds none free goes without. A slot given back is
+ * zeroed (MADV_DONTNEED) before it is free. */
+#define CACHE_THREADS 128
+static _Atomic(struct stack_cache *) caches;
+static _Atomic uint64_t caches_taken[CACHE_THREADS / 64];
+
+static struct stack_cache *cache_claim(void)
+{
+	struct stack_cache *all = atomic_load(&caches);
+	if (!all) {
+		size_t bytes = CACHE_THREADS * sizeof(*all);
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		if (atomic_compare_exchange_strong(&caches, &all, (struct stack_cache *)p)) {
+			prof_own_memory(p, bytes);
+			all = p;
+		} else {
+			munmap(p, bytes);  /* another thread's mapping won */
+		}
+	}
+	for (int i = 0; i < CACHE_THREADS; i++) {
+		_Atomic uint64_t *word = &caches_taken[i / 64];
+		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
+		while (!(old & bit))
+			if (atomic_compare_exchange_weak(word, &old, old | bit))
+				return &all[i];
+	}
+	return NULL;
+}
+
+/* Room for a new entry of the thread's (made on first use), to fill while unwinding; NULL if
+ * the thread has no cache. cache_keep() adds it to the chain of its key. */
+static struct cached_stack *cache_room(struct prof_thread *th)
+{
+	struct stack_cache *c = th->stack_cache;
+	if (!c) {
+		if (th->stack_cache_done)
+			return NULL;
+		if (!(c = cache_claim())) {
+			th->stack_cache_done = 1;
+			return NULL;
+		}
+		th->stack_cache = c;
+	}
+	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
+	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
+	if (c->used + most > sizeof(c->arena)) {
+		memset(c->index, 0, sizeof(c->index));
+		c->used = 0;
+	}
+	return (struct cached_stack *)(c->arena + c->used);
+}
+
+static void cache_keep(struct prof_thread *th, struct cached_stack *e)
+{
+	struct stack_cache *c = th->stack_cache;
+	uint32_t *chain = cache_chain(c, e->site, e->sp);
+	e->next = *chain;
+	*chain = c->used + 1;
+	c->used += (uint32_t)((sizeof(*e) + e->n * sizeof(e->word[0]) + 15) & ~(size_t)15);
+}
+
+void prof_stacks_thread_done(struct prof_thread *th)
+{
+	struct stack_cache *c = th->stack_cache, *all = atomic_load(&caches);
+	th->stack_cache_done = 1;
+	th->stack_cache = NULL;
+	if (c) {
+		madvise(c, sizeof(*c), MADV_DONTNEED);
+		size_t i = (size_t)(c - all);
+		atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
+	}
+	if (prof_cfg.stack_cache == 2 && prof_cfg.debug)
+		prof_log("stack cache: %llu hits checked, %llu wrong, %llu misses",
+			 (unsigned long long)cache_hits, (unsigned long long)cache_wrong,
+			 (unsigned long long)cache_misses);
+}
+
+/* The program's stack pointer and rbp at call_site, from our own frame pointers (libprof is
+ * built with them): the hook's frame is the one that returns to call_site. Only frames of ours
+ * are read; 0 if call_site is not where the last of them returns. */
+static __attribute__((noinline)) int hook_frame(uintptr_t call_site, uintptr_t *sp, uintptr_t *bp)
+{
+	uintptr_t *fp = __builtin_frame_address(0);
+	for (int i = 0; i < 8; i++) {
+		if (fp[1] == call_site) {
+			*sp = (uintptr_t)(fp + 2);
+			*bp = fp[0];
+			return 1;
+		}
+		uintptr_t *next = (uintptr_t *)fp[0];
+		if (!prof_addr_is_ours(fp[1]) || next <= fp || ((uintptr_t)next & 7))
+			return 0;
+		fp = next;
+	}
+	return 0;
+}
+
+static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp)
+{
+	if (e->site != site || e->sp != sp || e->gen != atomic_load_explicit(&cache_gen, memory_order_relaxed) ||
+	    (e->need_bp && e->bp != bp))
+		return 0;
+	for (uint32_t i = 0; i < e->n; i++)
+		if (*(volatile uintptr_t *)e->word[i].addr != e->word[i].val)
+			return 0;
+	return 1;
+}
+
+/* Where libunwind read register reg of the cursor's frame: a word of the program's stack at or
+ * above sp0 (else a register of the call itself, or of our own frames: 0). */
+static uintptr_t read_from(unw_cursor_t *c, int reg, uintptr_t sp0)
+{
+	unw_save_loc_t loc;
+	if (unw_get_save_loc(c, reg, &loc) < 0 || loc.type != UNW_SLT_MEMORY || loc.u.addr < sp0)
+		return 0;
+	return (uintptr_t)loc.u.addr;
+}
+
+/* Unwinds frame by frame into frames (ours left out), and where e is given, records in it the
+ * words read; e->n is left 0 when this unwind must not be reused. Returns the frame count. */
+static int unwind_recording(struct stack_cache *sc, void **frames, int max, uintptr_t call_site,
+			    uintptr_t sp0, uintptr_t bp0, struct cached_stack *e)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	if (unw_getcontext(&uc) < 0 || unw_init_local(&c, &uc) < 0)
+		return 0;
+	int n = 0, ok = 1, step = 1;
+	/* Where each frame's rbp came from: -1 the call's own rbp (bp0), else the word that holds
+	 * it. A saved rbp is checked only where a frame above takes its CFA from it: elsewhere it
+	 * is the program's data (rbp as a general register), which changes from call to call. */
+	int bp_src = -1, prev_src = -1;
+	uintptr_t bp_at = 0;  /* where the rbp in use was read: a frame that saves none keeps it */
+	uint32_t w = 0, need_bp = 0;
+	uint8_t keep[2 * PROF_MAX_STACK_DEPTH + 2];
+	unw_word_t prev_ip = 0, prev_sp = 0, prev_bp = 0;
+	do {
+		unw_word_t ip, sp, bp;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0)
+			break;
+		if (n == 0 && prof_addr_is_ours(ip))
+			continue;
+		if (unw_get_reg(&c, UNW_REG_SP, &sp) < 0 || unw_get_reg(&c, UNW_X86_64_RBP, &bp) < 0)
+			ok = 0;
+		uintptr_t at;
+		if (n == 0) {
+			ok &= ip == call_site && sp == sp0 && bp == bp0;
+		} else {
+			int rbp_based = sp == prev_bp + 16;  /* the frame below, as far as we can tell */
+			if (rbp_based && prev_src < 0)
+				need_bp = 1;
+			else if (rbp_based)
+				keep[prev_src] = 1;
+			if ((at = read_from(&c, UNW_REG_IP, sp0))) {
+				keep[w] = 1;
+				e->word[w++] = (typeof(e->word[0])){ at, ip };
+				frame_learn(sc, prev_ip, prev_sp, at, !rbp_based);
+			} else {
+				ok = 0;
+			}
+			if ((at = read_from(&c, UNW_X86_64_RBP, sp0)) && at != bp_at) {
+				keep[w] = 0;
+				bp_src = (int)w;
+				e->word[w++] = (typeof(e->word[0])){ at, bp };
+				bp_at = at;
+			}
+		}
+		if (unw_is_signal_frame(&c) > 0)
+			ok = 0;
+		frames[n++] = (void *)ip;
+		prev_ip = ip;
+		prev_sp = sp;
+		prev_bp = bp;
+		prev_src = bp_src;
+	} while (n < max && (step = unw_step(&c)) > 0);
+	if (step < 0) {
+		ok = 0;
+	} else if (step == 0 && n < max) {
+		/* The end: from the frame's rules alone, or a return address of 0 read here. */
+		uintptr_t at = read_from(&c, UNW_REG_IP, sp0);
+		if (at) {
+			keep[w] = 1;
+			e->word[w++] = (typeof(e->word[0])){ at, *(uintptr_t *)at };
+		}
+		if (prev_src < 0)
+			need_bp = 1;
+		else
+			keep[prev_src] = 1;
+	}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < w; i++)
+		if (keep[i])
+			e->word[kept++] = e->word[i];
+	e->n = ok ? kept : 0;
+	e->need_bp = need_bp;
+	return n;
+}
 
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 {
@@ -109,6 +438,63 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 		return 0;
 	prof_modules_rescan_if_stale();  /* a CPU sample ran in a library loaded since */
 	uint64_t *guess = prediction(th, call_site);
+	uintptr_t sp0, bp0;
+	struct cached_stack *e = NULL;
+	/* The recording unwind (unw_step) takes more stack than unw_backtrace: not where the
+	 * program sized the thread's stack and little of it is left. */
+	if (!prof_cfg.stack_cache || !call_site || !hook_frame(call_site, &sp0, &bp0) ||
+	    (th->stack_lo && sp0 < th->stack_lo + CACHE_STACK_NEEDED))
+		return prof_stack_at_uncached(th, call_site, guess);
+	if ((e = cache_find(th, call_site, sp0, bp0))) {
+		*guess = e->hash;
+		if (prof_cfg.stack_cache == 1)
+			return e->id;
+		/* check: unwind as if there were no cache, and compare */
+		uint32_t full = prof_stack_at_uncached(th, call_site, guess);
+		atomic_fetch_add(&cache_hits, 1);
+		if (full != e->id) {
+			atomic_fetch_add(&cache_wrong, 1);
+			prof_log("stack cache: call site %#lx gave stack %u, an unwind %u",
+				 (unsigned long)call_site, e->id, full);
+		}
+		return full;
+	}
+	if (!(e = cache_room(th)))
+		return prof_stack_at_uncached(th, call_site, guess);
+	struct stack_cache *c = th->stack_cache;
+	if (c->debt > DEBT_MAX && ++c->unrecorded % RECORD_EVERY)
+		return prof_stack_at_uncached(th, call_site, guess);
+	c->debt += RECORD_COST;
+	if (table && *guess)
+		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
+	void *buf[PROF_MAX_STACK_DEPTH];
+	th->hook_site = call_site;
+	th->unwinding = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
+				 e);
+	atomic_signal_fence(memory_order_seq_cst);
+	th->unwinding = 0;
+	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
+	if (n <= 0)
+		return 0;
+	*guess = hash_frames(buf, n);
+	uint32_t id = intern(th, buf, n, *guess);
+	if (id && id != ID_FAILED && e->n) {
+		e->hash = *guess;
+		e->id = id;
+		e->gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
+		e->sp = sp0;
+		e->bp = bp0;
+		e->site = call_site;
+		cache_keep(th, e);
+	}
+	return id;
+}
+
+/* The stack by libunwind's fast backtrace, without the cache. */
+static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess)
+{
 	if (table && *guess && call_site)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
 	void *buf[PROF_MAX_STACK_DEPTH + 16];

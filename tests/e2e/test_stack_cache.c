@@ -1,0 +1,65 @@
+/* The stack cache gives the stacks a full unwind gives: PROF_STACK_CACHE=check unwinds on every
+ * hit too and says where the two differ, and the allocation flame graphs (every stack, frame by
+ * frame) of runs with the cache and without it are the same. tests/progs/stack_paths.cpp has
+ * recursion, alloca, longjmp, exceptions, signal handlers, swapcontext and threads; it is run
+ * as built for the tests (frame pointers) and optimised (none). */
+#include "e2e.h"
+
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+TestSuite(stack_cache, .fini = e2e_cleanup);
+
+static void checked_run(const char *prog)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog(prog), NULL };
+	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	cr_expect_null(strstr(text, "gave stack"), "%s: the cache and an unwind differ:\n%s", prog, text);
+	long hits = 0, wrong = -1;
+	for (const char *p = text; (p = strstr(p, "stack cache: ")); p++)
+		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
+			hits = 0;
+	cr_expect_gt(hits, 1000, "%s: %ld hits checked:\n%s", prog, hits, text);
+	cr_expect_eq(wrong, 0, "%s", text);
+	free(text);
+}
+
+static char *flame(const char *prog, const char *cache)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog(prog), NULL };
+	char setting[64];
+	snprintf(setting, sizeof(setting), "PROF_STACK_CACHE=%s", cache);
+	const char *env[] = { setting, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/flame.txt", dir);
+	const char *cmd[] = { e2e_prof(), "flame", "--kind", "alloc", "--folded", "--fold", "none",
+			      dir, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	return e2e_read_file(out);
+}
+
+static void same_flames(const char *prog)
+{
+	char *off = flame(prog, "0"), *on = flame(prog, "1");
+	cr_assert(off && on);
+	cr_expect_gt(e2e_count_lines(off), 20, "%s", off);
+	cr_expect_str_eq(on, off, "%s: with the cache:\n%s\nwithout:\n%s", prog, on, off);
+	free(off);
+	free(on);
+}
+
+Test(stack_cache, hits_equal_unwinds_with_frame_pointers) { checked_run("stack_paths"); }
+Test(stack_cache, hits_equal_unwinds_optimised) { checked_run("stack_paths_O2"); }
+Test(stack_cache, same_stacks_with_frame_pointers) { same_flames("stack_paths"); }
+Test(stack_cache, same_stacks_optimised) { same_flames("stack_paths_O2"); }
