@@ -76,6 +76,7 @@ struct family_figure {
 	const char *key;    /* "heap_peak_bytes": its JSON name; "_ns"/"_bytes" say the unit */
 	int peak;           /* over an exec chain's images: the largest, not the sum */
 	uint64_t (*get)(const struct process *p);
+	int wait;           /* time spent waiting for other processes (MPI): not the rank's work */
 };
 
 struct family {

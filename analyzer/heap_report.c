@@ -549,7 +549,7 @@ static uint64_t heap_peak(const struct process *p)
 }
 
 static const struct family_figure heap_figures[] = {
-	{ "heap peak", "heap_peak_bytes", 1, heap_peak },
+	{ "heap peak", "heap_peak_bytes", 1, heap_peak, 0 },
 };
 
 static const struct family_diff heap_diffs[] = {

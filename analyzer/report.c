@@ -182,6 +182,8 @@ static void print_run(FILE *out, struct process *ps, size_t n, size_t top)
 		proc_tree_print(out, &tr);
 		proc_tree_free(&tr);
 	}
+	fputc('\n', out);
+	ranks_print(out, ps, n);
 	for (size_t f = 0; families[f]; f++)
 		if (families[f]->json)
 			family_totals_print(out, ps, n, families[f], top);
@@ -234,6 +236,7 @@ int cmd_report(int argc, char **argv)
 			proc_tree_free(&tr);
 		}
 		json_object_set_new(doc, "totals", totals_json(io.ps, io.n, o.top));
+		json_object_set_new(doc, "ranks", ranks_json(io.ps, io.n));
 		json_dumpf(doc, io.out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
 		fputc('\n', io.out);
 		json_decref(doc);

@@ -97,7 +97,7 @@ void proc_tree_free(struct proc_tree *tr)
 	memset(tr, 0, sizeof(*tr));
 }
 
-static uint64_t cpu_ns(const struct process *p)
+uint64_t process_cpu_ns(const struct process *p)
 {
 	uint64_t ns = 0;
 	for (size_t i = 0; i < p->nthreads; i++)
@@ -109,7 +109,7 @@ uint64_t tree_node_cpu_ns(const struct tree_node *t)
 {
 	uint64_t ns = 0;
 	for (size_t i = 0; i < t->nimages; i++)
-		ns += cpu_ns(t->images[i]);
+		ns += process_cpu_ns(t->images[i]);
 	return ns;
 }
 

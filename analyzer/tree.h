@@ -25,6 +25,8 @@ struct proc_tree {
 int proc_tree_build(struct process *ps, size_t n, struct proc_tree *tr);
 void proc_tree_free(struct proc_tree *tr);
 
+/* A process's CPU time: its threads' that ended (tree.c). */
+uint64_t process_cpu_ns(const struct process *p);
 /* A node's CPU time (all its threads, all its images) and one family figure (family.h). */
 uint64_t tree_node_cpu_ns(const struct tree_node *t);
 uint64_t tree_node_figure(const struct tree_node *t, const struct family *f,
@@ -35,5 +37,11 @@ const char *figure_fmt(const char *key, uint64_t v, char *buf, size_t len);
 void proc_tree_print(FILE *out, const struct proc_tree *tr);
 /* The roots, each {"pid", "ppid", ..., "images": [...], "children": [...]} (docs/JSON.md). */
 json_t *proc_tree_json(const struct proc_tree *tr);
+
+/* MPI and batch jobs (ranks.c): one row per rank (header's rank; processes of one rank added
+ * up, from any host), the families' figures, and the imbalance of work (wall time less MPI
+ * wait) between the slowest and the mean rank. Nothing when no process has a rank. */
+void ranks_print(FILE *out, struct process *ps, size_t n);
+json_t *ranks_json(struct process *ps, size_t n);  /* null when no process has a rank */
 
 #endif
