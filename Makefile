@@ -96,6 +96,15 @@ $(BUILD)/progs/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O1 -Wall -Wextra -Werror -pthread $< -o $@
 
+# MPI programs, where Open MPI's compiler wrapper is (scripts/install-deps --mpi); the e2e
+# tests skip without it.
+MPICC := $(shell command -v mpicc 2>/dev/null)
+MPI_PROGS := $(if $(MPICC),$(BUILD)/progs/mpi_work)
+$(BUILD)/progs/mpi_%: tests/mpi/mpi_%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
+e2e: $(MPI_PROGS)
+
 $(BUILD)/test-unit: $(UNIT_SRC) $(ANALYZER_OBJ)
 	$(CC) $(ANALYZER_CFLAGS) $(LDFLAGS) -Itests -o $@ $^ -lcriterion $(ANALYZER_LIBS)
 

@@ -20,6 +20,14 @@ int cmd_mark_exit(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
+/* prof report's totals over a run (diff.c, whose tables they are): family f's integers added
+ * up over ps[0..n), and the rows of each list it compares (family_diff) merged by key, the
+ * largest first, at most top of them. */
+struct family;
+json_t *family_totals_json(struct process *ps, size_t n, const struct family *f, size_t top);
+void family_totals_print(FILE *out, struct process *ps, size_t n, const struct family *f,
+			 size_t top);
+
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
  * (sorted). Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
  * and returns -1 (nothing given, nothing found, unreadable). Free with inputs_free(). */

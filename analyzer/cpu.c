@@ -753,6 +753,7 @@ const struct family cpu_family = {
 	.timeline_symbols = 1,
 	.dump = cpu_dump,
 	.diffs = cpu_diffs,
+	.not_summed = "hz,period_ns",
 	.ndiffs = sizeof(cpu_diffs) / sizeof(cpu_diffs[0]),
 	.sql_schema = "CREATE TABLE samples(pid INTEGER, tid INTEGER, time_ns INTEGER, pc INTEGER,"
 	" period_ns INTEGER, stack INTEGER);\n",

@@ -198,6 +198,15 @@ static const struct flame_kind cuda_flames[] = {
 	  { { "time", "GPU time by launching stack", "ns" } }, cuda_flame },
 };
 
+static uint64_t gpu_time(const struct process *p)
+{
+	return cuda_of(p)->kernel_ns;
+}
+
+static const struct family_figure cuda_figures[] = {
+	{ "GPU", "gpu_ns", 0, gpu_time, 0 },
+};
+
 static const struct family_diff cuda_diffs[] = {
 	{ "CUDA API calls by time", "api", "name", "total_ns" },
 	{ "GPU kernels by time", "kernels", "name", "total_ns" },
@@ -257,6 +266,8 @@ const struct family cuda_family = {
 	.nflames = sizeof(cuda_flames) / sizeof(cuda_flames[0]),
 	.timeline = &cuda_timeline,
 	.dump = cuda_dump,
+	.figures = cuda_figures,
+	.nfigures = sizeof(cuda_figures) / sizeof(cuda_figures[0]),
 	.diffs = cuda_diffs,
 	.ndiffs = sizeof(cuda_diffs) / sizeof(cuda_diffs[0]),
 	.sql_schema = "CREATE TABLE cuda_names(pid INTEGER, id INTEGER, kind INTEGER, name TEXT);\n"

@@ -225,6 +225,86 @@ static json_t *table_json(const char *family, const char *title, const char *met
 	return o;
 }
 
+/* ---- totals over one run (prof report) ------------------------------------------------------ */
+
+/* The run as the NEW side against nothing: every row's change is its value. Totals (d NULL)
+ * leave out what the family says does not add up. */
+static int fill_one(struct table *t, struct process *ps, size_t n, const struct family *f,
+		    const struct family_diff *d)
+{
+	struct process *sides[2] = { NULL, ps };
+	const size_t ns[2] = { 0, n };
+	if (fill(t, sides, ns, f, d) < 0)
+		return -1;
+	size_t o = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const char *skip = d ? NULL : f->not_summed;
+		size_t len = strlen(t->rows[i].key);
+		while (skip && *skip && (strncmp(skip, t->rows[i].key, len) ||
+					 (skip[len] && skip[len] != ',')))
+			skip = strchr(skip, ',') ? strchr(skip, ',') + 1 : NULL;
+		if (skip && *skip)
+			free(t->rows[i].key);
+		else
+			t->rows[o++] = t->rows[i];
+	}
+	t->n = o;
+	return 0;
+}
+
+json_t *family_totals_json(struct process *ps, size_t n, const struct family *f, size_t top)
+{
+	json_t *o = json_object(), *lists = json_array();
+	struct table t = { 0 };
+	if (fill_one(&t, ps, n, f, NULL) == 0)
+		for (size_t i = 0; i < t.n; i++)
+			json_object_set_new(o, t.rows[i].key, json_integer(t.rows[i].v[1]));
+	table_free(&t);
+	for (size_t k = 0; k < f->ndiffs; k++) {
+		const struct family_diff *d = &f->diffs[k];
+		struct table l = { 0 };
+		json_t *rows = json_array();
+		if (fill_one(&l, ps, n, f, d) == 0)
+			for (size_t i = 0; i < l.n && i < top; i++)
+				json_array_append_new(rows, json_pack("{s:o,s:I}", "key",
+					jstr(l.rows[i].key), "value", (json_int_t)l.rows[i].v[1]));
+		json_array_append_new(lists, json_pack("{s:s,s:s,s:o}", "title", d->title,
+						       "metric", d->metric, "rows", rows));
+		table_free(&l);
+	}
+	json_object_set_new(o, "lists", lists);
+	return o;
+}
+
+void family_totals_print(FILE *out, struct process *ps, size_t n, const struct family *f,
+			 size_t top)
+{
+	char a[48], arg[1024];
+	struct table t = { 0 };
+	if (fill_one(&t, ps, n, f, NULL) < 0 || !t.n) {
+		table_free(&t);
+		return;
+	}
+	fprintf(out, "\n%s-- %s, all processes%s\n  ", fmt_sgr(SGR_BOLD), f->name, fmt_sgr(NULL));
+	for (size_t i = 0; i < t.n; i++)
+		fprintf(out, " %s %s%s", t.rows[i].key, fmt_value(t.rows[i].key, t.rows[i].v[1], 0, a,
+			sizeof(a)), i + 1 < t.n ? "," : "\n");
+	table_free(&t);
+	for (size_t k = 0; k < f->ndiffs; k++) {
+		const struct family_diff *d = &f->diffs[k];
+		struct table l = { 0 };
+		if (fill_one(&l, ps, n, f, d) == 0 && l.n) {
+			fprintf(out, "   %s:\n", d->title);
+			for (size_t i = 0; i < l.n && i < top; i++)
+				fprintf(out, "   %12s  %s\n", fmt_value(d->metric, l.rows[i].v[1], 0, a,
+					sizeof(a)), fmt_arg(l.rows[i].key, arg, sizeof(arg)));
+			if (l.n > top)
+				fprintf(out, "   ... %zu more (--top N)\n", l.n - top);
+		}
+		table_free(&l);
+	}
+}
+
 static const struct cmd_spec diff_spec = {
 	"diff", CMD_OUTPUT | CMD_JSON | CMD_TOP | CMD_WINDOW, 0,
 	"usage: prof diff [options] BASE NEW\n"

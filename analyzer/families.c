@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#define PROF_ANALYZER_FAMILIES(X) X(cpu) X(heap) X(locks) X(io) X(cuda) X(db) X(http)
+#define PROF_ANALYZER_FAMILIES(X) X(cpu) X(heap) X(locks) X(io) X(cuda) X(db) X(http) X(mpi)
 
 #define DECLARE(f) extern const struct family f##_family;
 PROF_ANALYZER_FAMILIES(DECLARE)

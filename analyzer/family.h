@@ -69,6 +69,16 @@ struct leak_view {
 	const struct suppressions *supp;
 };
 
+/* prof report's process tree (and table of ranks): one of the family's headline numbers for a
+ * process, "heap peak", a column of its own. */
+struct family_figure {
+	const char *title;  /* "heap peak" */
+	const char *key;    /* "heap_peak_bytes": its JSON name; "_ns"/"_bytes" say the unit */
+	int peak;           /* over an exec chain's images: the largest, not the sum */
+	uint64_t (*get)(const struct process *p);
+	int wait;           /* time spent waiting for other processes (MPI): not the rank's work */
+};
+
 struct family {
 	const char *name;               /* "heap", "locks", ... */
 	unsigned first_type, last_type; /* the record types it owns (prof_fmt_*.h constants) */
@@ -112,6 +122,9 @@ struct family {
 	/* prof diff: the lists compared (the integers at the top of its JSON always are). */
 	const struct family_diff *diffs;
 	size_t ndiffs;
+	/* prof report's totals over processes: the integers at the top of its JSON that do not
+	 * add up ("hz,period_ns": settings, moments), comma list; NULL: all do. */
+	const char *not_summed;
 
 	/* prof html: a value over time charted with its peak marked (series.h), and the title
 	 * of its chart; NULL when the family has none. */
@@ -126,6 +139,9 @@ struct family {
 	 * and the rows of one record it owns (with sql_row(), exports.h); 0 or -1. */
 	const char *sql_schema;
 	int (*sql_row)(struct sql_out *o, struct process *p, const struct trace_event *ev);
+
+	const struct family_figure *figures;
+	size_t nfigures;
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);

@@ -543,6 +543,15 @@ static void heap_dump(FILE *out, const struct prof_rec *r)
 	}
 }
 
+static uint64_t heap_peak(const struct process *p)
+{
+	return heap_of(p)->peak;
+}
+
+static const struct family_figure heap_figures[] = {
+	{ "heap peak", "heap_peak_bytes", 1, heap_peak, 0 },
+};
+
 static const struct family_diff heap_diffs[] = {
 	{ "Heap sites by bytes allocated", "sites", "stack", "bytes" },
 	{ "Heap sites by bytes still allocated (at the end, or at the moment)", "sites", "stack",
@@ -591,7 +600,10 @@ const struct family heap_family = {
 	.series_title = "Heap in use (bytes)",
 	.dump = heap_dump,
 	.diffs = heap_diffs,
+	.not_summed = "peak_ns",
 	.ndiffs = sizeof(heap_diffs) / sizeof(heap_diffs[0]),
+	.figures = heap_figures,
+	.nfigures = sizeof(heap_figures) / sizeof(heap_figures[0]),
 	.sql_schema = "CREATE TABLE allocations(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER,"
 	" size INTEGER, stack INTEGER, function TEXT);\n"
 	"CREATE TABLE frees(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER);\n",

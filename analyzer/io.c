@@ -718,6 +718,16 @@ static const struct flame_kind io_flames[] = {
 	  io_flame },
 };
 
+static uint64_t io_bytes(const struct process *p)
+{
+	struct io_totals t = totals(io_of(p));
+	return t.read_bytes + t.write_bytes;
+}
+
+static const struct family_figure io_figures[] = {
+	{ "I/O", "io_bytes", 0, io_bytes, 0 },
+};
+
 static const struct family_diff io_diffs[] = {
 	{ "I/O time per file", "files", "path", "time_ns" },
 	{ "Bytes read per file", "files", "path", "read_bytes" },
@@ -758,6 +768,8 @@ const struct family io_family = {
 	.nflames = sizeof(io_flames) / sizeof(io_flames[0]),
 	.timeline = &io_timeline,
 	.dump = io_dump,
+	.figures = io_figures,
+	.nfigures = sizeof(io_figures) / sizeof(io_figures[0]),
 	.diffs = io_diffs,
 	.ndiffs = sizeof(io_diffs) / sizeof(io_diffs[0]),
 	.sql_schema = "CREATE TABLE io_files(pid INTEGER, file INTEGER, path TEXT);\n"

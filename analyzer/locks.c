@@ -395,6 +395,19 @@ static const struct flame_kind locks_flames[] = {
 	  locks_flame },
 };
 
+/* Contended lock acquisitions only: condition waits are the program waiting on purpose. */
+static uint64_t lock_wait(const struct process *p)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		ns += p->threads[i].lock_wait_ns;
+	return ns;
+}
+
+static const struct family_figure locks_figures[] = {
+	{ "lock wait", "lock_wait_ns", 0, lock_wait, 0 },
+};
+
 static const struct family_diff locks_diffs[] = {
 	{ "Lock waits by lock (kind and where it was first used)", NULL, "kind,stack", "wait_ns" },
 };
@@ -428,6 +441,8 @@ const struct family locks_family = {
 	.nflames = sizeof(locks_flames) / sizeof(locks_flames[0]),
 	.timeline = &locks_timeline,
 	.dump = locks_dump,
+	.figures = locks_figures,
+	.nfigures = sizeof(locks_figures) / sizeof(locks_figures[0]),
 	.diffs = locks_diffs,
 	.ndiffs = sizeof(locks_diffs) / sizeof(locks_diffs[0]),
 	.sql_schema = "CREATE TABLE lock_waits(pid INTEGER, tid INTEGER, time_ns INTEGER, lock INTEGER,"

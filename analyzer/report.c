@@ -6,6 +6,7 @@
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "tree.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -162,6 +163,33 @@ static void print_brief(FILE *out, struct process *p)
 	fputc('\n', out);
 }
 
+/* ---- a run of several processes: its tree and its totals ----------------------------------- */
+
+static json_t *totals_json(struct process *ps, size_t n, size_t top)
+{
+	json_t *o = json_object();
+	for (size_t f = 0; families[f]; f++)
+		if (families[f]->json)
+			json_object_set_new(o, families[f]->json_key,
+					    family_totals_json(ps, n, families[f], top));
+	return o;
+}
+
+static void print_run(FILE *out, struct process *ps, size_t n, size_t top)
+{
+	struct proc_tree tr;
+	if (proc_tree_build(ps, n, &tr) == 0) {
+		proc_tree_print(out, &tr);
+		proc_tree_free(&tr);
+	}
+	fputc('\n', out);
+	ranks_print(out, ps, n);
+	for (size_t f = 0; families[f]; f++)
+		if (families[f]->json)
+			family_totals_print(out, ps, n, families[f], top);
+	fputc('\n', out);
+}
+
 static const struct cmd_spec report_spec = {
 	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS | CMD_WINDOW, 6,
 	"usage: prof report [options] TRACE...\n"
@@ -199,8 +227,19 @@ int cmd_report(int argc, char **argv)
 		json_t *arr = json_array();
 		for (size_t i = 0; i < io.n; i++)
 			json_array_append_new(arr, process_json(&io.ps[i], o.top));
-		cmd_write_json_findings(&io, findings_json(&fs), arr);
+		json_t *doc = json_pack("{s:i,s:o,s:o}", "version", 1, "findings",
+					findings_json(&fs), "processes", arr);
 		findings_free(&fs);
+		struct proc_tree tr;
+		if (proc_tree_build(io.ps, io.n, &tr) == 0) {
+			json_object_set_new(doc, "tree", proc_tree_json(&tr));
+			proc_tree_free(&tr);
+		}
+		json_object_set_new(doc, "totals", totals_json(io.ps, io.n, o.top));
+		json_object_set_new(doc, "ranks", ranks_json(io.ps, io.n));
+		json_dumpf(doc, io.out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+		fputc('\n', io.out);
+		json_decref(doc);
 		return cmd_close(&io, 0);
 	}
 	if (!o.brief)
@@ -212,8 +251,10 @@ int cmd_report(int argc, char **argv)
 	struct process **order = processes_by_work(io.ps, io.n);
 	if (!order)
 		return cmd_close(&io, 1);
-	if (io.n > 1 && !o.brief)
+	if (io.n > 1 && !o.brief) {
+		print_run(io.out, io.ps, io.n, top);
 		fprintf(io.out, "%zu processes, busiest (most CPU time) first\n\n", io.n);
+	}
 	for (size_t i = 0; i < io.n; i++) {
 		struct process *p = order[i];
 		if (o.brief) {

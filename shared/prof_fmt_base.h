@@ -56,12 +56,13 @@
 	X(CUDA, "cuda", 4)     \
 	X(CPU, "cpu", 5)       \
 	X(DB, "db", 6)         \
-	X(HTTP, "http", 7)
+	X(HTTP, "http", 7)     \
+	X(MPI, "mpi", 8)
 enum {
 #define PROF_X(name, str, bit) PROF_EV_##name = 1u << (bit),
 	PROF_EVENT_FAMILIES(PROF_X)
 #undef PROF_X
-	PROF_EV_ALL = (1u << 8) - 1
+	PROF_EV_ALL = (1u << 9) - 1
 };
 
 /* Where the process is; the writer updates header.state in place. */

@@ -12,10 +12,11 @@
 #include "prof_fmt_cpu.h"
 #include "prof_fmt_db.h"
 #include "prof_fmt_http.h"
+#include "prof_fmt_mpi.h"
 
 /* Record types: X(NAME, value, payload struct). Values never change once released. Each
  * event family has its own list and range: core 1-19, threads and locks 20-39, I/O 40-59,
- * CUDA 60-89, CPU sampling 90-99, databases 100-109, HTTP 110-119. A family's list lives in its own header (prof_fmt_*.h). */
+ * CUDA 60-89, CPU sampling 90-99, databases 100-109, HTTP 110-119, MPI 120-129. A family's list lives in its own header (prof_fmt_*.h). */
 #define PROF_CORE_RECORD_TYPES(X)                       \
 	X(PAD, 1, prof_rec_pad)                         \
 	X(LOST, 2, prof_rec_lost)                       \
@@ -44,7 +45,7 @@
 #define PROF_RECORD_TYPES(X) \
 	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
 	PROF_CUDA_RECORD_TYPES(X) PROF_CPU_RECORD_TYPES(X) PROF_DB_RECORD_TYPES(X) \
-	PROF_HTTP_RECORD_TYPES(X)
+	PROF_HTTP_RECORD_TYPES(X) PROF_MPI_RECORD_TYPES(X)
 
 enum prof_rec_type {
 #define PROF_X(name, value, st) PROF_REC_##name = (value),
@@ -174,7 +175,7 @@ unsigned prof_events_parse(const char *list, int *bad); /* "alloc,io" or "all" -
 #define PROF_STRING_RECORDS(Y) \
 	Y(MODULE, prof_rec_module, path) Y(EXEC, prof_rec_exec, path) \
 	PROF_LOCK_STRING_RECORDS(Y) PROF_IO_STRING_RECORDS(Y) PROF_CUDA_STRING_RECORDS(Y) \
-	PROF_DB_STRING_RECORDS(Y) PROF_HTTP_STRING_RECORDS(Y)
+	PROF_DB_STRING_RECORDS(Y) PROF_HTTP_STRING_RECORDS(Y) PROF_MPI_STRING_RECORDS(Y)
 
 /* Offset of the trailing string of a record type, 0 if it has none. */
 static inline uint32_t prof_rec_string_offset(unsigned type)

@@ -60,6 +60,7 @@ allowed_names=(
 allowed_prefixes=(
 	pthread_ sem_                          # threads, locks
 	cuda cu __cuda nvtx InitializeInjection # CUDA runtime/driver, NVTX, CUPTI injection
+	MPI_                                   # MPI (preload/mpi.c)
 )
 # What the toolchain defines in every shared object.
 allowed_toolchain=(_init _fini __bss_start _edata _end)

@@ -1,0 +1,254 @@
+/* The processes of a run as a tree: each under its parent (by ppid, on the same host), an exec
+ * chain (the traces one pid left, one image after another) as one node; for prof report. */
+#include "tree.h"
+
+#include "format.h"
+#include "stackfmt.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *host_of(const struct process *p)
+{
+	return p->host ? p->host : "";
+}
+
+static int by_host_pid_start(const void *a, const void *b)
+{
+	const struct process *x = *(struct process *const *)a, *y = *(struct process *const *)b;
+	int c = strcmp(host_of(x), host_of(y));
+	if (c)
+		return c;
+	if (x->hdr.pid != y->hdr.pid)
+		return x->hdr.pid < y->hdr.pid ? -1 : 1;
+	if (x->hdr.start_realtime_ns != y->hdr.start_realtime_ns)
+		return x->hdr.start_realtime_ns < y->hdr.start_realtime_ns ? -1 : 1;
+	return 0;
+}
+
+static uint64_t node_start(const struct tree_node *t)
+{
+	return t->images[0]->hdr.start_realtime_ns;
+}
+
+static uint64_t node_end(const struct tree_node *t)
+{
+	const struct process *last = t->images[t->nimages - 1];
+	return last->hdr.start_realtime_ns + last->end_ns;
+}
+
+/* The node of the process that forked t: same host, pid t's ppid, alive when t started (a
+ * pid used twice); -1 when it is not in the run. */
+static long parent_of(const struct proc_tree *tr, size_t at)
+{
+	const struct tree_node *t = &tr->nodes[at];
+	long best = -1;
+	for (size_t i = 0; i < tr->n; i++) {
+		const struct tree_node *c = &tr->nodes[i];
+		if (i == at || c->images[0]->hdr.pid != t->images[0]->hdr.ppid ||
+		    strcmp(host_of(c->images[0]), host_of(t->images[0])) ||
+		    node_start(c) > node_start(t))
+			continue;
+		if (best < 0 || node_start(c) > node_start(&tr->nodes[best]))
+			best = (long)i;
+	}
+	return best;
+}
+
+int proc_tree_build(struct process *ps, size_t n, struct proc_tree *tr)
+{
+	memset(tr, 0, sizeof(*tr));
+	struct process **order = malloc((n ? n : 1) * sizeof(*order));
+	tr->nodes = calloc(n ? n : 1, sizeof(*tr->nodes));
+	if (!order || !tr->nodes)
+		goto oom;
+	for (size_t i = 0; i < n; i++)
+		order[i] = &ps[i];
+	qsort(order, n, sizeof(*order), by_host_pid_start);
+	/* An image that exec'd is followed, in its chain, by the next trace of its pid. */
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && order[j - 1]->exit_kind == EXIT_EXEC &&
+		       order[j]->hdr.pid == order[i]->hdr.pid &&
+		       !strcmp(host_of(order[j]), host_of(order[i])))
+			j++;
+		struct tree_node *t = &tr->nodes[tr->n++];
+		t->images = order + i;
+		t->nimages = j - i;
+		t->parent = -1;
+		i = j;
+	}
+	for (size_t i = 0; i < tr->n; i++)
+		tr->nodes[i].parent = parent_of(tr, i);
+	tr->order = order;
+	return 0;
+oom:
+	free(order);
+	free(tr->nodes);
+	memset(tr, 0, sizeof(*tr));
+	return -1;
+}
+
+void proc_tree_free(struct proc_tree *tr)
+{
+	free(tr->order);
+	free(tr->nodes);
+	memset(tr, 0, sizeof(*tr));
+}
+
+uint64_t process_cpu_ns(const struct process *p)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		ns += p->threads[i].cpu_ns;
+	return ns;
+}
+
+uint64_t tree_node_cpu_ns(const struct tree_node *t)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < t->nimages; i++)
+		ns += process_cpu_ns(t->images[i]);
+	return ns;
+}
+
+uint64_t tree_node_figure(const struct tree_node *t, const struct family *f,
+			  const struct family_figure *g)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < t->nimages; i++) {
+		struct process *p = t->images[i];
+		uint64_t x = f->has_data(p) ? g->get(p) : 0;
+		v = g->peak ? (x > v ? x : v) : v + x;
+	}
+	return v;
+}
+
+const char *figure_fmt(const char *key, uint64_t v, char *buf, size_t len)
+{
+	if (strstr(key, "_ns"))
+		return fmt_ns(v, buf, len);
+	if (strstr(key, "bytes"))
+		return fmt_bytes(v, buf, len);
+	return fmt_count(v, buf, len);
+}
+
+/* ---- text -------------------------------------------------------------------------------- */
+
+/* One image: its command line, shortened. */
+static void print_image(FILE *out, const struct process *p)
+{
+	char arg[1024];
+	size_t shown = 0;
+	for (uint32_t i = 0; i < p->argc || (i == 0 && !p->argc); i++) {
+		const char *a = p->argc ? p->argv[i] : p->exe;
+		if (i && shown + strlen(a) > 60) {
+			fprintf(out, " ...");
+			break;
+		}
+		shown += fprintf(out, "%s%s", i ? " " : "", fmt_arg(a, arg, sizeof(arg)));
+	}
+}
+
+static void print_node(FILE *out, const struct proc_tree *tr, size_t at, char *prefix,
+		       size_t plen, int last, int depth)
+{
+	const struct tree_node *t = &tr->nodes[at];
+	const struct process *end = t->images[t->nimages - 1];
+	char a[32], b[32];
+	fprintf(out, "   %s%s%u ", prefix, depth ? (last ? "`- " : "|- ") : "", t->images[0]->hdr.pid);
+	for (size_t i = 0; i < t->nimages; i++) {
+		if (i)
+			fputs(" -> ", out);
+		print_image(out, t->images[i]);
+	}
+	fputs("  [", out);
+	switch (end->exit_kind) {
+	case EXIT_CODE: fprintf(out, "exit %d", end->exit_value); break;
+	case EXIT_SIGNAL: fprintf(out, "signal %d", end->exit_value); break;
+	case EXIT_EXEC: fprintf(out, "exec %s", end->exec_path ? end->exec_path : "?"); break;
+	default: fputs("no exit recorded", out); break;
+	}
+	fprintf(out, ", %s, CPU %s", fmt_ns(node_end(t) - node_start(t), a, sizeof(a)),
+		fmt_ns(tree_node_cpu_ns(t), b, sizeof(b)));
+	for (size_t f = 0; families[f]; f++)
+		for (size_t k = 0; k < families[f]->nfigures; k++) {
+			const struct family_figure *g = &families[f]->figures[k];
+			uint64_t v = tree_node_figure(t, families[f], g);
+			if (v)
+				fprintf(out, ", %s %s", g->title, figure_fmt(g->key, v, a, sizeof(a)));
+		}
+	fputs("]\n", out);
+	if (depth >= 64 || plen + 4 >= 256)
+		return;
+	if (depth)
+		plen += (size_t)snprintf(prefix + plen, 256 - plen, "%s", last ? "   " : "|  ");
+	size_t nkids = 0, seen = 0;
+	for (size_t i = 0; i < tr->n; i++)
+		nkids += tr->nodes[i].parent == (long)at;
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->nodes[i].parent == (long)at)
+			print_node(out, tr, i, prefix, plen, ++seen == nkids, depth + 1);
+	prefix[plen - (depth ? 3 : 0)] = '\0';
+}
+
+void proc_tree_print(FILE *out, const struct proc_tree *tr)
+{
+	char prefix[256] = "";
+	size_t traces = 0;
+	for (size_t i = 0; i < tr->n; i++)
+		traces += tr->nodes[i].nimages;
+	fprintf(out, "%s-- Process tree (%zu process%s, %zu trace%s: an exec chain on one line)%s\n",
+		fmt_sgr(SGR_BOLD), tr->n, tr->n == 1 ? "" : "es", traces, traces == 1 ? "" : "s",
+		fmt_sgr(NULL));
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->nodes[i].parent < 0)
+			print_node(out, tr, i, prefix, 0, 1, 0);
+}
+
+/* ---- JSON -------------------------------------------------------------------------------- */
+
+static json_t *node_json(const struct proc_tree *tr, size_t at, int depth)
+{
+	const struct tree_node *t = &tr->nodes[at];
+	const struct process *end = t->images[t->nimages - 1];
+	json_t *images = json_array(), *kids = json_array();
+	for (size_t i = 0; i < t->nimages; i++) {
+		const struct process *p = t->images[i];
+		json_t *argv = json_array();
+		for (uint32_t k = 0; k < p->argc; k++)
+			json_array_append_new(argv, jstr(p->argv[k]));
+		json_array_append_new(images, json_pack("{s:o,s:o,s:o}", "exe", jstr(p->exe),
+							"argv", argv, "trace", jstr(p->path)));
+	}
+	json_t *exit = end->exit_kind == EXIT_CODE ? json_pack("{s:i}", "code", end->exit_value) :
+		end->exit_kind == EXIT_SIGNAL ? json_pack("{s:i}", "signal", end->exit_value) :
+		json_null();
+	json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:o,s:I}", "pid", (json_int_t)t->images[0]->hdr.pid,
+			      "ppid", (json_int_t)t->images[0]->hdr.ppid, "host", jstr(host_of(end)),
+			      "start_ns", (json_int_t)node_start(t),
+			      "duration_ns", (json_int_t)(node_end(t) - node_start(t)),
+			      "exit", exit, "cpu_ns", (json_int_t)tree_node_cpu_ns(t));
+	for (size_t f = 0; families[f]; f++)
+		for (size_t k = 0; k < families[f]->nfigures; k++) {
+			const struct family_figure *g = &families[f]->figures[k];
+			json_object_set_new(o, g->key, json_integer((json_int_t)
+					    tree_node_figure(t, families[f], g)));
+		}
+	json_object_set_new(o, "images", images);
+	for (size_t i = 0; i < tr->n && depth < 64; i++)
+		if (tr->nodes[i].parent == (long)at)
+			json_array_append_new(kids, node_json(tr, i, depth + 1));
+	json_object_set_new(o, "children", kids);
+	return o;
+}
+
+json_t *proc_tree_json(const struct proc_tree *tr)
+{
+	json_t *roots = json_array();
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->nodes[i].parent < 0)
+			json_array_append_new(roots, node_json(tr, i, 0));
+	return roots;
+}

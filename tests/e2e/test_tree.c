@@ -1,0 +1,137 @@
+/* Process trees: a program that starts others by fork, exec, posix_spawn, system, vfork and
+ * popen, each allocating a known amount, run under prof-run; prof report draws the tree (an
+ * exec chain as one node) and adds the processes up. */
+#include <criterion/criterion.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "e2e.h"
+
+static void teardown(void)
+{
+	e2e_cleanup();
+}
+
+TestSuite(tree, .fini = teardown, .timeout = 120);
+
+/* Runs build/progs/tree under prof-run into DIR/run; returns the run's path. */
+static const char *run_tree(const char *dir)
+{
+	static char run[PATH_MAX];
+	char lib[PATH_MAX + 16];
+	snprintf(lib, sizeof(lib), "PROF_LIB=%s", e2e_lib());
+	snprintf(run, sizeof(run), "%s/run", dir);
+	const char *argv[] = { "scripts/prof-run", "--no-report", "-o", run, "--",
+			       e2e_prog("tree"), NULL };
+	const char *env[] = { lib, NULL };
+	int st = e2e_run(argv, env, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tree exits 0 (its children as planned): %d",
+		  st);
+	return run;
+}
+
+/* The role of a node: argv[1] of its last image ("" for the root). */
+static const char *role(json_t *node)
+{
+	json_t *images = json_object_get(node, "images");
+	json_t *argv = json_object_get(json_array_get(images, json_array_size(images) - 1), "argv");
+	const char *r = json_string_value(json_array_get(argv, 1));
+	return r ? r : "";
+}
+
+/* The child of node whose command line (its last image's) names want: "sh -c '... system'". */
+static json_t *child_with_role(json_t *node, const char *want)
+{
+	size_t i, k;
+	json_t *c, *a;
+	json_array_foreach(json_object_get(node, "children"), i, c) {
+		json_t *images = json_object_get(c, "images");
+		json_t *last = json_array_get(images, json_array_size(images) - 1);
+		json_array_foreach(json_object_get(last, "argv"), k, a)
+			if (k && strstr(json_string_value(a), want))
+				return c;
+	}
+	return NULL;
+}
+
+static long list_value(json_t *totals, const char *family, size_t list, const char *key_prefix)
+{
+	json_t *rows = json_object_get(json_array_get(json_object_get(json_object_get(totals, family),
+								      "lists"), list), "rows");
+	size_t i;
+	json_t *r;
+	json_array_foreach(rows, i, r)
+		if (!strncmp(json_string_value(json_object_get(r, "key")), key_prefix, strlen(key_prefix)))
+			return (long)json_integer_value(json_object_get(r, "value"));
+	return -1;
+}
+
+Test(tree, every_way_of_starting_a_process_is_in_the_tree)
+{
+	const char *run = run_tree(e2e_tmpdir());
+	json_t *doc = e2e_prof_json("report", run);
+	cr_assert_not_null(doc);
+	json_t *roots = json_object_get(doc, "tree");
+	cr_assert_eq(json_array_size(roots), 1, "one root: the program prof-run started");
+	json_t *root = json_array_get(roots, 0);
+	cr_expect_str_eq(role(root), "");
+	cr_expect_eq(json_array_size(json_object_get(root, "children")), 5,
+		     "fork, posix_spawn, system, vfork, popen");
+	cr_expect_eq(e2e_int(root, "heap_peak_bytes"), 1001);
+	cr_expect_eq(e2e_int(root, "exit.code"), 0);
+
+	json_t *chain = child_with_role(root, "exec");
+	cr_assert_not_null(chain, "the forked child and the image it exec'd: one node");
+	cr_expect_eq(json_array_size(json_object_get(chain, "images")), 2);
+	cr_expect_eq(e2e_int(chain, "exit.code"), 3);
+	cr_expect_eq(e2e_int(chain, "heap_peak_bytes"), 3001, "the larger image's peak");
+
+	struct { const char *role; long peak; int under_shell; } want[] = {
+		{ "spawn", 4001, 0 }, { "system", 5001, 1 }, { "vfork", 6001, 0 }, { "popen", 7001, 1 },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		json_t *n = child_with_role(root, want[i].role);
+		if (want[i].under_shell) {
+			cr_assert_not_null(n, "%s: sh -c under the root", want[i].role);
+			cr_expect_eq(json_array_size(json_object_get(n, "children")), 1);
+			n = json_array_get(json_object_get(n, "children"), 0);
+		}
+		cr_assert_not_null(n, "%s is in the tree", want[i].role);
+		cr_expect_str_eq(role(n), want[i].role);
+		cr_expect_eq(e2e_int(n, "heap_peak_bytes"), want[i].peak, "%s", want[i].role);
+	}
+
+	/* Added up over all processes: the blocks each role allocated, by stack. */
+	json_t *totals = json_object_get(doc, "totals");
+	cr_expect_eq(list_value(totals, "heap", 0, "allocate <- main"), 1001 + 2 * 2001);
+	cr_expect_eq(list_value(totals, "heap", 0, "allocate <- role_exit"),
+		     3 * 3001 + 4 * 4001 + 5 * 5001 + 6 * 6001 + 7 * 7001);
+	long calls = 0;
+	for (size_t i = 0; e2e_process(doc, i); i++)
+		calls += e2e_int(e2e_process(doc, i), "heap.alloc_calls");
+	cr_expect_eq(e2e_int(totals, "heap.alloc_calls"), calls);
+	json_decref(doc);
+}
+
+Test(tree, text_report_draws_the_tree)
+{
+	const char *run = run_tree(e2e_tmpdir());
+	char cmd[PATH_MAX * 2];
+	snprintf(cmd, sizeof(cmd), "%s report %s", e2e_prof(), run);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	char line[4096];
+	int tree = 0, chain = 0, nested = 0, totals = 0;
+	while (fgets(line, sizeof(line), p)) {
+		tree |= strstr(line, "-- Process tree (8 processes, 9 traces") != NULL;
+		chain |= strstr(line, "|- ") && strstr(line, " -> ") && strstr(line, " exec  [exit 3");
+		nested |= strstr(line, "   `- ") && strstr(line, " popen  [exit 0");
+		totals |= strstr(line, "-- heap, all processes") != NULL;
+	}
+	cr_expect_eq(pclose(p), 0);
+	cr_expect(tree && chain && nested && totals, "tree %d, chain %d, nested %d, totals %d",
+		  tree, chain, nested, totals);
+}
