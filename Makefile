@@ -17,7 +17,8 @@ UNIT_SRC     := $(wildcard tests/unit/*.c)
 E2E_SRC      := $(wildcard tests/e2e/*.c)
 CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
-PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so
+PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
+		$(BUILD)/progs/libdeep.so
 
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
@@ -77,6 +78,13 @@ $(BUILD)/progs/see_names: tests/progs/see_names.c
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
+# Statically linked on purpose: prof-run must refuse it.
+$(BUILD)/progs/static_prog: tests/progs/static_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -static -Wall -Wextra -Werror $< -o $@
+$(BUILD)/progs/libdeep.so: tests/progs/deepbind/deep.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
 $(BUILD)/progs/%: tests/progs/%.cpp
