@@ -30,7 +30,7 @@ PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \
 		$(BUILD)/obj/gen/profile.pb-c.o
 
-.PHONY: all deps demo test test-real unit core tsan e2e asan bench bench-cpu install clean \
+.PHONY: all deps demo test test-real real-fast unit core tsan e2e asan bench bench-cpu install clean \
 	check-exports bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
@@ -152,13 +152,19 @@ asan: deps
 		UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 1
 	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
 
-test: check-exports unit core tsan asan test-bundle
+test: check-exports unit core tsan asan test-bundle real-fast
 
-# The tests against a real PostgreSQL server (make test skips them where none is installed):
-# installs it (scripts/install-deps --test) and runs them.
+# Real Debian programs under prof-run, compared with unprofiled runs (tests/real/run.sh):
+# make test runs the few-second subset, make test-real all of them.
+real-fast: all
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/run.sh --fast
+
+# The tests against a real PostgreSQL server (make test skips them where none is installed)
+# and every real program: installs them (scripts/install-deps --test --real) and runs them.
 test-real: all $(BUILD)/test-e2e $(PROGS)
-	@scripts/install-deps --test
+	@scripts/install-deps --test --real || echo "make test-real: some programs could not be installed, their cases are skipped"
 	PROF_BUILD=$(abspath $(BUILD)) $(BUILD)/test-e2e --filter 'db_real/*'
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/run.sh
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
 # driver, CPU sampling vs perf record, SQLite queries and HTTP requests, the analyzer on long
