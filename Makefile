@@ -30,7 +30,7 @@ PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \
 		$(BUILD)/obj/gen/profile.pb-c.o
 
-.PHONY: all deps demo test test-real real-fast unit core tsan e2e asan bench bench-cpu install clean \
+.PHONY: all deps demo test test-real real-fast fuzz unit core tsan e2e asan bench bench-cpu install clean \
 	check-exports bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
@@ -156,8 +156,22 @@ test: check-exports unit core tsan asan test-bundle real-fast
 
 # Real Debian programs under prof-run, compared with unprofiled runs (tests/real/run.sh):
 # make test runs the few-second subset, make test-real all of them.
-real-fast: all
+real-fast: all $(BUILD)/progs/hammer $(BUILD)/progs/hostile_names
 	PROF_BUILD=$(abspath $(BUILD)) tests/real/run.sh --fast
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/faults.sh --fast
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/security.sh
+
+# libFuzzer (clang) on the trace reader and each command's input path (tests/fuzz/fuzz.c):
+# replays tests/fuzz/regressions/, then fuzzes each target FUZZ_SECONDS from tests/fuzz/seeds/.
+FUZZ_TARGETS := reader report leaks flame export html kernels diff
+FUZZ_SECONDS ?= 30
+$(BUILD)/fuzz-%: tests/fuzz/fuzz.c $(ANALYZER_OBJ)
+	$(CC) $(ANALYZER_CFLAGS) -fsanitize=fuzzer -DFUZZ_$* $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)
+fuzz: deps
+	$(MAKE) BUILD=build-fuzz CC=clang LDFLAGS="-fsanitize=address,undefined" \
+		CFLAGS="-O1 -g -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		$(addprefix build-fuzz/fuzz-,$(FUZZ_TARGETS))
+	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # The tests against a real PostgreSQL server (make test skips them where none is installed)
 # and every real program: installs them (scripts/install-deps --test --real) and runs them.
@@ -165,6 +179,7 @@ test-real: all $(BUILD)/test-e2e $(PROGS)
 	@scripts/install-deps --test --real || echo "make test-real: some programs could not be installed, their cases are skipped"
 	PROF_BUILD=$(abspath $(BUILD)) $(BUILD)/test-e2e --filter 'db_real/*'
 	PROF_BUILD=$(abspath $(BUILD)) tests/real/run.sh
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/faults.sh
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
 # driver, CPU sampling vs perf record, SQLite queries and HTTP requests, the analyzer on long
@@ -210,7 +225,7 @@ test-bundle: bundle
 	tests/bundle.sh $(BUILD)/bundle/$(BUNDLE_NAME).tar.gz
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
 # ---- CUDA (issue 5) ---------------------------------------------------------------------------
 # The fake driver and the driver-API test programs need no toolkit; the runtime-API, NVTX and
