@@ -18,7 +18,7 @@ E2E_SRC      := $(wildcard tests/e2e/*.c)
 CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
 PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
-		$(BUILD)/progs/stack_paths_O2
+		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/libdeep.so
 
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
@@ -35,7 +35,7 @@ PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \
 		$(BUILD)/obj/gen/profile.pb-c.o
 
-.PHONY: all deps demo test test-real unit core tsan e2e asan bench bench-cpu install clean \
+.PHONY: all deps demo test test-real real-fast fuzz unit core tsan e2e asan bench bench-cpu install clean \
 	check-exports bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
@@ -83,6 +83,13 @@ $(BUILD)/progs/see_names: tests/progs/see_names.c
 	@mkdir -p $(dir $@)
 	$(CC) -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
+# Statically linked on purpose: prof-run must refuse it.
+$(BUILD)/progs/static_prog: tests/progs/static_prog.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 -static -Wall -Wextra -Werror $< -o $@
+$(BUILD)/progs/libdeep.so: tests/progs/deepbind/deep.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fPIC -shared -Wall -Wextra -Werror $< -o $@
 $(BUILD)/progs/%: tests/progs/%.cpp
@@ -163,13 +170,34 @@ asan: deps
 		UBSAN_OPTIONS=print_stacktrace=1 build-asan/test-unit --jobs 1
 	PROF_BUILD=$(abspath $(BUILD)) PROF_ANALYZER=$(abspath build-asan/prof) $(MAKE) e2e
 
-test: check-exports unit core tsan asan test-bundle
+test: check-exports unit core tsan asan test-bundle real-fast
 
-# The tests against a real PostgreSQL server (make test skips them where none is installed):
-# installs it (scripts/install-deps --test) and runs them.
+# Real Debian programs under prof-run, compared with unprofiled runs (tests/real/run.sh):
+# make test runs the few-second subset, make test-real all of them.
+real-fast: all $(BUILD)/progs/hammer $(BUILD)/progs/hostile_names
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/run.sh --fast
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/faults.sh --fast
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/security.sh
+
+# libFuzzer (clang) on the trace reader and each command's input path (tests/fuzz/fuzz.c):
+# replays tests/fuzz/regressions/, then fuzzes each target FUZZ_SECONDS from tests/fuzz/seeds/.
+FUZZ_TARGETS := reader report leaks flame export html kernels diff
+FUZZ_SECONDS ?= 30
+$(BUILD)/fuzz-%: tests/fuzz/fuzz.c $(ANALYZER_OBJ)
+	$(CC) $(ANALYZER_CFLAGS) -fsanitize=fuzzer -DFUZZ_$* $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)
+fuzz: deps
+	$(MAKE) BUILD=build-fuzz CC=clang LDFLAGS="-fsanitize=address,undefined" \
+		CFLAGS="-O1 -g -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		$(addprefix build-fuzz/fuzz-,$(FUZZ_TARGETS))
+	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# The tests against a real PostgreSQL server (make test skips them where none is installed)
+# and every real program: installs them (scripts/install-deps --test --real) and runs them.
 test-real: all $(BUILD)/test-e2e $(PROGS)
-	@scripts/install-deps --test
+	@scripts/install-deps --test --real || echo "make test-real: some programs could not be installed, their cases are skipped"
 	PROF_BUILD=$(abspath $(BUILD)) $(BUILD)/test-e2e --filter 'db_real/*'
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/run.sh
+	PROF_BUILD=$(abspath $(BUILD)) tests/real/faults.sh
 
 # Every benchmark: allocations vs heaptrack, locks, I/O vs strace -c, CUDA against the fake
 # driver, CPU sampling vs perf record, SQLite queries and HTTP requests, the analyzer on long
@@ -215,7 +243,7 @@ test-bundle: bundle
 	tests/bundle.sh $(BUILD)/bundle/$(BUNDLE_NAME).tar.gz
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz
 
 # ---- CUDA (issue 5) ---------------------------------------------------------------------------
 # The fake driver and the driver-API test programs need no toolkit; the runtime-API, NVTX and

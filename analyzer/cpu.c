@@ -566,7 +566,9 @@ static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
 		const struct cpu_thread *ct = u64map_get(&s->threads, ti->serial);
 		static const uint64_t none[PROF_CAUSE_COUNT];
 		const uint64_t *bl = ct ? ct->blocked_ns : none;
-		fprintf(out, "   %-8u %-16s %10s %10s", ti->tid, ti->name[0] ? ti->name : "?",
+		char name[64];
+		fprintf(out, "   %-8u %-16s %10s %10s", ti->tid,
+			ti->name[0] ? fmt_arg(ti->name, name, sizeof(name)) : "?",
 			fmt_ns(thread_cpu_ns(p, ti, ct), a, sizeof(a)), fmt_ns(sum_causes(bl), d, sizeof(d)));
 		for (int k = 0; k < PROF_CAUSE_COUNT; k++)
 			fprintf(out, " %9s", bl[k] ? fmt_ns(bl[k], c, sizeof(c)) : "-");

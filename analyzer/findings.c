@@ -172,13 +172,13 @@ static void io_rules(struct findings *f, struct process *p)
 	}
 	if (!worst)
 		return;
-	char a[32], b[32], c[32];
+	char a[32], b[32], c[32], path[1024];
 	add(f, p, "io", worst->first_stack,
 	    json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "path", worst->path, "calls", (json_int_t)calls,
 		      "time_ns", (json_int_t)worst->time_ns, "p50_ns", (json_int_t)p50,
 		      "p99_ns", (json_int_t)p99, "lifetime_ns", (json_int_t)p->end_ns),
 	    "I/O on %s took %s (%.0f%% of the run); p99 latency %s against a median of %s",
-	    worst->path, fmt_ns(worst->time_ns, a, sizeof(a)), 100 * share(worst->time_ns, p->end_ns),
+	    fmt_arg(worst->path, path, sizeof(path)), fmt_ns(worst->time_ns, a, sizeof(a)), 100 * share(worst->time_ns, p->end_ns),
 	    fmt_ns(p99, b, sizeof(b)), fmt_ns(p50, c, sizeof(c)));
 }
 

@@ -587,7 +587,7 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 		const struct io_file *f = v[i].f;
 		char p50[32], p95[32], p99[32], mx[32];
 		uint64_t calls = v[i].all.count;
-		char o[32], r[32], w[32], e[32];
+		char o[32], r[32], w[32], e[32], path[1024];
 		fprintf(out, "   %10s %8s %6s %8s %10s %8s %10s %9s %9s %9s %9s %5s  %s\n",
 			fmt_ns(f->time_ns, a, sizeof(a)), fmt_count(calls, b, sizeof(b)),
 			fmt_count(f->opens, o, sizeof(o)), fmt_count(f->reads, r, sizeof(r)),
@@ -596,7 +596,8 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 			fmt_ns(io_hist_quantile(&v[i].all, 0.50), p50, sizeof(p50)),
 			fmt_ns(io_hist_quantile(&v[i].all, 0.95), p95, sizeof(p95)),
 			fmt_ns(io_hist_quantile(&v[i].all, 0.99), p99, sizeof(p99)),
-			fmt_ns(v[i].all.max, mx, sizeof(mx)), fmt_count(f->errors, e, sizeof(e)), f->path);
+			fmt_ns(v[i].all.max, mx, sizeof(mx)), fmt_count(f->errors, e, sizeof(e)),
+			fmt_arg(f->path, path, sizeof(path)));
 	}
 	if (n > top)
 		fprintf(out, "   (%zu more files)\n", n - top);
@@ -608,8 +609,9 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 	for (size_t i = 0; i < ns && i < top; i++) {
 		const struct io_slow *sc = &slow[i];
 		const char *en = err_name(sc->result);
-		fprintf(out, "   #%zu %s %s %s = ", i + 1, fmt_ns(sc->duration_ns, a, sizeof(a)),
-			prof_io_op_name(sc->op), s->files[file_live(s, sc->file)].path);
+		char path[1024];
+		fprintf(out, "   #%zu %s %s %s = ", i + 1, fmt_ns(sc->duration_ns, a, sizeof(a)), prof_io_op_name(sc->op),
+			fmt_arg(s->files[file_live(s, sc->file)].path, path, sizeof(path)));
 		if (en)
 			fprintf(out, "-1 %s", en);
 		else

@@ -266,7 +266,7 @@ static int on_record(struct process *p, const struct trace_event *ev)
 		return 0;
 	case PROF_REC_EXIT: {
 		const struct prof_rec_exit *r = (const void *)h;
-		p->exit_kind = r->how == 0 ? EXIT_CODE : EXIT_SIGNAL;
+		p->exit_kind = r->how == 1 ? EXIT_SIGNAL : EXIT_CODE;  /* 2: _exit */
 		p->exit_value = r->code;
 		p->complete = r->how == 0;
 		return 0;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .stack_cache = 1,
@@ -332,6 +333,30 @@ static void on_exit_handler(int status, void *arg)
 	atomic_store(&prof_active, 0);
 	prof_writer_close(others);
 	th->in_hook--;
+}
+
+/* _exit and _Exit skip every exit handler: record the status (how 2: no end-of-run work, no
+ * leak scan, so the trace stays incomplete), then leave as they would. A vfork child shares
+ * our memory and must not write the parent's end. */
+static __attribute__((noreturn)) void quick_exit_with(int status)
+{
+	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
+		prof_self.in_hook++;
+		write_exit(2, status);
+		prof_self.in_hook--;
+	}
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+PROF_EXPORT void _exit(int status)
+{
+	quick_exit_with(status);
+}
+
+PROF_EXPORT void _Exit(int status)
+{
+	quick_exit_with(status);
 }
 
 /* Crashes only. Not SIGINT, SIGTERM and the like: programs look at those dispositions (Python

@@ -122,7 +122,8 @@ struct prof_rec_alloc {
 #define PROF_FREE_REALLOC 1u  /* the free half of a realloc; not a free() call of its own */
 struct prof_rec_free { struct prof_rec h; uint64_t ptr; };
 
-/* EXIT: normal process exit. how: 0 exit status, 1 fatal signal (recorded by the handler). */
+/* EXIT: process exit. how: 0 exit status, 1 fatal signal (recorded by the handler), 2 _exit
+ * status (no exit handlers ran: no leak scan, the trace stays incomplete). */
 struct prof_rec_exit { struct prof_rec h; uint32_t how; int32_t code; };
 
 /* EXEC: the process image is about to be replaced. path NUL-terminated, padded to 8. */

@@ -120,6 +120,20 @@ Test(prof_run, missing_program_and_bad_usage)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 }
 
+/* A statically linked program cannot be preloaded: refused plainly, not run for nothing. */
+Test(prof_run, statically_linked_program_is_refused)
+{
+	const char *dir = e2e_tmpdir();
+	char *out, *err;
+	const char *prog[] = { e2e_prog("static_prog"), NULL };
+	cr_expect_eq(prof_run(dir, prog, &out, &err), 126);
+	cr_expect_not_null(strstr(err, "statically linked"), "%s", err);
+	cr_expect_str_eq(out, "", "the program ran: %s", out);
+	cr_expect_eq(traces_in(dir), 0);
+	free(out);
+	free(err);
+}
+
 Test(prof_run, unknown_event_families_are_refused)
 {
 	const char *dir = e2e_tmpdir();
