@@ -426,6 +426,9 @@ static void atfork_child(void)
 	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
+	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
+	 * holding libunwind's lock, when the parent forked: the child unwinds as before only. */
+	prof_cfg.stack_cache = 0;
 	prof_stacks_reset();
 	prof_modules_reset();
 	prof_locks_fork_child();

@@ -27,6 +27,7 @@
 #define HEADER_AREA (64u * 1024u)  /* header + strings; argv past this is cut */
 #define UNIT PROF_RUN_UNIT          /* header.chunk_size: 1 KiB */
 #define RUN_MAX 64u                 /* units a busy stream claims at once: 64 KiB */
+#define MAIN_RUN 4u                 /* units the main thread claims at least */
 #define CHUNK_HDR ((uint32_t)sizeof(struct prof_chunk_header_run))
 #define POOL_SLOTS 64u              /* unit ranges given back by streams */
 #define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
@@ -387,7 +388,11 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 		count_lost(s);
 		return NULL;
 	}
-	uint32_t want = s->units_used < need ? need : s->units_used < RUN_MAX ? s->units_used : RUN_MAX;
+	/* The main thread claims at least MAIN_RUN units: its first chunk, after the start-up
+	 * records, keeps room for the leak records and EXIT it writes last, which must fit if the
+	 * trace fills meanwhile. */
+	uint32_t least = th->tid == w.hdr->pid && need < MAIN_RUN ? MAIN_RUN : need;
+	uint32_t want = s->units_used < least ? least : s->units_used < RUN_MAX ? s->units_used : RUN_MAX;
 	uint32_t got;
 	int recycled;
 	char *c = claim_run(want, need, th->in_signal == 0, &got, &recycled);
