@@ -4,6 +4,8 @@
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <sched.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -346,6 +348,45 @@ static uintptr_t read_from(unw_cursor_t *c, int reg, uintptr_t sp0)
 	return (uintptr_t)loc.u.addr;
 }
 
+/* A fork while another thread is inside unw_step (a recording unwind) leaves libunwind's lock
+ * held in the child, whose first unwind then waits forever. So a fork waits until no recording
+ * unwind is under way, and none starts while it forks (they fall back to unw_backtrace). */
+static _Atomic int recording_unwinds, forking;
+
+static int recording_begin(void)
+{
+	if (atomic_load(&forking))
+		return 0;
+	atomic_fetch_add(&recording_unwinds, 1);
+	if (!atomic_load(&forking))
+		return 1;
+	atomic_fetch_sub(&recording_unwinds, 1);
+	return 0;
+}
+
+static void recording_end(void)
+{
+	atomic_fetch_sub(&recording_unwinds, 1);
+}
+
+static void fork_prepare(void)
+{
+	atomic_store(&forking, 1);
+	while (atomic_load(&recording_unwinds))
+		sched_yield();
+}
+
+static void fork_done(void)
+{
+	atomic_store(&forking, 0);
+	atomic_store(&recording_unwinds, 0);  /* the child has only the forking thread */
+}
+
+__attribute__((constructor)) static void stacks_atfork(void)
+{
+	pthread_atfork(fork_prepare, fork_done, fork_done);
+}
+
 /* Unwinds frame by frame into frames (ours left out), and where e is given, records in it the
  * words read; e->n is left 0 when this unwind must not be reused. Returns the frame count. */
 static int unwind_recording(struct stack_cache *sc, void **frames, int max, uintptr_t call_site,
@@ -464,6 +505,8 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	struct stack_cache *c = th->stack_cache;
 	if (c->debt > DEBT_MAX && ++c->unrecorded % RECORD_EVERY)
 		return prof_stack_at_uncached(th, call_site, guess);
+	if (!recording_begin())
+		return prof_stack_at_uncached(th, call_site, guess);
 	c->debt += RECORD_COST;
 	if (table && *guess)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
@@ -475,6 +518,7 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 				 e);
 	atomic_signal_fence(memory_order_seq_cst);
 	th->unwinding = 0;
+	recording_end();
 	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
 	if (n <= 0)
 		return 0;
