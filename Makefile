@@ -35,7 +35,7 @@ PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \
 		$(BUILD)/obj/gen/profile.pb-c.o
 
-.PHONY: all deps demo test test-real real-fast fuzz unit core tsan e2e asan bench bench-cpu install clean \
+.PHONY: all deps demo test test-real real-fast fuzz fuzz-alloc unit core tsan e2e asan bench bench-cpu bench-table install clean \
 	check-exports bundle test-bundle
 
 all: deps $(BUILD)/libprof.so $(BUILD)/prof
@@ -190,6 +190,17 @@ fuzz: deps
 		CFLAGS="-O1 -g -fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		$(addprefix build-fuzz/fuzz-,$(FUZZ_TARGETS))
 	tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	$(MAKE) fuzz-alloc
+
+# Allocation failure at every FAILALLOC_STEP-th allocation of each command on a small trace
+# (tests/fuzz/failalloc.sh): an error, never a crash.
+FAILALLOC_STEP ?= 10
+fuzz-alloc: all
+	tests/fuzz/failalloc.sh $(BUILD) $(FAILALLOC_STEP) report
+	tests/fuzz/failalloc.sh $(BUILD) $(FAILALLOC_STEP) leaks
+	tests/fuzz/failalloc.sh $(BUILD) $(FAILALLOC_STEP) flame --kind alloc -o /dev/null
+	tests/fuzz/failalloc.sh $(BUILD) $(FAILALLOC_STEP) export --format chrome -o /dev/null
+	tests/fuzz/failalloc.sh $(BUILD) $(FAILALLOC_STEP) html -o /dev/null
 
 # The tests against a real PostgreSQL server (make test skips them where none is installed)
 # and every real program: installs them (scripts/install-deps --test --real) and runs them.
@@ -210,6 +221,11 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/cpu.sh
 	bench/db.sh
 	BUILD=$(BUILD) bench/analyzer
+
+# The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and
+# perf record, plus the analyzer on a 50M-event trace (build/bench/table.md).
+bench-table: all
+	bench/table.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/libprof

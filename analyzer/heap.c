@@ -173,9 +173,12 @@ static struct heap_site *block_gone(struct heap_stats *h, const struct live_bloc
 	return mark_dirty(h, s) < 0 ? NULL : s;
 }
 
-/* The slot of a stream's latest allocation: streams are small numbers (thread serial * 2). */
+/* The slot of a stream's latest allocation: streams are small numbers (thread serial * 2);
+ * one past 2^24 (8 million threads) is a damaged trace's, not an array to allocate. */
 static uint64_t *last_of(struct heap_stats *h, uint32_t stream)
 {
+	if (stream >= 1u << 24)
+		return NULL;
 	if (stream >= h->nlast) {
 		size_t n = stream + 64u;
 		uint64_t *v = realloc(h->last, n * sizeof(*v));

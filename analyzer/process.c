@@ -191,11 +191,11 @@ static int on_stack(struct process *p, const struct prof_rec_stack *r)
 		return -1;
 	if (!created)  /* a second definition of an id: keep the first */
 		return 0;
-	s->depth = r->depth;
 	s->frames = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
 	s->modules = malloc(sizeof(uint32_t) * (r->depth ? r->depth : 1));
 	if (!s->frames || !s->modules)
-		return -1;
+		return -1;  /* depth stays 0: nothing reads the arrays */
+	s->depth = r->depth;
 	memcpy(s->frames, r->frames, sizeof(uint64_t) * r->depth);
 	for (uint32_t i = 0; i < r->depth; i++)
 		s->modules[i] = process_module_at(p, r->frames[i], 1);
@@ -449,7 +449,8 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 	prewarm_finish(&warm);
 	if (rc == 0 && got < 0)
 		rc = -2;
-	resolve_late_modules(p);
+	if (rc == 0)
+		resolve_late_modules(p);
 	for (size_t i = 0; rc == 0 && families[i]; i++)
 		if (families[i]->finish)
 			rc = families[i]->finish(p);
