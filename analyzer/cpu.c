@@ -717,7 +717,7 @@ static int cpu_sql_row(struct sql_out *o, struct process *p, const struct trace_
 	if (ev->rec->type != PROF_REC_CPU_SAMPLE)
 		return 0;
 	const struct prof_rec_cpu_sample *r = (const void *)ev->rec;
-	return sql_row(o, "samples", "iiiiii", (int64_t)p->hdr.pid, (int64_t)ev->tid,
+	return sql_row(o, "samples", "iiiiii", sql_pid(o), (int64_t)ev->tid,
 		       (int64_t)process_rel_time(p, r->h.time), (int64_t)r->pc,
 		       (int64_t)r->period_ns, (int64_t)r->stack);
 }

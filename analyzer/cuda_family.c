@@ -217,7 +217,7 @@ static const struct family_diff cuda_diffs[] = {
 static int cuda_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
-	int64_t pid = p->hdr.pid;
+	int64_t pid = sql_pid(o);
 	if (h->type == PROF_REC_CUDA_NAME) {
 		const struct prof_rec_cuda_name *r = (const void *)h;
 		return sql_row(o, "cuda_names", "iiit", pid, (int64_t)r->id, (int64_t)h->flags, r->name);

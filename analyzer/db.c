@@ -374,7 +374,7 @@ static const struct family_diff db_diffs[] = {
 
 static int db_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
 {
-	int64_t pid = p->hdr.pid;
+	int64_t pid = sql_pid(o);
 	unsigned system = ev->rec->flags;
 	if (ev->rec->type == PROF_REC_DB_SQL) {
 		const struct prof_rec_db_sql *r = (const void *)ev->rec;

@@ -563,7 +563,7 @@ static const struct family_diff heap_diffs[] = {
 static int heap_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec *h = ev->rec;
-	int64_t pid = p->hdr.pid, tid = ev->tid, t = (int64_t)process_rel_time(p, h->time);
+	int64_t pid = sql_pid(o), tid = ev->tid, t = (int64_t)process_rel_time(p, h->time);
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
 		return sql_row(o, "allocations", "iiiiiit", pid, tid, t, (int64_t)r->ptr,

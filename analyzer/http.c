@@ -295,7 +295,7 @@ static int http_sql_row(struct sql_out *o, struct process *p, const struct trace
 	char method[sizeof(r->method) + 1];
 	memcpy(method, r->method, sizeof(r->method));
 	method[sizeof(r->method)] = '\0';
-	return sql_row(o, "http_requests", "iiittitiiii", (int64_t)p->hdr.pid, (int64_t)ev->tid,
+	return sql_row(o, "http_requests", "iiittitiiii", sql_pid(o), (int64_t)ev->tid,
 		       (int64_t)process_rel_time(p, r->h.time),
 		       r->h.flags & PROF_HTTP_SERVER ? "server" : "client", method,
 		       (int64_t)r->status, r->target, (int64_t)!!(r->h.flags & PROF_HTTP_TLS),

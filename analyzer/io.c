@@ -741,7 +741,7 @@ static const struct family_diff io_diffs[] = {
 static int io_sql_row(struct sql_out *o, struct process *p, const struct trace_event *ev)
 {
 	const struct prof_rec_io_call *r = (const void *)ev->rec;  /* IO_NAME begins as one */
-	int64_t pid = p->hdr.pid;
+	int64_t pid = sql_pid(o);
 	if (ev->rec->type == PROF_REC_IO_NAME && r->file &&
 	    sql_row(o, "io_files", "iit", pid, (int64_t)r->file,
 		    ((const struct prof_rec_io_name *)ev->rec)->path) < 0)

@@ -419,7 +419,7 @@ static int locks_sql_row(struct sql_out *o, struct process *p, const struct trac
 	if (ev->rec->type != PROF_REC_LOCK_WAIT)
 		return 0;
 	const struct prof_rec_lock_wait *r = (const void *)ev->rec;
-	return sql_row(o, "lock_waits", "iiiittiii", (int64_t)p->hdr.pid, (int64_t)ev->tid,
+	return sql_row(o, "lock_waits", "iiiittiii", sql_pid(o), (int64_t)ev->tid,
 		       (int64_t)process_rel_time(p, r->h.time), (int64_t)r->lock,
 		       prof_lock_kind_name(r->kind), prof_lock_op_name(r->h.flags),
 		       (int64_t)r->wait_ns, (int64_t)r->result, (int64_t)r->stack);

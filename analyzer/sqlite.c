@@ -18,17 +18,18 @@
 static const char core_schema[] =
 	"CREATE TABLE processes(pid INTEGER PRIMARY KEY, ppid INTEGER, exe TEXT, argv TEXT,"
 	" host TEXT, start_realtime_ns INTEGER, duration_ns INTEGER, exit_code INTEGER,"
-	" exit_signal INTEGER, complete INTEGER, trace TEXT);\n"
+	" exit_signal INTEGER, complete INTEGER, trace TEXT, os_pid INTEGER, image INTEGER);\n"
 	"CREATE TABLE threads(pid INTEGER, tid INTEGER, name TEXT, start_ns INTEGER, end_ns INTEGER,"
 	" cpu_ns INTEGER, lock_wait_ns INTEGER, cond_wait_ns INTEGER, join_wait_ns INTEGER);\n"
 	"CREATE TABLE stacks(pid INTEGER, stack INTEGER, depth INTEGER, PRIMARY KEY(pid, stack));\n"
 	"CREATE TABLE frames(pid INTEGER, stack INTEGER, level INTEGER, function TEXT, file TEXT,"
 	" line INTEGER, module TEXT, address INTEGER, inlined INTEGER);\n";
 
-#define SQL_TABLES 16
+#define SQL_TABLES 32
 
 struct sql_out {
 	sqlite3 *db;
+	int64_t pid;  /* sql_pid() */
 	struct { const char *table; sqlite3_stmt *st; } cache[SQL_TABLES];
 	size_t ncache;
 };
@@ -52,6 +53,11 @@ static sqlite3_stmt *insert_of(struct sql_out *o, const char *table, size_t ncol
 	o->cache[o->ncache].table = table;
 	o->cache[o->ncache++].st = st;
 	return st;
+}
+
+int64_t sql_pid(const struct sql_out *o)
+{
+	return o->pid;
 }
 
 int sql_row(struct sql_out *o, const char *table, const char *types, ...)
@@ -84,14 +90,14 @@ static int model_rows(struct sql_out *o, struct process *p)
 	size_t n = 0;
 	for (uint32_t i = 0; i < p->argc && n < sizeof(argv); i++)
 		n += (size_t)snprintf(argv + n, sizeof(argv) - n, "%s%s", i ? " " : "", p->argv[i]);
-	int rc = sql_row(o, "processes", "iitttiiiiit", (int64_t)p->hdr.pid, (int64_t)p->hdr.ppid,
+	int rc = sql_row(o, "processes", "iitttiiiiitii", o->pid, (int64_t)p->hdr.ppid,
 			 p->exe, argv, p->host, (int64_t)p->hdr.start_realtime_ns, (int64_t)p->end_ns,
 			 (int64_t)(p->exit_kind == EXIT_CODE ? p->exit_value : -1),
 			 (int64_t)(p->exit_kind == EXIT_SIGNAL ? p->exit_value : 0),
-			 (int64_t)p->complete, p->path);
+			 (int64_t)p->complete, p->path, (int64_t)p->hdr.pid, o->pid >> 32);
 	for (size_t i = 0; rc == 0 && i < p->nthreads; i++) {
 		const struct thread_info *t = &p->threads[i];
-		rc = sql_row(o, "threads", "iitiiiiii", (int64_t)p->hdr.pid, (int64_t)t->tid, t->name,
+		rc = sql_row(o, "threads", "iitiiiiii", o->pid, (int64_t)t->tid, t->name,
 			     (int64_t)t->start_ns, (int64_t)(t->ended ? t->end_ns : p->end_ns),
 			     (int64_t)t->cpu_ns, (int64_t)t->lock_wait_ns, (int64_t)t->cond_wait_ns,
 			     (int64_t)t->join_wait_ns);
@@ -102,9 +108,9 @@ static int model_rows(struct sql_out *o, struct process *p)
 	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
 	while (rc == 0 && u64map_next(&p->stacks, &pos, &id, &val)) {
 		int nf = stack_symbolize(p, (uint32_t)id, frames, PROF_MAX_STACK_DEPTH * 2);
-		rc = sql_row(o, "stacks", "iii", (int64_t)p->hdr.pid, (int64_t)id, (int64_t)nf);
+		rc = sql_row(o, "stacks", "iii", o->pid, (int64_t)id, (int64_t)nf);
 		for (int f = 0; rc == 0 && f < nf; f++)
-			rc = sql_row(o, "frames", "iiittitii", (int64_t)p->hdr.pid, (int64_t)id,
+			rc = sql_row(o, "frames", "iiittitii", o->pid, (int64_t)id,
 				     (int64_t)f, frames[f].function, frames[f].file,
 				     (int64_t)frames[f].line, frames[f].module,
 				     (int64_t)frames[f].address, (int64_t)frames[f].inlined);
@@ -155,6 +161,10 @@ int export_sqlite(const struct cmd_opts *opts, struct process *ps, size_t n)
 	if (rc == 0)
 		sqlite3_exec(o.db, "BEGIN", NULL, NULL, NULL);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
+		int64_t image = 0;  /* earlier images of the same pid: an exec chain */
+		for (size_t j = 0; j < i; j++)
+			image += ps[j].hdr.pid == ps[i].hdr.pid;
+		o.pid = (int64_t)ps[i].hdr.pid + (image << 32);
 		rc = model_rows(&o, &ps[i]);
 		if (rc == 0)
 			rc = record_rows(&o, &ps[i]);

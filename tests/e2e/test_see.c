@@ -357,6 +357,29 @@ static void prof_env(const char *dir, const char *const env[], const char *const
 	cr_assert(*out && *err);
 }
 
+/* An exec chain keeps its pid: each image is a process of its own in the database, with
+ * stacks (ids from 1 in each trace) that stay apart. */
+Test(see, sqlite_export_of_an_exec_chain)
+{
+	const char *dir = e2e_tmpdir();
+	char run[PATH_MAX], path[PATH_MAX];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(path, sizeof(path), "%s/run.sqlite", dir);
+	const char *argv[] = { "/bin/sh", "-c", "echo a >/dev/null; exec /bin/echo b", NULL };
+	cr_assert_eq(e2e_profile(run, argv, NULL, NULL, NULL), 0);
+	free(prof_text(dir, (const char *[]){ "export", "--format", "sqlite", "-o", path, run, NULL }));
+	sqlite3 *db;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM processes"), 2);
+	cr_expect_eq(sql_int(db, "SELECT count(DISTINCT os_pid) FROM processes"), 1);
+	cr_expect_eq(sql_int(db, "SELECT max(image) FROM processes"), 1);
+	cr_expect_eq(sql_int(db, "SELECT count(*) FROM stacks s LEFT JOIN processes p "
+				 "ON p.pid = s.pid WHERE p.pid IS NULL"), 0);
+	cr_expect_gt(sql_int(db, "SELECT count(*) FROM allocations a JOIN processes p "
+				 "ON p.pid = a.pid WHERE p.exe LIKE '%echo'"), 0);
+	sqlite3_close(db);
+}
+
 Test(see, color_progress_and_locale)
 {
 	const char *dir = e2e_tmpdir();
