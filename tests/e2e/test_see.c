@@ -361,9 +361,8 @@ static void prof_env(const char *dir, const char *const env[], const char *const
  * stacks (ids from 1 in each trace) that stay apart. */
 Test(see, sqlite_export_of_an_exec_chain)
 {
-	const char *dir = e2e_tmpdir();
-	char run[PATH_MAX], path[PATH_MAX];
-	snprintf(run, sizeof(run), "%s/run", dir);
+	const char *dir = e2e_tmpdir(), *run = e2e_tmpdir();
+	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/run.sqlite", dir);
 	const char *argv[] = { "/bin/sh", "-c", "echo a >/dev/null; exec /bin/echo b", NULL };
 	cr_assert_eq(e2e_profile(run, argv, NULL, NULL, NULL), 0);
