@@ -255,6 +255,7 @@ static void rows_one(void *ctx, size_t i)
 	for (size_t k = 0; k <= c->f->ndiffs; k++)
 		fill_json(&c->tabs[i * (1 + c->f->ndiffs) + k], j, 1, k ? &c->f->diffs[k - 1] : NULL);
 	json_decref(j);
+	process_symbols_release(&c->ps[i]);
 }
 
 static int rows_make(struct per_process *c, struct process *ps, size_t n, const struct family *f)

@@ -590,6 +590,14 @@ int processes_load(char **paths, size_t n, struct process **out)
 	return 0;
 }
 
+void process_symbols_release(struct process *p)
+{
+	if (p->sym)
+		sym_free(p->sym);
+	p->sym = NULL;
+	p->sym_modules = 0;
+}
+
 void processes_free(struct process *ps, size_t n)
 {
 	for (size_t i = 0; ps && i < n; i++)

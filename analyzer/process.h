@@ -95,6 +95,9 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
  * returns -1 (nothing to free). */
 int processes_load(char **paths, size_t n, struct process **out);
 void processes_free(struct process *ps, size_t n);
+/* Frees p's symbolizer (its debug information, the bulk of a loaded process), made again on
+ * the next lookup: a run of many processes keeps one per worker, not one per process. */
+void process_symbols_release(struct process *p);
 /* The processes, busiest (most CPU time, else longest) first: text reports of runs with many
  * processes (a shell, a launcher) lead with those that did the work. Caller frees the array;
  * NULL when out of memory. */
