@@ -138,6 +138,27 @@ static void table_free(struct table *t)
 	free(t->rows);
 }
 
+/* The rows of one process's JSON j (of family f) on one side: its totals (d NULL: the
+ * integers at the top) or list d. */
+static int fill_json(struct table *t, json_t *j, int side, const struct family_diff *d)
+{
+	json_t *list = d && d->list ? json_object_get(j, d->list) : j, *row, *v;
+	size_t k;
+	const char *name;
+	int rc = 0;
+	if (!d) {
+		json_object_foreach(j, name, v)
+			if (json_is_integer(v) && rc == 0)
+				rc = add(t, strdup(name), side, json_integer_value(v));
+	} else {
+		json_array_foreach(list, k, row)
+			if (rc == 0)
+				rc = add(t, row_key(row, d->key), side,
+					 json_integer_value(json_object_get(row, d->metric)));
+	}
+	return rc;
+}
+
 /* One compared list (or, with d NULL, a family's totals) over both sides' processes. */
 static int fill(struct table *t, struct process *const ps[2], const size_t n[2],
 		const struct family *f, const struct family_diff *d)
@@ -147,21 +168,8 @@ static int fill(struct table *t, struct process *const ps[2], const size_t n[2],
 			struct process *p = &ps[side][i];
 			if (!f->has_data(p))
 				continue;
-			json_t *j = f->json(p, SIZE_MAX), *list = d && d->list ?
-				json_object_get(j, d->list) : j, *row, *v;
-			size_t k;
-			const char *name;
-			int rc = 0;
-			if (!d) {
-				json_object_foreach(j, name, v)
-					if (json_is_integer(v) && rc == 0)
-						rc = add(t, strdup(name), side, json_integer_value(v));
-			} else {
-				json_array_foreach(list, k, row)
-					if (rc == 0)
-						rc = add(t, row_key(row, d->key), side,
-							 json_integer_value(json_object_get(row, d->metric)));
-			}
+			json_t *j = f->json(p, SIZE_MAX);
+			int rc = fill_json(t, j, side, d);
 			json_decref(j);
 			if (rc < 0)
 				return -1;
@@ -227,18 +235,61 @@ static json_t *table_json(const char *family, const char *title, const char *met
 
 /* ---- totals over one run (prof report) ------------------------------------------------------ */
 
-/* The run as the NEW side against nothing: every row's change is its value. Totals (d NULL)
- * leave out what the family says does not add up. */
-static int fill_one(struct table *t, struct process *ps, size_t n, const struct family *f,
-		    const struct family_diff *d)
+/* The rows of a family's totals and of each of its lists, per process, made on one worker
+ * per core: the costly part (every site, its stack symbolized) runs in parallel, and each
+ * process's JSON is freed as soon as its rows are out of it. tabs[i * (1 + ndiffs) + k]:
+ * process i's totals (k = 0) or list k - 1. */
+struct per_process {
+	struct process *ps;
+	const struct family *f;
+	struct table *tabs;
+	size_t n;
+};
+
+static void rows_one(void *ctx, size_t i)
 {
-	struct process *sides[2] = { NULL, ps };
-	const size_t ns[2] = { 0, n };
-	if (fill(t, sides, ns, f, d) < 0)
+	struct per_process *c = ctx;
+	if (!c->f->has_data(&c->ps[i]))
+		return;
+	json_t *j = c->f->json(&c->ps[i], SIZE_MAX);
+	for (size_t k = 0; k <= c->f->ndiffs; k++)
+		fill_json(&c->tabs[i * (1 + c->f->ndiffs) + k], j, 1, k ? &c->f->diffs[k - 1] : NULL);
+	json_decref(j);
+	process_symbols_release(&c->ps[i]);
+}
+
+static int rows_make(struct per_process *c, struct process *ps, size_t n, const struct family *f)
+{
+	*c = (struct per_process){ ps, f, calloc(n * (1 + f->ndiffs) + 1, sizeof(struct table)), n };
+	if (!c->tabs)
 		return -1;
+	process_parallel(n, rows_one, c);
+	return 0;
+}
+
+static void rows_free(struct per_process *c)
+{
+	for (size_t i = 0; i < c->n * (1 + c->f->ndiffs); i++)
+		table_free(&c->tabs[i]);
+	free(c->tabs);
+}
+
+/* The run as the NEW side against nothing: every row's change is its value. Totals (d: 0)
+ * leave out what the family says does not add up. k: 0 totals, else list k - 1. */
+static int fill_one(struct table *t, struct per_process *c, size_t k)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct table *from = &c->tabs[i * (1 + c->f->ndiffs) + k];
+		for (size_t r = 0; r < from->n; r++) {
+			if (add(t, from->rows[r].key, 1, from->rows[r].v[1]) < 0)
+				return -1;
+			from->rows[r].key = NULL;  /* t has it now */
+		}
+	}
+	settle(t);
 	size_t o = 0;
 	for (size_t i = 0; i < t->n; i++) {
-		const char *skip = d ? NULL : f->not_summed;
+		const char *skip = k ? NULL : c->f->not_summed;
 		size_t len = strlen(t->rows[i].key);
 		while (skip && *skip && (strncmp(skip, t->rows[i].key, len) ||
 					 (skip[len] && skip[len] != ',')))
@@ -255,8 +306,11 @@ static int fill_one(struct table *t, struct process *ps, size_t n, const struct 
 json_t *family_totals_json(struct process *ps, size_t n, const struct family *f, size_t top)
 {
 	json_t *o = json_object(), *lists = json_array();
+	struct per_process c;
+	if (rows_make(&c, ps, n, f) < 0)
+		return o;
 	struct table t = { 0 };
-	if (fill_one(&t, ps, n, f, NULL) == 0)
+	if (fill_one(&t, &c, 0) == 0)
 		for (size_t i = 0; i < t.n; i++)
 			json_object_set_new(o, t.rows[i].key, json_integer(t.rows[i].v[1]));
 	table_free(&t);
@@ -264,7 +318,7 @@ json_t *family_totals_json(struct process *ps, size_t n, const struct family *f,
 		const struct family_diff *d = &f->diffs[k];
 		struct table l = { 0 };
 		json_t *rows = json_array();
-		if (fill_one(&l, ps, n, f, d) == 0)
+		if (fill_one(&l, &c, k + 1) == 0)
 			for (size_t i = 0; i < l.n && i < top; i++)
 				json_array_append_new(rows, json_pack("{s:o,s:I}", "key",
 					jstr(l.rows[i].key), "value", (json_int_t)l.rows[i].v[1]));
@@ -272,6 +326,7 @@ json_t *family_totals_json(struct process *ps, size_t n, const struct family *f,
 						       "metric", d->metric, "rows", rows));
 		table_free(&l);
 	}
+	rows_free(&c);
 	json_object_set_new(o, "lists", lists);
 	return o;
 }
@@ -280,9 +335,13 @@ void family_totals_print(FILE *out, struct process *ps, size_t n, const struct f
 			 size_t top)
 {
 	char a[48], arg[1024];
+	struct per_process c;
 	struct table t = { 0 };
-	if (fill_one(&t, ps, n, f, NULL) < 0 || !t.n) {
+	if (rows_make(&c, ps, n, f) < 0)
+		return;
+	if (fill_one(&t, &c, 0) < 0 || !t.n) {
 		table_free(&t);
+		rows_free(&c);
 		return;
 	}
 	fprintf(out, "\n%s-- %s, all processes%s\n  ", fmt_sgr(SGR_BOLD), f->name, fmt_sgr(NULL));
@@ -293,7 +352,7 @@ void family_totals_print(FILE *out, struct process *ps, size_t n, const struct f
 	for (size_t k = 0; k < f->ndiffs; k++) {
 		const struct family_diff *d = &f->diffs[k];
 		struct table l = { 0 };
-		if (fill_one(&l, ps, n, f, d) == 0 && l.n) {
+		if (fill_one(&l, &c, k + 1) == 0 && l.n) {
 			fprintf(out, "   %s:\n", d->title);
 			for (size_t i = 0; i < l.n && i < top; i++)
 				fprintf(out, "   %12s  %s\n", fmt_value(d->metric, l.rows[i].v[1], 0, a,
@@ -303,6 +362,7 @@ void family_totals_print(FILE *out, struct process *ps, size_t n, const struct f
 		}
 		table_free(&l);
 	}
+	rows_free(&c);
 }
 
 static const struct cmd_spec diff_spec = {

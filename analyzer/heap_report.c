@@ -101,11 +101,11 @@ static json_t *leak_classes_json(const struct heap_stats *h)
 	return o;
 }
 
-static uint64_t (*sort_key)(const struct heap_site *);
-
-static int cmp_sites(const void *a, const void *b)
+/* qsort_r's: the key comes with each call, so processes sort on several threads at once. */
+static int cmp_sites(const void *a, const void *b, void *arg)
 {
 	const struct site_ref *x = a, *y = b;
+	uint64_t (*sort_key)(const struct heap_site *) = *(uint64_t (**)(const struct heap_site *))arg;
 	uint64_t kx = sort_key(x->s), ky = sort_key(y->s);
 	if (kx != ky)
 		return kx < ky ? 1 : -1;
@@ -125,9 +125,8 @@ struct site_ref *heap_sites_sorted(const struct process *p, uint64_t (*key)(cons
 		return NULL;
 	for (size_t i = 0; i < h->nsites; i++)
 		v[(*n)++] = (struct site_ref){ h->sites[i].stack, &h->sites[i] };
-	sort_key = key;
 	if (*n)
-		qsort(v, *n, sizeof(*v), cmp_sites);
+		qsort_r(v, *n, sizeof(*v), cmp_sites, &key);
 	return v;
 }
 

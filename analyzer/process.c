@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -511,27 +512,91 @@ static int cmp_start(const void *a, const void *b)
 	return x->hdr.pid < y->hdr.pid ? -1 : x->hdr.pid > y->hdr.pid;
 }
 
+/* One worker per item, as many at a time as there are cores (PROF_JOBS sets another number;
+ * 1: one after the other); nothing is shared but the index of the next item to take. */
+struct par_job {
+	void (*fn)(void *ctx, size_t i);
+	void *ctx;
+	size_t n;
+	_Atomic size_t next;
+};
+
+static void *par_worker(void *arg)
+{
+	struct par_job *j = arg;
+	for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;)
+		j->fn(j->ctx, i);
+	return NULL;
+}
+
+void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
+{
+	const char *v = getenv("PROF_JOBS");
+	long w = v && *v ? atol(v) : sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nw = w < 1 ? 1 : (size_t)w < n ? (size_t)w : n, started = 0;
+	pthread_t tids[256];
+	struct par_job job = { fn, ctx, n, 0 };
+	family_route_init();  /* what the workers share, made before they start */
+	u64_seed();
+	json_object_seed(0);
+	for (size_t k = 1; k < nw && started < 256; k++)
+		started += pthread_create(&tids[started], NULL, par_worker, &job) == 0;
+	par_worker(&job);
+	for (size_t k = 0; k < started; k++)
+		pthread_join(tids[k], NULL);
+}
+
+struct load_ctx {
+	char **paths;
+	struct process *ps;
+	char (*errs)[512];
+};
+
+static void load_one(void *ctx, size_t i)
+{
+	struct load_ctx *c = ctx;
+	if (process_load(c->paths[i], &c->ps[i], c->errs[i], sizeof(c->errs[i])) == 0)
+		c->errs[i][0] = '\0';
+}
+
 int processes_load(char **paths, size_t n, struct process **out)
 {
 	struct process *ps = calloc(n ? n : 1, sizeof(*ps));
-	if (!ps) {
+	char (*errs)[512] = calloc(n ? n : 1, sizeof(*errs));
+	if (!ps || !errs) {
 		prof_error("out of memory");
+		free(ps);
+		free(errs);
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		char err[512];
-		if (process_load(paths[i], &ps[i], err, sizeof(err)) < 0) {
-			prof_error("%s", err);
-			processes_free(ps, i + 1);
-			return -1;
-		}
-		if (ps[i].cut_bytes)
+	struct load_ctx ctx = { paths, ps, errs };
+	process_parallel(n, load_one, &ctx);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if (errs[i][0]) {
+			prof_error("%s", errs[i]);
+			rc = -1;
+		} else if (ps[i].cut_bytes) {
 			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
 				   "reporting what it holds", paths[i], ps[i].cut_bytes);
+		}
+	}
+	free(errs);
+	if (rc < 0) {
+		processes_free(ps, n);
+		return -1;
 	}
 	qsort(ps, n, sizeof(*ps), cmp_start);  /* in the order they started */
 	*out = ps;
 	return 0;
+}
+
+void process_symbols_release(struct process *p)
+{
+	if (p->sym)
+		sym_free(p->sym);
+	p->sym = NULL;
+	p->sym_modules = 0;
 }
 
 void processes_free(struct process *ps, size_t n)

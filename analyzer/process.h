@@ -87,9 +87,17 @@ void process_window_set(uint64_t from_ns, uint64_t to_ns);
 int process_load(const char *path, struct process *p, char *err, size_t errlen);
 void process_free(struct process *p);
 
-/* Loads every path; on error prints it and returns -1 (nothing to free). */
+/* fn(ctx, i) for every i in [0, n), on one worker per core (PROF_JOBS=N: N workers; 1: in
+ * this thread only): each i must touch only its own data (one process). */
+void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
+
+/* Loads every path, one worker per trace (process_parallel()); on error prints it and
+ * returns -1 (nothing to free). */
 int processes_load(char **paths, size_t n, struct process **out);
 void processes_free(struct process *ps, size_t n);
+/* Frees p's symbolizer (its debug information, the bulk of a loaded process), made again on
+ * the next lookup: a run of many processes keeps one per worker, not one per process. */
+void process_symbols_release(struct process *p);
 /* The processes, busiest (most CPU time, else longest) first: text reports of runs with many
  * processes (a shell, a launcher) lead with those that did the work. Caller frees the array;
  * NULL when out of memory. */

@@ -190,6 +190,31 @@ static void print_run(FILE *out, struct process *ps, size_t n, size_t top)
 	fputc('\n', out);
 }
 
+/* Each process's sections, written into memory by one worker per core, then printed in
+ * order; its symbolizer freed as soon as it is done with. */
+struct render {
+	struct process **order;
+	char **bufs;
+	size_t *lens, top;
+	int frames;
+};
+
+static void render_one(void *ctx, size_t i)
+{
+	struct render *r = ctx;
+	struct process *p = r->order[i];
+	FILE *out = open_memstream(&r->bufs[i], &r->lens[i]);
+	if (!out)
+		return;
+	print_identity(out, p);
+	print_threads(out, p);
+	for (size_t f = 0; families[f]; f++)
+		if (families[f]->print && families[f]->has_data(p))
+			families[f]->print(out, p, r->top, r->frames);
+	fclose(out);
+	process_symbols_release(p);
+}
+
 static const struct cmd_spec report_spec = {
 	"report", CMD_OUTPUT | CMD_JSON | CMD_BRIEF | CMD_TOP | CMD_FRAMES | CMD_FINDINGS | CMD_WINDOW, 6,
 	"usage: prof report [options] TRACE...\n"
@@ -255,19 +280,25 @@ int cmd_report(int argc, char **argv)
 		print_run(io.out, io.ps, io.n, top);
 		fprintf(io.out, "%zu processes, busiest (most CPU time) first\n\n", io.n);
 	}
-	for (size_t i = 0; i < io.n; i++) {
-		struct process *p = order[i];
-		if (o.brief) {
-			print_brief(io.out, p);
-			continue;
+	if (o.brief) {
+		for (size_t i = 0; i < io.n; i++)
+			print_brief(io.out, order[i]);
+	} else {
+		struct render r = { order, calloc(io.n + 1, sizeof(char *)),
+				    calloc(io.n + 1, sizeof(size_t)), top, o.frames };
+		if (r.bufs && r.lens)
+			process_parallel(io.n, render_one, &r);
+		for (size_t i = 0; i < io.n; i++) {
+			if (i)
+				fputc('\n', io.out);
+			if (r.bufs && r.bufs[i])
+				fwrite(r.bufs[i], 1, r.lens[i], io.out);
+			else
+				prof_error("report: out of memory for process %u", order[i]->hdr.pid);
+			free(r.bufs ? r.bufs[i] : NULL);
 		}
-		if (i)
-			fputc('\n', io.out);
-		print_identity(io.out, p);
-		print_threads(io.out, p);
-		for (size_t f = 0; families[f]; f++)
-			if (families[f]->print && families[f]->has_data(p))
-				families[f]->print(io.out, p, top, o.frames);
+		free(r.bufs);
+		free(r.lens);
 	}
 	free(order);
 	return cmd_close(&io, 0);

@@ -69,7 +69,8 @@ Test(mpi, four_ranks_under_prof_run)
 	snprintf(run, sizeof(run), "%s/run", e2e_tmpdir());
 	snprintf(err, sizeof(err), "%s/err.txt", e2e_tmpdir());
 	snprintf(lib, sizeof(lib), "PROF_LIB=%s", e2e_lib());
-	const char *argv[] = { "mpirun", "-np", "4", "--oversubscribe", "--mca",
+	/* timeout: a job whose rank dies early can leave mpirun waiting for ever */
+	const char *argv[] = { "timeout", "-k", "5", "150", "mpirun", "-np", "4", "--oversubscribe", "--mca",
 			       "mpi_yield_when_idle", "1", geteuid() == 0 ? "--allow-run-as-root" : "-q",
 			       "env", lib, "scripts/prof-run", "-o", run, prog, NULL };
 	int st = e2e_run(argv, NULL, NULL, err);
@@ -118,7 +119,7 @@ Test(mpi, mpirun_with_ld_preload_and_rank_in_the_name)
 	snprintf(dir, sizeof(dir), "%s", e2e_tmpdir());
 	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", e2e_lib());
 	snprintf(out, sizeof(out), "PROF_OUTPUT=%s/job.%%r.trace", dir);
-	const char *argv[] = { "mpirun", "-np", "2", "--oversubscribe",
+	const char *argv[] = { "timeout", "-k", "5", "150", "mpirun", "-np", "2", "--oversubscribe",
 			       geteuid() == 0 ? "--allow-run-as-root" : "-q", "-x", pre, "-x", out,
 			       prog, NULL };
 	int st = e2e_run(argv, NULL, NULL, NULL);
