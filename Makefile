@@ -220,6 +220,8 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/cuda.sh
 	bench/cpu.sh
 	bench/db.sh
+	bench/overhead.sh
+	bench/many.sh
 	BUILD=$(BUILD) bench/analyzer
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and
