@@ -304,11 +304,15 @@ Test(cpu, sampling_alone_registers_every_thread)
 	const char *argv[] = { e2e_prog("cpu_shares"), "50", NULL };
 	json_t *doc = profile(argv, env, NULL, NULL);
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
-	cr_assert_eq(json_array_size(json_object_get(cpu, "threads")), 3);
-	size_t i;
+	/* The three working threads, each sampled; the main thread, which only starts and joins
+	 * them, may get a sample of its own on a loaded machine. */
+	json_t *threads = json_object_get(cpu, "threads");
+	cr_assert_geq(json_array_size(threads), 3);
+	size_t i, busy = 0;
 	json_t *t;
-	json_array_foreach(json_object_get(cpu, "threads"), i, t)
-		cr_expect_gt(e2e_int(t, "samples"), 5, "thread %zu", i);
+	json_array_foreach(threads, i, t)
+		busy += e2e_int(t, "samples") > 5;
+	cr_expect_geq(busy, 3, "threads with more than 5 samples: %zu", busy);
 	json_decref(doc);
 }
 
