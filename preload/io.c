@@ -191,8 +191,9 @@ static inline struct prof_thread *io_begin(void)
 
 #define RESULT(r, value) ((r) < 0 ? -(int64_t)err_ : (int64_t)(value))
 
-/* A call on one descriptor returning a count (or -1 with errno). */
-#define FD_HOOK(op, type, fd, call)                                                        \
+/* A call on one descriptor returning a count (or -1 with errno); after runs once the call is
+ * recorded, with r its result and t0, t1 its times. */
+#define FD_HOOK_THEN(op, type, fd, call, after)                                            \
 	do {                                                                               \
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
@@ -202,28 +203,19 @@ static inline struct prof_thread *io_begin(void)
 		uint64_t t1 = prof_now();                                                  \
 		IO_END_BEGIN(th);                                                          \
 		record(th, op, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);            \
+		after;                                                                     \
 		IO_END_FINISH(th);                                                         \
 		return r;                                                                  \
 	} while (0)
+#define FD_HOOK(op, type, fd, call) FD_HOOK_THEN(op, type, fd, call, (void)0)
 
 /* A read or write on a descriptor that also hands the bytes it moved (at most cap of them,
  * from buf) to the HTTP family (http.c): out is 1 for a write. */
 #define DATA_HOOK(op, fd, out, buf, cap, call)                                             \
-	do {                                                                               \
-		struct prof_thread *th = io_begin();                                       \
-		if (!th)                                                                   \
-			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
-		ssize_t r = call;                                                          \
-		uint64_t t1 = prof_now();                                                  \
-		IO_END_BEGIN(th);                                                          \
-		record(th, op, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);            \
-		if (r > 0 && (prof_cfg.events & PROF_EV_HTTP) && (buf))                    \
-			http_fd_data(th, fd, out, buf, (size_t)r < (cap) ? (size_t)r : (cap), \
-				     t0, t1);                                              \
-		IO_END_FINISH(th);                                                         \
-		return r;                                                                  \
-	} while (0)
+	FD_HOOK_THEN(op, ssize_t, fd, call,                                                \
+		     if (r > 0 && (prof_cfg.events & PROF_EV_HTTP) && (buf))               \
+			     http_fd_data(th, fd, out, buf,                                \
+					  (size_t)r < (cap) ? (size_t)r : (cap), t0, t1))
 #define IOV0(iov, cnt) ((cnt) > 0 ? (iov)[0].iov_base : NULL)
 #define IOV0_LEN(iov, cnt) ((cnt) > 0 ? (iov)[0].iov_len : 0)
 
