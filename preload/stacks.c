@@ -490,10 +490,11 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 		*guess = e->hash;
 		if (prof_cfg.stack_cache == 1)
 			return e->id;
-		/* check: unwind as if there were no cache, and compare */
+		/* check: unwind as if there were no cache, and compare the frames (by their hash:
+		 * two threads interning one stack at once may give it two ids) */
 		uint32_t full = prof_stack_at_uncached(th, call_site, guess);
 		atomic_fetch_add(&cache_hits, 1);
-		if (full != e->id) {
+		if (!full || *guess != e->hash) {
 			atomic_fetch_add(&cache_wrong, 1);
 			prof_log("stack cache: call site %#lx gave stack %u, an unwind %u",
 				 (unsigned long)call_site, e->id, full);
