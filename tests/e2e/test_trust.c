@@ -24,9 +24,22 @@ Test(trust, deepbind_library_reaches_the_hooks)
 	json_t *sites = json_object_get(json_object_get(p, "heap"), "sites");
 	size_t i;
 	json_t *s;
+	/* The strdup's site, known by deep_dup in its stack (not by its 35 bytes: the loader's
+	 * copy of the library's path, which stays allocated, is 35 bytes where the path is 34). */
+	int dup_sites = 0;
 	json_array_foreach(sites, i, s) {
-		cr_expect(!(e2e_int(s, "leaked_bytes") == 35), "the strdup'ed 35 bytes reported leaked");
+		size_t j;
+		json_t *f;
+		int in_dup = 0;
+		json_array_foreach(json_object_get(s, "stack"), j, f)
+			in_dup |= !strcmp(json_string_value(json_object_get(f, "function")) ?: "", "deep_dup");
+		if (!in_dup)
+			continue;
+		dup_sites++;
+		cr_expect_eq(e2e_int(s, "bytes"), 35);
+		cr_expect_eq(e2e_int(s, "leaked_bytes"), 0, "the strdup'ed 35 bytes reported leaked");
 	}
+	cr_expect_eq(dup_sites, 1, "the strdup in deep_dup is one site");
 	if (system("valgrind --version >/dev/null 2>&1") == 0) {
 		struct vg_summary vg;
 		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
