@@ -300,10 +300,10 @@ $(CUDA_OUT)/drv_direct: tests/cuda/drv_test.c $(CUDA_OUT)/libcuda.so.1
 $(CUDA_OUT)/nvtx_test: tests/cuda/nvtx_test.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -Wall -Wextra -I$(CUDA_HOME)/include $< -o $@ -ldl
-$(CUDA_OUT)/cupti_convert_test: tests/cuda/cupti_convert_test.c preload/cupti_convert.c
+$(CUDA_OUT)/cupti_convert_test: tests/cuda/cupti_convert_test.c preload/cupti_convert.c preload/cupti_cbids.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 $(WARN) -std=gnu11 -D_GNU_SOURCE -Ishared -iquote preload -I$(CUDA_HOME)/include \
-		tests/cuda/cupti_convert_test.c preload/cupti_convert.c -o $@ -ldl
+		-DCUPTI_INC='"$(CUDA_HOME)/include"' tests/cuda/cupti_convert_test.c preload/cupti_convert.c -o $@ -ldl
 $(CUDA_OUT)/rt_shared: tests/cuda/rt_test.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -cudart shared -o $@ $<

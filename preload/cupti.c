@@ -6,6 +6,7 @@
  * back to event pairs; so does a program that starts a CUPTI client of its own (the hooks at
  * the end). */
 #include "cuda.h"
+#include "cupti_cbids.h"
 
 #include <dlfcn.h>
 #include <libgen.h>
@@ -28,7 +29,9 @@ typedef int CUptiResult;
 	X(CUptiResult, cuptiActivityGetNextRecord, (uint8_t *, size_t, void **))            \
 	X(CUptiResult, cuptiActivityPushExternalCorrelationId, (int, uint64_t))             \
 	X(CUptiResult, cuptiActivityPopExternalCorrelationId, (int, uint64_t *))            \
-	X(CUptiResult, cuptiGetResultString, (CUptiResult, const char **))
+	X(CUptiResult, cuptiGetResultString, (CUptiResult, const char **))                  \
+	X(CUptiResult, cuptiActivityEnableDriverApi, (uint32_t, uint8_t))                   \
+	X(CUptiResult, cuptiActivityEnableRuntimeApi, (uint32_t, uint8_t))
 
 static struct {
 #define PROF_X(ret, name, args) ret(*name) args;
@@ -45,11 +48,54 @@ static void *cupti_handle;
 #define FLUSH_FORCED 1
 #define BUF_SIZE (1u << 20)
 /* CUPTI writes an EXTERNAL_CORRELATION record only next to an API record (cupti_activity.h,
- * cuptiActivityPushExternalCorrelationId): without DRIVER and RUNTIME enabled no kernel could be
- * joined to the call that launched it. Their own records are read past. */
+ * cuptiActivityPushExternalCorrelationId): without API records no kernel could be joined to the
+ * call that launched it. Where CUPTI can (cuptiActivityEnableDriverApi/RuntimeApi, CUDA 12+),
+ * only the calls that start GPU work get API records (cupti_cbids.h): a framework makes
+ * thousands of other calls, and each record costs a timestamp and buffer space. Elsewhere, or
+ * with PROF_CUPTI_API=all, the DRIVER and RUNTIME kinds record every call. */
 static const int kinds[] = { 10 /* CONCURRENT_KERNEL */, 1 /* MEMCPY */, 22 /* MEMCPY2 */,
 			     2 /* MEMSET */, 38 /* SYNCHRONIZATION */,
 			     39 /* EXTERNAL_CORRELATION */, 4 /* DRIVER */, 5 /* RUNTIME */ };
+#define KINDS_ALWAYS 6  /* the kinds before DRIVER and RUNTIME */
+static size_t kinds_on;  /* how many of kinds[] are enabled: all, or KINDS_ALWAYS */
+static int api_by_cbid;  /* API records of the work calls only */
+
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static void api_by_cbid_set(uint8_t on)
+{
+	for (size_t i = 0; i < N_OF(cupti_runtime_work_cbids); i++)
+		cupti.cuptiActivityEnableRuntimeApi(cupti_runtime_work_cbids[i], on);
+	for (size_t i = 0; i < N_OF(cupti_driver_work_cbids); i++)
+		cupti.cuptiActivityEnableDriverApi(cupti_driver_work_cbids[i], on);
+}
+
+/* Records of the work calls only, where CUPTI has the calls and the user did not ask for all;
+ * 1 if so. The launch calls must take (a CUPTI that refuses them gets the whole kinds). */
+static int api_by_cbid_start(void)
+{
+	const char *mode = getenv("PROF_CUPTI_API");
+	if ((mode && !strcmp(mode, "all")) || !cupti.cuptiActivityEnableDriverApi ||
+	    !cupti.cuptiActivityEnableRuntimeApi)
+		return 0;
+	if (cupti.cuptiActivityEnableRuntimeApi(211 /* cudaLaunchKernel */, 1) != 0 ||
+	    cupti.cuptiActivityEnableDriverApi(307 /* cuLaunchKernel */, 1) != 0) {
+		api_by_cbid_set(0);
+		return 0;
+	}
+	api_by_cbid_set(1);
+	return 1;
+}
+
+static void kinds_stop(void)
+{
+	for (size_t i = 0; cupti.cuptiActivityDisable && i < kinds_on; i++)
+		cupti.cuptiActivityDisable(kinds[i]);
+	if (api_by_cbid)
+		api_by_cbid_set(0);
+	kinds_on = 0;
+	api_by_cbid = 0;
+}
 
 static uint64_t clock_cb(void)
 {
@@ -227,19 +273,19 @@ int cupti_start(char *why, size_t len, int *result, uint32_t *version)
 	step = "cuptiActivityRegisterCallbacks";
 	if ((r = cupti.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) != 0)
 		goto fail;
-	size_t enabled = 0;
-	for (; enabled < sizeof(kinds) / sizeof(kinds[0]); enabled++) {
+	api_by_cbid = api_by_cbid_start();
+	size_t want = api_by_cbid ? KINDS_ALWAYS : N_OF(kinds);
+	for (kinds_on = 0; kinds_on < want; kinds_on++) {
 		step = "cuptiActivityEnable";
-		if ((r = cupti.cuptiActivityEnable(kinds[enabled])) != 0 && enabled < 1)
+		if ((r = cupti.cuptiActivityEnable(kinds[kinds_on])) != 0 && kinds_on < 1)
 			goto fail;  /* kernels are a must; older CUPTI may lack a later kind */
 	}
 	cupti_active = 1;
-	snprintf(why, len, "%.440s (CUPTI API version %u)", path, *version);
+	snprintf(why, len, "%.400s (CUPTI API version %u; API records: %s)", path, *version,
+		 api_by_cbid ? "work calls" : "all calls");
 	return 0;
 fail:
-	if (cupti.cuptiActivityDisable)
-		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			cupti.cuptiActivityDisable(kinds[i]);
+	kinds_stop();
 	*result = r;
 	snprintf(why, len, "%.300s: %s returned %d (%.100s)", path, step, r, result_string(r));
 	return -1;
@@ -285,8 +331,7 @@ static void cupti_yield(const char *fn, const void *caller)
 		return;  /* not started yet: cupti_start will see cupti_taken_by */
 	prof_self.in_hook++;
 	cupti.cuptiActivityFlushAll(FLUSH_FORCED);
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		cupti.cuptiActivityDisable(kinds[i]);
+	kinds_stop();
 	cupti_active = 0;
 	prof_self.in_hook--;
 	char why[160];

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cupti_cbids.h"
 #include "cupti_convert.h"
 #include "prof_format.h"
 
@@ -67,8 +68,58 @@ static void check_links(void)
 	CHECK(cupti_link_api(&l, &m, &corr, &ext) == 0);
 }
 
+/* cupti_cbids.h against the toolkit's own enums: each id is a call that starts GPU work
+ * (prefix), and each such call of this toolkit is in the table. */
+static int is_work_call(const char *name, const char *const *prefixes)
+{
+	if (strstr(name, "HostFunc"))
+		return 0;  /* runs on a CPU thread: no GPU record to join */
+	for (; *prefixes; prefixes++)
+		if (!strncmp(name, *prefixes, strlen(*prefixes)))
+			return 1;
+	return 0;
+}
+
+static void check_cbids(const char *file, const char *enum_prefix, const char *const *prefixes,
+			const uint16_t *ids, size_t n)
+{
+	char path[512], line[512], name[256];
+	snprintf(path, sizeof(path), "%s/%s", CUPTI_INC, file);
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	static char names[1024][80];
+	memset(names, 0, sizeof(names));
+	unsigned v;
+	char fmt[64];
+	snprintf(fmt, sizeof(fmt), " %s%%255[A-Za-z0-9_] = %%u", enum_prefix);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, fmt, name, &v) == 2 && v < 1024)
+			snprintf(names[v], sizeof(names[v]), "%.79s", name);
+	fclose(f);
+	int in_table[1024] = { 0 };
+	for (size_t i = 0; i < n; i++) {
+		if (!is_work_call(names[ids[i]], prefixes))
+			fprintf(stderr, "FAIL %s: id %u is %s\n", file, ids[i], names[ids[i]]), failures++;
+		in_table[ids[i]] = 1;
+	}
+	for (unsigned i = 0; i < 1024; i++)
+		if (names[i][0] && is_work_call(names[i], prefixes) && !in_table[i])
+			fprintf(stderr, "FAIL %s: %s (%u) missing from cupti_cbids.h\n", file, names[i], i),
+				failures++;
+}
+
 int main(void)
 {
+	static const char *const rt[] = { "cudaLaunch", "cudaMemcpy", "cudaMemset", "cudaGraphLaunch", NULL };
+	static const char *const drv[] = { "cuLaunch", "cuMemcpy", "cuMemset", "cuGraphLaunch", NULL };
+	check_cbids("cupti_runtime_cbid.h", "CUPTI_RUNTIME_TRACE_CBID_", rt, cupti_runtime_work_cbids,
+		    sizeof(cupti_runtime_work_cbids) / sizeof(cupti_runtime_work_cbids[0]));
+	check_cbids("cupti_driver_cbid.h", "CUPTI_DRIVER_TRACE_CBID_", drv, cupti_driver_work_cbids,
+		    sizeof(cupti_driver_work_cbids) / sizeof(cupti_driver_work_cbids[0]));
+	printf("callback id tables checked, %d failures\n", failures);
+
 	void *h = dlopen("libcupti.so.13", RTLD_NOW);
 	if (!h)
 		h = dlopen("/usr/local/cuda/lib64/libcupti.so", RTLD_NOW);
