@@ -3,6 +3,7 @@
 #include "core.h"
 
 #include "ctest.h"
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +81,24 @@ const char *core_dir(void)
 	return dir;
 }
 
+static int remove_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(p);
+}
+
+/* Each test runs in a process of its own: its trace directory goes when that process does. */
+static void remove_dir(void)
+{
+	if (dir[0])
+		nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void core_open(uint64_t max_size)
 {
 	snprintf(dir, sizeof(dir), "/tmp/prof-core-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
+	atexit(remove_dir);
 	snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s/core.trace", dir);
 	if (max_size)
 		prof_cfg.max_size = max_size;
