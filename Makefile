@@ -29,7 +29,7 @@ PRELOAD_FP := -fno-omit-frame-pointer
 $(BUILD)/pic/preload/cpu.o $(BUILD)/pic/preload/writer.o: PRELOAD_FP :=
 PRELOAD_LIBS   := -Wl,--no-undefined -lunwind -ldl -lpthread
 ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer -I$(BUILD)/gen
-ANALYZER_LIBS   := -ljansson -ldw -lelf -lprotobuf-c -lsqlite3 -lz -lstdc++ -lm -pthread
+ANALYZER_LIBS   := -ljansson -ldw -lelf -lprotobuf-c -lsqlite3 -lz -lzstd -lstdc++ -lm -pthread
 
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \

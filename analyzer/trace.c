@@ -1,4 +1,5 @@
-/* The trace reader: reads a trace file with pread() (it never maps it), validates its header
+/* The trace reader: reads a trace file with pread() (it never maps it), or a compressed one
+ * (prof pack) through a bounded cache of its decompressed frames (zpack.c), validates its header
  * and chunk index, and merges the per-thread streams by time with a binary heap in one
  * streaming pass. The file is untrusted: every size is checked before use, in uint64 arithmetic
  * that cannot overflow, and a read that comes back short (the file was cut or changed while
@@ -9,6 +10,7 @@
  * shared/FORMAT.md. */
 #include "trace.h"
 #include "prof_short.h"
+#include "zpack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,7 +78,8 @@ struct heap_ent {
 struct trace {
 	char *path;
 	int fd;
-	uint64_t size;
+	struct zsrc *z;       /* a compressed trace (zpack.h), read through its frames; else NULL */
+	uint64_t size;        /* of the raw trace (decompressed) */
 	uint64_t units;       /* chunks (units) present: chunks_claimed, less what a cut lost */
 	uint64_t promised;    /* bytes the header promises, when the file is shorter; else 0 */
 	const struct prof_file_header *hdr;  /* &hdr_copy once checked */
@@ -134,6 +137,8 @@ static uint64_t rd64(const void *p)
 static int read_at(const struct trace *t, void *buf, size_t len, uint64_t off, char *err,
 		   size_t errlen)
 {
+	if (t->z)
+		return zsrc_read(t->z, buf, len, off, err, errlen);
 	size_t got = 0;
 	while (got < len) {
 		ssize_t n = pread(t->fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
@@ -450,6 +455,7 @@ void trace_close(struct trace *t)
 {
 	if (!t)
 		return;
+	zsrc_close(t->z);
 	if (t->fd >= 0)
 		close(t->fd);
 	for (size_t i = 0; i < t->nstreams; i++)
@@ -491,6 +497,13 @@ struct trace *trace_open(const char *path, char *err, size_t errlen)
 		goto fail;
 	}
 	t->size = (uint64_t)st.st_size;
+	uint8_t head[4];
+	if (t->size >= sizeof(head) && read_at(t, head, sizeof(head), 0, err, errlen) == 0 &&
+	    zpack_is_compressed(head, sizeof(head))) {
+		if (!(t->z = zsrc_open(t->fd, t->size, t->path, err, errlen)))
+			goto fail;
+		t->size = zsrc_raw_size(t->z);
+	}
 	if (check_header(t, err, errlen) < 0 || index_chunks(t, err, errlen) < 0)
 		goto fail;
 	trace_rewind(t);
