@@ -222,6 +222,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/db.sh
 	bench/overhead.sh
 	bench/many.sh
+	BUILD=$(BUILD) bench/tracesize.sh
 	BUILD=$(BUILD) bench/analyzer
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and
