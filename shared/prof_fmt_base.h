@@ -20,7 +20,9 @@
  * Every record starts with struct prof_rec {type, flags, size, time} and is padded to 8 bytes,
  * so a reader skips types it does not know. A record is committed by storing its first 8 bytes
  * last (release order): a reader stops at the first record whose prefix is zero, which is how a
- * trace cut short by SIGKILL ends. See shared/FORMAT.md for the rules a reader must enforce.
+ * trace cut short by SIGKILL ends. Format 2 adds short ALLOC and FREE records (16 and 8 bytes,
+ * deltas within a chunk; prof_short.h), marked by bit 15 of their first word, committed the
+ * same way. See shared/FORMAT.md for the rules a reader must enforce.
  */
 #ifndef PROF_FMT_BASE_H
 #define PROF_FMT_BASE_H
