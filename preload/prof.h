@@ -57,11 +57,7 @@ struct prof_stream {
 	uint32_t unsummed;  /* dropped and not yet added to header.lost_records */
 	uint32_t summed;    /* some loss of this stream reached the header already */
 	volatile int busy;  /* inside prof_reserve(): a nested signal handler drops its record */
-	/* The chunk's last ALLOC or FREE, the base of short records (prof_short.h). The address
-	 * is kept inverted: this is a root of the exit-time leak scan (leakscan.c), where the
-	 * last block freed or allocated must not look referenced. */
-	uint64_t base_time, base_ptr_inv;
-	int base_valid;
+	uint32_t base_part;  /* half of the short records' base time: see prof_thread */
 };
 
 /* Per-thread state; initial-exec TLS, so touching it never allocates. */
@@ -80,10 +76,20 @@ struct prof_thread {
 	volatile uintptr_t hook_site;
 	void *cpu_timer;      /* timer_t of the thread's CPU-time timer, when it has one */
 	int has_timer;
+	/* The base of short records in streams[0] (the only stream that has them): the time and
+	 * address of its chunk's last ALLOC or FREE (prof_short.h). This TLS comes out of every
+	 * thread's stack, and some programs size those small (tests/progs/cpu_stacks.c has no
+	 * byte to spare), so the base lives in four 4-byte holes the layout had anyway: its time
+	 * in streams[0].base_part (low half) and streams[1].base_part (high), its address,
+	 * inverted, in base_ptr_lo and base_ptr_hi (0 and 0: no base). Inverted, as this is a root
+	 * of the exit-time leak scan (leakscan.c), where the last block freed or allocated must
+	 * not look referenced. writer.c's base_get() and base_set() read and write it. */
+	uint32_t base_ptr_lo;
 	uintptr_t stack_lo;   /* about the lowest address of a stack the program sized, else 0 */
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 	struct stack_cache *stack_cache;  /* stacks.c: verified stacks of this thread, mapped */
 	int stack_cache_done;  /* the thread ended: its cache is gone, none is made again */
+	uint32_t base_ptr_hi;  /* see base_ptr_lo */
 };
 extern __thread struct prof_thread prof_self;
 

@@ -418,7 +418,8 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 	__atomic_store_n(&ch->magic, PROF_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	s->seq = ch->seq;
 	s->chunk = c;
-	s->base_valid = 0;  /* a chunk's first heap record is an ordinary one */
+	if (s == &th->streams[0])
+		th->base_ptr_lo = th->base_ptr_hi = 0;  /* its first heap record is an ordinary one */
 	s->span = got * UNIT;
 	s->used = CHUNK_HDR;
 	s->units_used = s->units_used + got < RUN_MAX ? s->units_used + got : RUN_MAX;
@@ -502,6 +503,23 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
 }
 
+/* The short records' base, kept in holes of struct prof_thread (prof.h). */
+static inline void base_get(const struct prof_thread *th, struct prof_short_base *b)
+{
+	uint64_t inv = th->base_ptr_lo | (uint64_t)th->base_ptr_hi << 32;
+	b->time = th->streams[0].base_part | (uint64_t)th->streams[1].base_part << 32;
+	b->ptr = ~inv;
+	b->valid = inv != 0;
+}
+
+static inline void base_set(struct prof_thread *th, uint64_t time, uint64_t ptr)
+{
+	th->streams[0].base_part = (uint32_t)time;
+	th->streams[1].base_part = (uint32_t)(time >> 32);
+	th->base_ptr_lo = (uint32_t)~ptr;
+	th->base_ptr_hi = (uint32_t)(~ptr >> 32);
+}
+
 /* A short record of `len` bytes (8 or 16) in the current chunk, or 0 when it does not fit
  * there or the event needs an ordinary record. Never in a signal handler's stream. Pairs with
  * prof_short_decode(). */
@@ -511,7 +529,8 @@ static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t pt
 	struct prof_stream *s = &th->streams[0];
 	if (th->in_signal || s->busy || s->used + len > s->span)
 		return 0;
-	struct prof_short_base b = { s->base_time, ~s->base_ptr_inv, s->base_valid };
+	struct prof_short_base b;
+	base_get(th, &b);
 	uint64_t w0 = prof_short_word(&b, kind, time, ptr);
 	if (!w0)
 		return 0;
@@ -519,20 +538,21 @@ static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t pt
 	s->used += len;
 	if (len > 8)
 		p[1] = w1;
-	s->base_time = time;
-	s->base_ptr_inv = ~ptr;
+	base_set(th, time, ptr);
 	__atomic_store_n(p, w0, __ATOMIC_RELEASE);
 	return 1;
 }
 
 /* Moves the base after an ordinary ALLOC or FREE, which prof_reserve() put in the stream's
- * current chunk (a new one, maybe). */
+ * current chunk (a new one, maybe). Only streams[0] has short records. */
 static inline void note_base(struct prof_thread *th, uint64_t time, uint64_t ptr)
 {
-	struct prof_stream *s = &th->streams[th->in_signal > 0];
-	s->base_time = time;
-	s->base_ptr_inv = ~ptr;
-	s->base_valid = 1;
+	if (th->in_signal)
+		return;
+	if (ptr != ~0ull)
+		base_set(th, time, ptr);
+	else  /* ~0 is "no base" here (never a block's address): the next one is ordinary */
+		th->base_ptr_lo = th->base_ptr_hi = 0;
 }
 
 void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
