@@ -209,6 +209,8 @@ static int dump_one(const char *path)
 		printf("  %10" PRIu64 " %20s %6u %8u %-13s", ev.offset, when, ev.stream, ev.tid,
 		       name);
 		dump_fields(ev.rec);
+		if (ev.file_size != ev.rec->size)
+			printf(" [short: %u bytes]", ev.file_size);
 		putchar('\n');
 		n++;
 	}

@@ -862,6 +862,7 @@ int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen
 	ev->rec = s->head;
 	ev->stream = s->id;
 	ev->tid = s->tid;
+	ev->file_size = s->head_len;
 	t->pending = 1;
 	return 1;
 }

@@ -29,10 +29,9 @@ ${CXX:-c++} -O2 -g -pthread bench/cxx_bench.cpp -o "$outdir/cxx_bench"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof-tracesize.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
-# Records in a trace: the lines prof dump prints after its "records:" line, less the column
-# heading.
+# Records in a trace: prof dump's last line, "N records".
 records() {
-	"$prof" dump "$1" | awk 'r { n++ } /^records:/ { r = 1 } END { print n - 1 }'
+	"$prof" dump "$1" | tail -n 1 | awk '$2 == "records" { print $1 }'
 }
 
 out=$outdir/tracesize.txt

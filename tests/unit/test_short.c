@@ -115,10 +115,12 @@ Test(short_records, reader_decodes_short_records)
 		{ PROF_REC_FREE, PROF_FREE_REALLOC, 180, 0x5100, 0, 0 },
 		{ PROF_REC_ALLOC, PROF_ALLOC_REALLOC, 180, 0x4f00, 100, 5 },
 	};
+	static const uint32_t file_size[] = { 40, 16, 8, 24, 8, 16 };  /* short or not */
 	struct trace_event ev;
 	char err[512] = "";
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
 		cr_assert_eq(ev.rec->type, want[i].type, "record %zu", i);
 		cr_assert_eq(ev.rec->flags, want[i].flags, "record %zu", i);
 		cr_assert_eq(ev.rec->time, want[i].time, "record %zu", i);
