@@ -16,7 +16,8 @@
  *
  * PROF_CLOCK=auto (default) uses the TSC when CPUID says it is invariant and the kernel's own
  * clocksource is the TSC (so the kernel trusts it across CPUs); PROF_CLOCK=tsc whenever it is
- * invariant; PROF_CLOCK=monotonic never. */
+ * invariant; PROF_CLOCK=monotonic never. Neither uses an rdtsc that a hypervisor traps (slower
+ * than clock_gettime() would be). */
 #include "prof.h"
 
 #include <fcntl.h>
@@ -57,6 +58,22 @@ static int tsc_invariant(void)
 	return (d >> 8) & 1;  /* EDX bit 8: invariant TSC */
 }
 
+/* Whether rdtsc costs more than clock_gettime() would (a hypervisor that traps it): then it
+ * saves nothing. 64 reads must take under 64 * TRAPPED_NS. */
+#define TRAPPED_NS 150u
+static int tsc_trapped(void)
+{
+	uint64_t best = UINT64_MAX;
+	for (int round = 0; round < 3; round++) {
+		uint64_t n0 = mono_ns();
+		for (int i = 0; i < 64; i++)
+			(void)__builtin_ia32_rdtsc();
+		uint64_t d = mono_ns() - n0;
+		best = d < best ? d : best;
+	}
+	return best > 64u * TRAPPED_NS;
+}
+
 /* A (TSC, CLOCK_MONOTONIC) pair read as close together as a few tries allow. */
 static void pair(int64_t *tsc, uint64_t *ns)
 {
@@ -76,6 +93,11 @@ static void pair(int64_t *tsc, uint64_t *ns)
 static int tsc_invariant(void)
 {
 	return 0;
+}
+
+static int tsc_trapped(void)
+{
+	return 1;
 }
 
 static void pair(int64_t *tsc, uint64_t *ns)
@@ -129,6 +151,10 @@ void prof_clock_init(void)
 	}
 	if (!force && !kernel_uses_tsc())
 		return;
+	if (tsc_trapped()) {
+		prof_dbg(1, "rdtsc is slow here (trapped by a hypervisor?); using clock_gettime");
+		return;
+	}
 	int64_t t0, t1;
 	uint64_t n0, n1;
 	pair(&t0, &n0);
