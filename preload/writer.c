@@ -492,17 +492,6 @@ void prof_writer_thread_done(struct prof_thread *th)
 	}
 }
 
-/* Publishes a filled record: the prefix's first 8 bytes go last, with release order, so a
- * reader (or a SIGKILL) never sees a half-written record as valid. */
-void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time)
-{
-	struct prof_rec *r = rec;
-	r->time = time;
-	uint64_t word = (uint64_t)(uint16_t)type | (uint64_t)(uint16_t)flags << 16 |
-			(uint64_t)size << 32;
-	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
-}
-
 /* The short records' base, kept in holes of struct prof_thread (prof.h). */
 static inline void base_get(const struct prof_thread *th, struct prof_short_base *b)
 {
@@ -544,7 +533,8 @@ static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t pt
 }
 
 /* Moves the base after an ordinary ALLOC or FREE, which prof_reserve() put in the stream's
- * current chunk (a new one, maybe). Only streams[0] has short records. */
+ * current chunk (a new one, maybe): readers take every ordinary ALLOC and FREE as the base,
+ * so prof_commit() calls this for each, whoever wrote it. Only streams[0] has short records. */
 static inline void note_base(struct prof_thread *th, uint64_t time, uint64_t ptr)
 {
 	if (th->in_signal)
@@ -553,6 +543,20 @@ static inline void note_base(struct prof_thread *th, uint64_t time, uint64_t ptr
 		base_set(th, time, ptr);
 	else  /* ~0 is "no base" here (never a block's address): the next one is ordinary */
 		th->base_ptr_lo = th->base_ptr_hi = 0;
+}
+
+/* Publishes a filled record: the prefix's first 8 bytes go last, with release order, so a
+ * reader (or a SIGKILL) never sees a half-written record as valid. An ALLOC or FREE becomes
+ * the base of the short records after it (the thread committing is the one that reserved). */
+void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time)
+{
+	struct prof_rec *r = rec;
+	r->time = time;
+	uint64_t word = (uint64_t)(uint16_t)type | (uint64_t)(uint16_t)flags << 16 |
+			(uint64_t)size << 32;
+	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
+	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE))
+		note_base(&prof_self, time, ((const struct prof_rec_free *)rec)->ptr);
 }
 
 void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
@@ -569,7 +573,6 @@ void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_
 	r->stack = stack;
 	r->pad = 0;
 	prof_commit(r, PROF_REC_ALLOC, fn, sizeof(*r), time);
-	note_base(th, time, ptr);
 }
 
 void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time)
@@ -582,7 +585,6 @@ void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint6
 		return;
 	r->ptr = ptr;
 	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), time);
-	note_base(th, time, ptr);
 }
 
 int prof_writer_disabled(void)
