@@ -163,6 +163,8 @@ static inline int prof_writer_full(void)
 }
 int prof_writer_has_room(struct prof_thread *th, uint32_t size);  /* without a new chunk */
 void prof_writer_thread_done(struct prof_thread *th);  /* unused chunks back, losses summed */
+/* An ALLOC or FREE committed here becomes the base of the short records after it: commit one
+ * before the thread writes its next heap record. */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time);
 /* ALLOC and FREE records, short where they fit (prof_short.h). */
 void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,

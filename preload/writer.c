@@ -555,8 +555,16 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 	uint64_t word = (uint64_t)(uint16_t)type | (uint64_t)(uint16_t)flags << 16 |
 			(uint64_t)size << 32;
 	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
-	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE))
-		note_base(&prof_self, time, ((const struct prof_rec_free *)rec)->ptr);
+	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE)) {
+		struct prof_thread *th = &prof_self;
+		const struct prof_stream *s = &th->streams[0];
+		/* Reserved before the stream moved to another chunk (a STACK record between
+		 * reserve and commit, say): that chunk's base is not this record. No base then. */
+		if ((char *)rec >= s->chunk && (char *)rec < s->chunk + s->span)
+			note_base(th, time, ((const struct prof_rec_free *)rec)->ptr);
+		else if (!th->in_signal)
+			th->base_ptr_lo = th->base_ptr_hi = 0;
+	}
 }
 
 void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
