@@ -15,7 +15,7 @@ ANALYZER_SRC := $(wildcard analyzer/*.c)
 ANALYZER_LIB_SRC := $(filter-out analyzer/main.c,$(ANALYZER_SRC))
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 E2E_SRC      := $(wildcard tests/e2e/*.c)
-CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c
+CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c preload/clock.c
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
 PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
 		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/libdeep.so
@@ -29,7 +29,7 @@ PRELOAD_FP := -fno-omit-frame-pointer
 $(BUILD)/pic/preload/cpu.o $(BUILD)/pic/preload/writer.o: PRELOAD_FP :=
 PRELOAD_LIBS   := -Wl,--no-undefined -lunwind -ldl -lpthread
 ANALYZER_CFLAGS := $(CFLAGS) -Ianalyzer -I$(BUILD)/gen
-ANALYZER_LIBS   := -ljansson -ldw -lelf -lprotobuf-c -lsqlite3 -lz -lstdc++ -lm -pthread
+ANALYZER_LIBS   := -ljansson -ldw -lelf -lprotobuf-c -lsqlite3 -lz -lzstd -lstdc++ -lm -pthread
 
 PRELOAD_OBJ  := $(patsubst %.c,$(BUILD)/pic/%.o,$(PRELOAD_SRC) $(SHARED_SRC))
 ANALYZER_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(ANALYZER_LIB_SRC) $(SHARED_SRC)) \
@@ -222,6 +222,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/db.sh
 	bench/overhead.sh
 	bench/many.sh
+	BUILD=$(BUILD) bench/tracesize.sh
 	BUILD=$(BUILD) bench/analyzer
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and

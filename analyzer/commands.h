@@ -17,6 +17,7 @@ int cmd_dump(int argc, char **argv);
 int cmd_kernels(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_mark_exit(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 

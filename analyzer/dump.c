@@ -75,6 +75,11 @@ static void dump_header(const struct trace *t)
 	printf("  start_realtime_ns  %" PRIu64 " (%s)\n", h->start_realtime_ns, date);
 	printf("  start_ns           %" PRIu64 "\n", h->start_ns);
 	printf("  clock_id           %u\n", h->clock_id);
+	printf("  clock_source       %u (%s)\n", h->clock_source,
+	       h->clock_source == PROF_CLOCK_SRC_TSC ? "tsc" :
+	       h->clock_source == PROF_CLOCK_SRC_CLOCK_GETTIME ? "clock_gettime" : "?");
+	if (h->tsc_hz)
+		printf("  tsc_hz             %llu\n", (unsigned long long)h->tsc_hz);
 	printf("  state              %u (%s)\n", h->state, state_name(h->state));
 	printf("  events             ");
 	put_events(h->events);
@@ -204,6 +209,8 @@ static int dump_one(const char *path)
 		printf("  %10" PRIu64 " %20s %6u %8u %-13s", ev.offset, when, ev.stream, ev.tid,
 		       name);
 		dump_fields(ev.rec);
+		if (ev.file_size != ev.rec->size)
+			printf(" [short: %u bytes]", ev.file_size);
 		putchar('\n');
 		n++;
 	}

@@ -59,7 +59,7 @@ static int expand_dir(const char *dir, char ***paths, size_t *n, size_t *cap)
 	size_t first = *n;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!has_suffix(de->d_name, ".trace"))
+		if (!has_suffix(de->d_name, ".trace") && !has_suffix(de->d_name, ".trace.zst"))
 			continue;
 		char *p;
 		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0 || push(paths, n, cap, p) < 0) {
@@ -70,7 +70,7 @@ static int expand_dir(const char *dir, char ***paths, size_t *n, size_t *cap)
 	}
 	closedir(d);
 	if (*n == first) {
-		prof_error("%s: no .trace files in this directory", dir);
+		prof_error("%s: no .trace (or .trace.zst) files in this directory", dir);
 		return -1;
 	}
 	qsort(*paths + first, *n - first, sizeof(char *), cmp_str);

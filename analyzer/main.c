@@ -19,13 +19,15 @@ static const struct {
 	{"html", cmd_html, "one self-contained HTML report: tables, flame graphs, charts"},
 	{"diff", cmd_diff, "what changed between two runs, or two moments RUN@T1 RUN@T2; --json"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
+	{"pack", cmd_pack, "compress finished traces with zstd (every command reads both)"},
 	{"mark-exit", cmd_mark_exit, "record a signal death in a trace (prof-run does this)"},
 };
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: prof COMMAND [options] TRACE...\n"
-		     "A TRACE is a trace file or a run directory (all *.trace files in it).\n\n"
+		     "A TRACE is a trace file, raw or compressed (.trace.zst), or a run directory (all\n"
+		     "*.trace and *.trace.zst files in it).\n\n"
 		     "commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);

@@ -1,4 +1,5 @@
-/* The trace reader: reads a trace file with pread() (it never maps it), validates its header
+/* The trace reader: reads a trace file with pread() (it never maps it), or a compressed one
+ * (prof pack) through a bounded cache of its decompressed frames (zpack.c), validates its header
  * and chunk index, and merges the per-thread streams by time with a binary heap in one
  * streaming pass. The file is untrusted: every size is checked before use, in uint64 arithmetic
  * that cannot overflow, and a read that comes back short (the file was cut or changed while
@@ -8,6 +9,8 @@
  * both chunk layouts: fixed-size chunks, and runs of units (PROF_FEAT_CHUNK_RUNS). Rules:
  * shared/FORMAT.md. */
 #include "trace.h"
+#include "prof_short.h"
+#include "zpack.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +63,10 @@ struct stream {
 	uint32_t wnext;     /* bytes the next window reads, at most */
 	uint32_t id;
 	uint32_t tid;       /* of chunks[cur] */
+	const struct prof_rec *head;  /* the head record: in buf, or dec for a short record */
+	uint32_t head_len;  /* its length in the file */
+	struct prof_short_base sbase;  /* short records' base in chunks[cur] (prof_short.h) */
+	struct prof_rec_alloc dec;     /* a short record's ordinary form */
 };
 
 struct heap_ent {
@@ -71,7 +78,8 @@ struct heap_ent {
 struct trace {
 	char *path;
 	int fd;
-	uint64_t size;
+	struct zsrc *z;       /* a compressed trace (zpack.h), read through its frames; else NULL */
+	uint64_t size;        /* of the raw trace (decompressed) */
 	uint64_t units;       /* chunks (units) present: chunks_claimed, less what a cut lost */
 	uint64_t promised;    /* bytes the header promises, when the file is shorter; else 0 */
 	const struct prof_file_header *hdr;  /* &hdr_copy once checked */
@@ -83,6 +91,7 @@ struct trace {
 	uint32_t chunk_size;  /* a chunk's size, or with runs the unit */
 	uint32_t chunk_hdr;   /* bytes of chunk header before the first record: 16, or 24 with runs */
 	int runs;             /* PROF_FEAT_CHUNK_RUNS */
+	int shorts;           /* PROF_FEAT_SHORT_RECORDS */
 
 	struct chunk *chunks;
 	size_t nchunks;
@@ -128,6 +137,8 @@ static uint64_t rd64(const void *p)
 static int read_at(const struct trace *t, void *buf, size_t len, uint64_t off, char *err,
 		   size_t errlen)
 {
+	if (t->z)
+		return zsrc_read(t->z, buf, len, off, err, errlen);
 	size_t got = 0;
 	while (got < len) {
 		ssize_t n = pread(t->fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
@@ -255,6 +266,7 @@ static int check_header(struct trace *t, char *err, size_t errlen)
 	}
 	uint32_t cs = h->chunk_size;
 	t->runs = (h->features & PROF_FEAT_CHUNK_RUNS) != 0;
+	t->shorts = (h->features & PROF_FEAT_SHORT_RECORDS) != 0;
 	uint32_t min_cs = t->runs ? 1024 : 4096;
 	if (cs < min_cs || cs > MAX_CHUNK_SIZE || (cs & (cs - 1))) {
 		seterr(err, errlen, path, NO_OFFSET,
@@ -443,6 +455,7 @@ void trace_close(struct trace *t)
 {
 	if (!t)
 		return;
+	zsrc_close(t->z);
 	if (t->fd >= 0)
 		close(t->fd);
 	for (size_t i = 0; i < t->nstreams; i++)
@@ -484,6 +497,13 @@ struct trace *trace_open(const char *path, char *err, size_t errlen)
 		goto fail;
 	}
 	t->size = (uint64_t)st.st_size;
+	uint8_t head[4];
+	if (t->size >= sizeof(head) && read_at(t, head, sizeof(head), 0, err, errlen) == 0 &&
+	    zpack_is_compressed(head, sizeof(head))) {
+		if (!(t->z = zsrc_open(t->fd, t->size, t->path, err, errlen)))
+			goto fail;
+		t->size = zsrc_raw_size(t->z);
+	}
 	if (check_header(t, err, errlen) < 0 || index_chunks(t, err, errlen) < 0)
 		goto fail;
 	trace_rewind(t);
@@ -650,6 +670,8 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 		if (s->pos >= s->span)
 			continue;
 		s->tid = c->tid;
+		if (s->pos == t->chunk_hdr)
+			s->sbase.valid = 0;  /* short records count from the chunk's own */
 		uint64_t room = s->span - s->pos;  /* >= 8: both are multiples of 8 */
 		uint64_t prefix = room < sizeof(struct prof_rec) ? room : sizeof(struct prof_rec);
 		if (s->wchunk != s->cur || s->pos < s->wpos || s->pos + prefix > s->wend) {
@@ -657,8 +679,28 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 				return -1;
 		}
 		const struct prof_rec *r = (const void *)(s->buf + (s->pos - s->wpos));
-		if (rd64(r) == 0)
+		uint64_t w0 = rd64(r);
+		if (w0 == 0)
 			continue;
+		if (t->shorts && prof_is_short(w0)) {
+			/* The window holds min(room, 16) bytes at least: all of a short record that
+			 * lies in the chunk. */
+			int len = prof_short_decode(&s->sbase, w0, r, s->wend - s->pos, &s->dec);
+			if (len < 0) {
+				t->failed = 1;
+				seterr(t->errmsg, sizeof(t->errmsg), t->path, s->base + s->pos,
+				       len == -1 ? "short record before any ordinary ALLOC or FREE in "
+						   "its chunk (no base)"
+				       : len == -2 ? "short record runs past the chunk end"
+						   : "short record of unknown kind %u",
+				       (unsigned)(w0 >> 8) & 0x7f);
+				return -1;
+			}
+			s->head = &s->dec.h;
+			s->head_len = (uint32_t)len;
+			*time = s->dec.h.time;
+			return 1;
+		}
 		if (!record_ok_fast(r, s->wend - s->pos)) {
 			/* A record that lies in the chunk but not in the window is read whole. The
 			 * file may have changed meanwhile: look at what came back. */
@@ -681,6 +723,10 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 		/* Streams interleave: fetch this stream's records a few cache lines ahead while
 		 * others are merged. */
 		__builtin_prefetch((const uint8_t *)r + PREFETCH_AHEAD);
+		if (t->shorts)
+			prof_short_note(&s->sbase, r);
+		s->head = r;
+		s->head_len = r->size;
 		*time = r->time;
 		return 1;
 	}
@@ -775,16 +821,28 @@ int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen
 	 * record after it is reported on the call that needs that record. */
 	if (t->pending) {
 		struct stream *s = &t->streams[t->heap[0].index];
-		s->pos += ((const struct prof_rec *)(s->buf + (s->pos - s->wpos)))->size;
+		s->pos += s->head_len;
 		t->pending = 0;
-		/* Most records are followed by another in the window that passes the quick check;
-		 * the rest (window end, chunk end, next chunk, full check) go through
-		 * stream_load(). The window ends inside the chunk. */
+		/* Most records are followed by another in the window that passes the quick check
+		 * (or decodes as a short record); the rest (window end, chunk end, next chunk, full
+		 * check, errors) go through stream_load(). The window ends inside the chunk. */
 		const struct prof_rec *r;
+		uint64_t w0 = 0;
+		int len;
 		if (s->pos + sizeof(*r) <= s->wend &&
-		    rd64(r = (const void *)(s->buf + (s->pos - s->wpos))) != 0 &&
-		    record_ok_fast(r, s->wend - s->pos)) {
+		    (w0 = rd64(r = (const void *)(s->buf + (s->pos - s->wpos)))) != 0 &&
+		    t->shorts && prof_is_short(w0) &&
+		    (len = prof_short_decode(&s->sbase, w0, r, s->wend - s->pos, &s->dec)) > 0) {
+			s->head = &s->dec.h;
+			s->head_len = (uint32_t)len;
+			t->heap[0].time = s->dec.h.time;
+		} else if (s->pos + sizeof(*r) <= s->wend && w0 != 0 &&
+			   !(t->shorts && prof_is_short(w0)) && record_ok_fast(r, s->wend - s->pos)) {
 			__builtin_prefetch((const uint8_t *)r + PREFETCH_AHEAD);
+			if (t->shorts)
+				prof_short_note(&s->sbase, r);
+			s->head = r;
+			s->head_len = r->size;
 			t->heap[0].time = r->time;
 		} else {
 			rc = stream_load(t, s, &time);
@@ -801,9 +859,10 @@ int trace_next(struct trace *t, struct trace_event *ev, char *err, size_t errlen
 		return 0;
 	const struct stream *s = &t->streams[t->heap[0].index];
 	ev->offset = s->base + s->pos;
-	ev->rec = (const void *)(s->buf + (s->pos - s->wpos));
+	ev->rec = s->head;
 	ev->stream = s->id;
 	ev->tid = s->tid;
+	ev->file_size = s->head_len;
 	t->pending = 1;
 	return 1;
 }

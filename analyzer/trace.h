@@ -21,6 +21,8 @@ struct trace_event {
 	uint64_t offset;  /* byte offset of the record in the file */
 	uint32_t stream;  /* chunk stream: thread serial * 2 (+1 for the signal-handler stream) */
 	uint32_t tid;     /* kernel tid of the writing thread */
+	uint32_t file_size;  /* bytes it takes in the file: rec->size, or 8 or 16 for a short
+			      * record (format 2), which rec shows in its ordinary form */
 };
 
 /* Opens and validates path; the trace holds the file open until trace_close(). On error

@@ -93,14 +93,7 @@ static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t 
 {
 	th = prof_thread_get();
 	uint32_t stack = prof_stack_at(th, call_site);
-	struct prof_rec_alloc *r = prof_reserve(th, sizeof(*r));
-	if (!r)
-		return;
-	r->ptr = (uint64_t)(uintptr_t)ptr;
-	r->size = size;
-	r->stack = stack;
-	r->pad = 0;
-	prof_commit(r, PROF_REC_ALLOC, fn, sizeof(*r), t);
+	prof_write_alloc(th, fn, (uint64_t)(uintptr_t)ptr, size, stack, t);
 }
 
 /* t is taken before the block is released, so a reuse of the address by another thread
@@ -108,11 +101,7 @@ static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t 
 static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint64_t t)
 {
 	th = prof_thread_get();
-	struct prof_rec_free *r = prof_reserve(th, sizeof(*r));
-	if (!r)
-		return;
-	r->ptr = (uint64_t)(uintptr_t)ptr;
-	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), t);
+	prof_write_free(th, flags, (uint64_t)(uintptr_t)ptr, t);
 }
 
 /* Where the hook was called from: a hint for stack interning (prof_stack_here). */

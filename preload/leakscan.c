@@ -162,11 +162,25 @@ static int read_trace(void)
 			continue;
 		}
 		const char *p = (const char *)(c + 1), *end = (const char *)c + (uint64_t)n * unit;
-		while (end - p >= (ptrdiff_t)sizeof(struct prof_rec)) {
+		struct prof_short_base base = { 0 };
+		while (end - p >= 8) {
 			const struct prof_rec *r = (const void *)p;
 			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-			if (!prefix || r->size < 16 || r->size % 8 || r->size > (uint64_t)(end - p))
+			if (prof_is_short(prefix)) {  /* prof_short.h: a 16-byte ALLOC, 8-byte FREE */
+				struct prof_rec_alloc a;
+				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
+				if (len < 0)
+					break;
+				if (note(a.ptr, a.h.type == PROF_REC_ALLOC ? a.size : 0, a.h.time,
+					 a.h.type == PROF_REC_ALLOC) < 0)
+					return -1;
+				p += len;
+				continue;
+			}
+			if (!prefix || end - p < (ptrdiff_t)sizeof(struct prof_rec) || r->size < 16 ||
+			    r->size % 8 || r->size > (uint64_t)(end - p))
 				break;
+			prof_short_note(&base, r);
 			if (r->type == PROF_REC_ALLOC) {
 				const struct prof_rec_alloc *a = (const void *)r;
 				if (note(a->ptr, a->size, r->time, 1) < 0)

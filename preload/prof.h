@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "prof_format.h"
+#include "prof_short.h"
 
 #define PROF_EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
@@ -56,6 +57,7 @@ struct prof_stream {
 	uint32_t unsummed;  /* dropped and not yet added to header.lost_records */
 	uint32_t summed;    /* some loss of this stream reached the header already */
 	volatile int busy;  /* inside prof_reserve(): a nested signal handler drops its record */
+	uint32_t base_part;  /* half of the short records' base time: see prof_thread */
 };
 
 /* Per-thread state; initial-exec TLS, so touching it never allocates. */
@@ -74,15 +76,55 @@ struct prof_thread {
 	volatile uintptr_t hook_site;
 	void *cpu_timer;      /* timer_t of the thread's CPU-time timer, when it has one */
 	int has_timer;
+	/* The base of short records in streams[0] (the only stream that has them): the time and
+	 * address of its chunk's last ALLOC or FREE (prof_short.h). This TLS comes out of every
+	 * thread's stack, and some programs size those small (tests/progs/cpu_stacks.c has no
+	 * byte to spare), so the base lives in four 4-byte holes the layout had anyway: its time
+	 * in streams[0].base_part (low half) and streams[1].base_part (high), its address,
+	 * inverted, in base_ptr_lo and base_ptr_hi (0 and 0: no base). Inverted, as this is a root
+	 * of the exit-time leak scan (leakscan.c), where the last block freed or allocated must
+	 * not look referenced. writer.c's base_get() and base_set() read and write it. */
+	uint32_t base_ptr_lo;
 	uintptr_t stack_lo;   /* about the lowest address of a stack the program sized, else 0 */
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 	struct stack_cache *stack_cache;  /* stacks.c: verified stacks of this thread, mapped */
 	int stack_cache_done;  /* the thread ended: its cache is gone, none is made again */
+	uint32_t base_ptr_hi;  /* see base_ptr_lo */
 };
 extern __thread struct prof_thread prof_self;
 
+/* clock.c: the trace clock. With the TSC, ns = ns0 + ((tsc - tsc0) * mult) >> 32 on the
+ * current segment; the writer re-anchors it now and then (prof_clock_refine()). */
+#define PROF_CLOCK_SEGS 8u
+struct prof_clock_seg {
+	int64_t tsc0;
+	uint64_t ns0;
+	uint64_t mult;  /* ns per tick, 32.32 fixed point */
+};
+struct prof_clock {
+	int tsc;                  /* 1: read the TSC; set before recording starts */
+	_Atomic uint32_t cur;     /* the segment in use: seg[cur % PROF_CLOCK_SEGS] */
+	struct prof_clock_seg seg[PROF_CLOCK_SEGS];
+};
+extern struct prof_clock prof_clock;
+void prof_clock_init(void);      /* PROF_CLOCK, calibration; once per process image */
+void prof_clock_refine(void);
+uint64_t prof_clock_tsc_hz(void);  /* 0 when the TSC is not in use */
+
+static inline uint64_t prof_clock_convert(const struct prof_clock_seg *s, int64_t tsc)
+{
+	return s->ns0 + (uint64_t)(((__int128)(tsc - s->tsc0) * (__int128)s->mult) >> 32);
+}
+
 static inline uint64_t prof_now(void)
 {
+#if defined(__x86_64__) || defined(__i386__)
+	if (likely(prof_clock.tsc)) {
+		uint32_t cur = atomic_load_explicit(&prof_clock.cur, memory_order_acquire);
+		return prof_clock_convert(&prof_clock.seg[cur % PROF_CLOCK_SEGS],
+					  (int64_t)__builtin_ia32_rdtsc());
+	}
+#endif
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -121,7 +163,13 @@ static inline int prof_writer_full(void)
 }
 int prof_writer_has_room(struct prof_thread *th, uint32_t size);  /* without a new chunk */
 void prof_writer_thread_done(struct prof_thread *th);  /* unused chunks back, losses summed */
+/* An ALLOC or FREE committed here becomes the base of the short records after it: commit one
+ * before the thread writes its next heap record. */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time);
+/* ALLOC and FREE records, short where they fit (prof_short.h). */
+void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
+		      uint32_t stack, uint64_t time);
+void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
 int prof_writer_disabled(void);  /* the writer gave up (state DISABLED): the end is unknown */
 void prof_writer_close(int other_threads_alive);

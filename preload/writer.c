@@ -391,6 +391,8 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 	/* The main thread claims at least MAIN_RUN units: its first chunk, after the start-up
 	 * records, keeps room for the leak records and EXIT it writes last, which must fit if the
 	 * trace fills meanwhile. */
+	if (!th->in_signal)
+		prof_clock_refine();
 	uint32_t least = th->tid == w.hdr->pid && need < MAIN_RUN ? MAIN_RUN : need;
 	uint32_t want = s->units_used < least ? least : s->units_used < RUN_MAX ? s->units_used : RUN_MAX;
 	uint32_t got;
@@ -416,6 +418,8 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 	__atomic_store_n(&ch->magic, PROF_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	s->seq = ch->seq;
 	s->chunk = c;
+	if (s == &th->streams[0])
+		th->base_ptr_lo = th->base_ptr_hi = 0;  /* its first heap record is an ordinary one */
 	s->span = got * UNIT;
 	s->used = CHUNK_HDR;
 	s->units_used = s->units_used + got < RUN_MAX ? s->units_used + got : RUN_MAX;
@@ -488,8 +492,62 @@ void prof_writer_thread_done(struct prof_thread *th)
 	}
 }
 
+/* The short records' base, kept in holes of struct prof_thread (prof.h). */
+static inline void base_get(const struct prof_thread *th, struct prof_short_base *b)
+{
+	uint64_t inv = th->base_ptr_lo | (uint64_t)th->base_ptr_hi << 32;
+	b->time = th->streams[0].base_part | (uint64_t)th->streams[1].base_part << 32;
+	b->ptr = ~inv;
+	b->valid = inv != 0;
+}
+
+static inline void base_set(struct prof_thread *th, uint64_t time, uint64_t ptr)
+{
+	th->streams[0].base_part = (uint32_t)time;
+	th->streams[1].base_part = (uint32_t)(time >> 32);
+	th->base_ptr_lo = (uint32_t)~ptr;
+	th->base_ptr_hi = (uint32_t)(~ptr >> 32);
+}
+
+/* A short record of `len` bytes (8 or 16) in the current chunk, or 0 when it does not fit
+ * there or the event needs an ordinary record. Never in a signal handler's stream. Pairs with
+ * prof_short_decode(). */
+static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t ptr,
+			      uint64_t time, uint32_t len, uint64_t w1)
+{
+	struct prof_stream *s = &th->streams[0];
+	if (th->in_signal || s->busy || s->used + len > s->span)
+		return 0;
+	struct prof_short_base b;
+	base_get(th, &b);
+	uint64_t w0 = prof_short_word(&b, kind, time, ptr);
+	if (!w0)
+		return 0;
+	uint64_t *p = (uint64_t *)(s->chunk + s->used);
+	s->used += len;
+	if (len > 8)
+		p[1] = w1;
+	base_set(th, time, ptr);
+	__atomic_store_n(p, w0, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/* Moves the base after an ordinary ALLOC or FREE, which prof_reserve() put in the stream's
+ * current chunk (a new one, maybe): readers take every ordinary ALLOC and FREE as the base,
+ * so prof_commit() calls this for each, whoever wrote it. Only streams[0] has short records. */
+static inline void note_base(struct prof_thread *th, uint64_t time, uint64_t ptr)
+{
+	if (th->in_signal)
+		return;
+	if (ptr != ~0ull)
+		base_set(th, time, ptr);
+	else  /* ~0 is "no base" here (never a block's address): the next one is ordinary */
+		th->base_ptr_lo = th->base_ptr_hi = 0;
+}
+
 /* Publishes a filled record: the prefix's first 8 bytes go last, with release order, so a
- * reader (or a SIGKILL) never sees a half-written record as valid. */
+ * reader (or a SIGKILL) never sees a half-written record as valid. An ALLOC or FREE becomes
+ * the base of the short records after it (the thread committing is the one that reserved). */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time)
 {
 	struct prof_rec *r = rec;
@@ -497,6 +555,44 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 	uint64_t word = (uint64_t)(uint16_t)type | (uint64_t)(uint16_t)flags << 16 |
 			(uint64_t)size << 32;
 	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
+	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE)) {
+		struct prof_thread *th = &prof_self;
+		const struct prof_stream *s = &th->streams[0];
+		/* Reserved before the stream moved to another chunk (a STACK record between
+		 * reserve and commit, say): that chunk's base is not this record. No base then. */
+		if ((char *)rec >= s->chunk && (char *)rec < s->chunk + s->span)
+			note_base(th, time, ((const struct prof_rec_free *)rec)->ptr);
+		else if (!th->in_signal)
+			th->base_ptr_lo = th->base_ptr_hi = 0;
+	}
+}
+
+void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
+		      uint32_t stack, uint64_t time)
+{
+	if (size <= UINT32_MAX &&
+	    write_short(th, fn, ptr, time, PROF_SHORT_ALLOC_SIZE, prof_short_alloc_word2(size, stack)))
+		return;
+	struct prof_rec_alloc *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->ptr = ptr;
+	r->size = size;
+	r->stack = stack;
+	r->pad = 0;
+	prof_commit(r, PROF_REC_ALLOC, fn, sizeof(*r), time);
+}
+
+void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time)
+{
+	if (flags < 16 && write_short(th, PROF_SHORT_FREE_KIND + flags, ptr, time,
+				      PROF_SHORT_FREE_SIZE, 0))
+		return;
+	struct prof_rec_free *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->ptr = ptr;
+	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), time);
 }
 
 int prof_writer_disabled(void)
@@ -549,7 +645,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->version = PROF_FORMAT_VERSION;
 	h->min_version = PROF_FORMAT_MIN_VERSION;
 	h->header_size = (uint32_t)(sizeof(*h) + len);
-	h->features = PROF_FEAT_CHUNK_RUNS;
+	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS;
 	h->chunk_size = UNIT;
 	h->data_offset = HEADER_AREA;
 	h->pid = (uint32_t)getpid();
@@ -557,6 +653,8 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->start_realtime_ns = realtime;
 	h->start_ns = start;
 	h->clock_id = CLOCK_MONOTONIC;
+	h->tsc_hz = prof_clock_tsc_hz();
+	h->clock_source = h->tsc_hz ? PROF_CLOCK_SRC_TSC : PROF_CLOCK_SRC_CLOCK_GETTIME;
 	__atomic_store_n(&h->state, PROF_STATE_RUNNING, __ATOMIC_RELAXED);
 	h->events = prof_cfg.events;
 	h->stack_depth = prof_cfg.stack_depth;
@@ -579,6 +677,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	struct utsname un;
 	if (uname(&un) < 0)
 		strcpy(un.nodename, "?");
+	prof_clock_init();
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	uint64_t realtime = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;

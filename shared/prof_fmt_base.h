@@ -20,7 +20,9 @@
  * Every record starts with struct prof_rec {type, flags, size, time} and is padded to 8 bytes,
  * so a reader skips types it does not know. A record is committed by storing its first 8 bytes
  * last (release order): a reader stops at the first record whose prefix is zero, which is how a
- * trace cut short by SIGKILL ends. See shared/FORMAT.md for the rules a reader must enforce.
+ * trace cut short by SIGKILL ends. Format 2 adds short ALLOC and FREE records (16 and 8 bytes,
+ * deltas within a chunk; prof_short.h), marked by bit 15 of their first word, committed the
+ * same way. See shared/FORMAT.md for the rules a reader must enforce.
  */
 #ifndef PROF_FMT_BASE_H
 #define PROF_FMT_BASE_H
@@ -30,8 +32,9 @@
 
 #define PROF_MAGIC 0x3143525446524f50ULL          /* "PROFTRC1" read as a little-endian u64 */
 #define PROF_MAGIC_SWAPPED 0x504f524654524331ULL  /* the same bytes written big-endian */
-#define PROF_FORMAT_VERSION 1      /* what this code writes and reads */
-#define PROF_FORMAT_MIN_VERSION 1  /* oldest version a reader must understand to read our files */
+#define PROF_FORMAT_VERSION 2      /* what this code writes; it reads 1 and 2 */
+#define PROF_FORMAT_MIN_VERSION 2  /* oldest version a reader must understand to read our files:
+				    * 2 for short records (PROF_FEAT_SHORT_RECORDS) */
 
 #define PROF_CHUNK_MAGIC 0x4b4e4843u  /* "CHNK" */
 #define PROF_DEFAULT_CHUNK_SIZE (4u * 1024u)  /* the chunk size of files without PROF_FEAT_CHUNK_RUNS */
@@ -45,7 +48,10 @@
  * units starting with a struct prof_chunk_header_run that says how many. Without the bit,
  * every chunk is one chunk_size (>= 4096) with a struct prof_chunk_header. */
 #define PROF_FEAT_CHUNK_RUNS 0x1ULL
-#define PROF_FEAT_KNOWN_REQUIRED PROF_FEAT_CHUNK_RUNS
+/* Format 2: ALLOC and FREE may be short records (prof_short.h), 16 and 8 bytes, whose first
+ * word has bit 15 set. Records stay 8-byte aligned and committed by their first word. */
+#define PROF_FEAT_SHORT_RECORDS 0x2ULL
+#define PROF_FEAT_KNOWN_REQUIRED (PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS)
 
 /* Event families selectable with PROF_EVENTS; the header records which were enabled. */
 #define PROF_EVENT_FAMILIES(X) \
@@ -73,6 +79,14 @@ enum prof_state {
 	PROF_STATE_DISABLED = 3, /* the writer switched itself off (disk full, ...) */
 };
 
+/* How the writer read the trace clock (header.clock_source). Record times are ns on clock_id
+ * either way: with the TSC the writer converts ticks to ns itself (calibrated against clock_id
+ * at start, re-anchored as it runs), so readers never convert. 0 in format-1 files. */
+enum prof_clock_source {
+	PROF_CLOCK_SRC_CLOCK_GETTIME = 0,  /* clock_gettime(clock_id) */
+	PROF_CLOCK_SRC_TSC = 1,            /* an invariant TSC (rdtsc), tsc_hz ticks per second */
+};
+
 struct prof_file_header {
 	uint64_t magic;           /* PROF_MAGIC */
 	uint16_t version;         /* PROF_FORMAT_VERSION of the writer */
@@ -97,7 +111,10 @@ struct prof_file_header {
 	uint32_t cpu_hz;             /* CPU sampling frequency, 0 if off */
 	uint32_t reserved0;
 	uint64_t lost_records;       /* records dropped for want of space, summed at the end */
-	uint64_t reserved[4];
+	uint32_t clock_source;       /* enum prof_clock_source: how the writer read clock_id */
+	uint32_t reserved1;
+	uint64_t tsc_hz;             /* PROF_CLOCK_SRC_TSC: the TSC rate calibrated at start */
+	uint64_t reserved[2];
 };
 _Static_assert(sizeof(struct prof_file_header) == 144, "header layout is part of the format");
 

@@ -65,7 +65,8 @@ check_case() {
 # Every prof command on the run: exit 0; the report has the sections in $expect.
 check_commands() {
 	local d=$1 r=$1/run k
-	ls "$r"/*.trace >/dev/null 2>&1 || { bad "no trace written"; return; }
+	compgen -G "$r/*.trace" >/dev/null || compgen -G "$r/*.trace.zst" >/dev/null ||
+		{ bad "no trace written"; return; }
 	"$prof" report "$r" >"$d/report.txt" 2>"$d/cmd.err" || bad "prof report failed: $(head -3 "$d/cmd.err")"
 	for s in $expect; do
 		grep -q -- "^-- $s" "$d/report.txt" || bad "report has no '$s' section"

@@ -124,14 +124,14 @@ Test(reader_errors, byte_swapped)
 Test(reader_errors, newer_min_version)
 {
 	struct tg *tg = tg_create();
-	tg_header(tg)->version = 3;
-	tg_header(tg)->min_version = 2;
+	tg_header(tg)->version = PROF_FORMAT_VERSION + 2;
+	tg_header(tg)->min_version = PROF_FORMAT_VERSION + 1;
 	tg_write(tg, path);
 	tg_destroy(tg);
 	char want[128];
 	snprintf(want, sizeof(want),
-		 "written by a newer libprof (format 3, this prof reads up to %d)",
-		 PROF_FORMAT_VERSION);
+		 "written by a newer libprof (format %d, this prof reads up to %d)",
+		 PROF_FORMAT_VERSION + 2, PROF_FORMAT_VERSION);
 	open_fails(want);
 }
 

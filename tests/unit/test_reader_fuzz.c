@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "prof_short.h"
 #include "trace.h"
 #include "unit/tracegen.h"
 
@@ -38,12 +39,26 @@ static uint64_t rnd(void)
 	return rng_state * 0x2545f4914f6cdd1dull;
 }
 
-/* runs: the runs layout (1 KiB units, chunks of 3, a tail given back and reused). */
+/* runs: the runs layout (1 KiB units, chunks of 3, a tail given back and reused); 2: also
+ * short records (format 2) in a stream of their own. */
 static void build_valid(int runs)
 {
 	struct tg *tg = tg_create();
 	if (runs)
 		tg_set_runs(tg, 1024, 3);
+	if (runs == 2) {
+		tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS;
+		tg_alloc(tg, 20, 0, 0x9000, 64, 1);
+		struct prof_short_base b = { .time = 0, .ptr = 0x9000, .valid = 1 };
+		for (uint32_t i = 0; i < 60; i++) {
+			uint64_t w[2] = { prof_short_word(&b, i % 2 ? PROF_SHORT_FREE_KIND : i % 9,
+							  i, 0x9000 + 48 * i),
+					  prof_short_alloc_word2(i, i) };
+			tg_raw(tg, 20, w, i % 2 ? 8 : 16);
+			b.time = i;
+			b.ptr = 0x9000 + 48 * i;
+		}
+	}
 	uint64_t frames[8] = {0x401000, 0x401100, 0x401200, 0x401300, 0x7f00, 0x7f01, 1, 2};
 	uint8_t bid[20] = {1, 2, 3};
 	tg_module(tg, 0, 1, 1, 0x400000, 0x500000, 0, bid, 20, "/usr/bin/fuzz");
@@ -216,6 +231,11 @@ Test(reader_fuzz, runs_mutations_never_crash, .timeout = 300)
 	fuzz(1);
 }
 
+Test(reader_fuzz, short_records_mutations_never_crash, .timeout = 300)
+{
+	fuzz(2);
+}
+
 /* Every prefix of a valid file: open fails or the pass ends cleanly. */
 static void truncations(int runs)
 {
@@ -248,4 +268,9 @@ Test(reader_fuzz, every_truncation, .timeout = 300)
 Test(reader_fuzz, runs_every_truncation, .timeout = 300)
 {
 	truncations(1);
+}
+
+Test(reader_fuzz, short_records_every_truncation, .timeout = 300)
+{
+	truncations(2);
 }

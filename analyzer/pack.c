@@ -1,0 +1,70 @@
+/* prof pack [--level N] [-q] TRACE|DIR...: compresses finished raw traces in place (NAME.trace
+ * becomes NAME.trace.zst, which every command reads as it reads the raw file); prof-run does
+ * it for each trace of a run. A trace is removed only once its compressed copy has been
+ * written, synced and read back; on any failure it stays as it was. */
+#include "commands.h"
+#include "zpack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_LEVEL 3
+
+static const char usage_text[] =
+	"usage: prof pack [--level N] [-q] TRACE|DIR...\n"
+	"Compresses finished traces with zstd: NAME.trace becomes NAME.trace.zst, which every prof\n"
+	"command reads as it reads the raw trace (zstd -d gives the raw trace back). A directory\n"
+	"means the traces in it. Compressed traces are skipped; a trace that cannot be compressed\n"
+	"(or changes meanwhile: its process still runs) stays as it is.\n\n"
+	"  --level N    zstd level, 1 (fastest) to 19 (smallest); default 3\n"
+	"  -q, --quiet  say nothing but errors\n"
+	"  -h, --help   this help\n";
+
+int cmd_pack(int argc, char **argv)
+{
+	int level = DEFAULT_LEVEL, quiet = 0, i = 1;
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
+			quiet = 1;
+		} else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || v < 1 || v > 19) {
+				prof_error("pack: --level %s: want 1 to 19", argv[i]);
+				return 2;
+			}
+			level = (int)v;
+		} else if (!strcmp(argv[i], "--")) {
+			i++;
+			break;
+		} else {
+			prof_error("pack: unknown option '%s' (try prof pack --help)", argv[i]);
+			return 2;
+		}
+	}
+	char **paths;
+	size_t n;
+	if (inputs_expand(argv + i, argc - i, &paths, &n) < 0)
+		return 1;
+	int rc = 0;
+	for (size_t k = 0; k < n; k++) {
+		char err[1024] = "";
+		uint64_t raw = 0, packed = 0;
+		int r = zpack_file(paths[k], level, &raw, &packed, err, sizeof(err));
+		if (r < 0) {
+			prof_error("%s", err);
+			rc = 1;
+		} else if (r == 0 && !strstr(err, "already compressed")) {
+			prof_error("%s", err);  /* skipped for a reason worth saying */
+		} else if (r > 0 && !quiet) {
+			printf("%s.zst: %llu -> %llu bytes (%.1fx)\n", paths[k], (unsigned long long)raw,
+			       (unsigned long long)packed, packed ? (double)raw / (double)packed : 0.0);
+		}
+	}
+	inputs_free(paths);
+	return rc;
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# bench/tracesize.sh: how large traces are, and what the trace clock costs. For
+# bench/alloc_bench.c (1 thread, BENCH_OPS operations, default its own 1M) and
+# bench/cxx_bench.cpp (its defaults: 4 threads): bytes per record of the raw trace and of the
+# trace after `prof pack` (zstd, default level), and the whole file's size either way. Then
+# the wall time of alloc_bench under libprof with PROF_CLOCK=tsc against PROF_CLOCK=monotonic
+# (and without libprof), median of BENCH_ROUNDS (default 5) interleaved runs. The table goes to
+# stdout and to $BUILD/bench/tracesize.txt.
+set -euo pipefail
+export LC_ALL=C
+
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+cd "$root"
+BUILD=${BUILD:-build}
+ROUNDS=${BENCH_ROUNDS:-5}
+OPS=${BENCH_OPS:-1000000}
+die() { echo "bench/tracesize: $*" >&2; exit 1; }
+[[ $ROUNDS =~ ^[1-9][0-9]*$ && $OPS =~ ^[1-9][0-9]*$ ]] ||
+	die "BENCH_ROUNDS and BENCH_OPS must be positive numbers"
+lib=$root/$BUILD/libprof.so
+prof=$root/$BUILD/prof
+[[ -f $lib && -x $prof ]] || die "run make first"
+unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_CLOCK
+
+outdir=$root/$BUILD/bench
+mkdir -p "$outdir"
+${CC:-cc} -O2 -g -pthread bench/alloc_bench.c -o "$outdir/alloc_bench"
+${CXX:-c++} -O2 -g -pthread bench/cxx_bench.cpp -o "$outdir/cxx_bench"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof-tracesize.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# Records in a trace: prof dump's last line, "N records".
+records() {
+	"$prof" dump "$1" | tail -n 1 | awk '$2 == "records" { print $1 }'
+}
+
+out=$outdir/tracesize.txt
+{
+	echo "libprof trace size (format $("$prof" --version | sed 's/.*format //'))"
+	printf '%-28s %10s %13s %9s %13s %9s\n' program records raw_bytes raw_B/rec packed_bytes packed_B/rec
+	for prog in "alloc_bench 1 $OPS" "cxx_bench"; do
+		set -- $prog
+		rm -rf "$tmp/run"
+		mkdir "$tmp/run"
+		LD_PRELOAD=$lib PROF_OUTPUT=$tmp/run/t.trace "$outdir/$1" "${@:2}" >/dev/null
+		n=$(records "$tmp/run/t.trace")
+		raw=$(stat -c %s "$tmp/run/t.trace")
+		"$prof" pack -q "$tmp/run/t.trace"
+		packed=$(stat -c %s "$tmp/run/t.trace.zst")
+		awk -v p="$prog" -v n="$n" -v r="$raw" -v z="$packed" 'BEGIN {
+			printf "%-28s %10d %13d %9.2f %13d %9.2f\n", p, n, r, r / n, z, z / n }'
+	done
+	echo
+	echo "trace clock: alloc_bench 1 $OPS, wall seconds, median of $ROUNDS interleaved runs"
+	clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo '?')
+	echo "(kernel clocksource: $clocksrc)"
+	for ((r = 0; r < ROUNDS; r++)); do
+		for mode in none tsc monotonic; do
+			rm -f "$tmp/c.trace"
+			if [[ $mode == none ]]; then
+				/usr/bin/time -f '%e' -o "$tmp/t" "$outdir/alloc_bench" 1 "$OPS" >/dev/null
+			else
+				/usr/bin/time -f '%e' -o "$tmp/t" env LD_PRELOAD="$lib" PROF_CLOCK=$mode \
+					PROF_OUTPUT="$tmp/c.trace" "$outdir/alloc_bench" 1 "$OPS" >/dev/null
+			fi
+			echo "$mode $(tail -n1 "$tmp/t")" >>"$tmp/times"
+		done
+	done
+	for mode in none tsc monotonic; do
+		awk -v m="$mode" '$1 == m { print $2 }' "$tmp/times" | sort -n |
+			awk -v m="$mode" '{ v[NR] = $1 } END {
+				printf "  %-22s %7.3f s  (min %.3f, max %.3f)\n",
+					m == "none" ? "no libprof" : "PROF_CLOCK=" m, v[int((NR + 1) / 2)], v[1], v[NR] }'
+	done
+} | tee "$out"

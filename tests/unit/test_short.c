@@ -1,0 +1,207 @@
+/* Short records (prof_short.h): the encoding's edges, and the reader on short records that
+ * are good, misplaced or broken, and on format-1 files, which have none. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "prof_short.h"
+#include "trace.h"
+#include "tracegen.h"
+
+static char path[64];
+
+static void setup(void)
+{
+	snprintf(path, sizeof(path), "/tmp/prof-short-%d.trace", (int)getpid());
+}
+
+static void teardown(void)
+{
+	unlink(path);
+}
+
+TestSuite(short_records, .init = setup, .fini = teardown);
+
+/* Encodes one event against base b and decodes it back against a copy of b. */
+static int round_trip(struct prof_short_base b, unsigned kind, uint64_t time, uint64_t ptr,
+		      uint64_t size, uint32_t stack, struct prof_rec_alloc *out)
+{
+	uint64_t w[2] = { prof_short_word(&b, kind, time, ptr), prof_short_alloc_word2(size, stack) };
+	if (!w[0])
+		return 0;
+	cr_assert(prof_is_short(w[0]));
+	struct prof_short_base d = b;
+	int len = prof_short_decode(&d, w[0], w, sizeof(w), out);
+	cr_assert_gt(len, 0);
+	cr_assert_eq(d.time, time);
+	cr_assert_eq(d.ptr, ptr);
+	return len;
+}
+
+Test(short_records, encoding_edges)
+{
+	struct prof_short_base b = { .time = 1000, .ptr = 0x7f0000001000ull, .valid = 1 };
+	struct prof_rec_alloc r;
+	/* Widest deltas that fit: time + 2^24 - 1, address +- 2^31. */
+	cr_assert_eq(round_trip(b, PROF_ALLOC_CALLOC, 1000 + PROF_SHORT_DT_MAX, b.ptr + INT32_MAX,
+				UINT32_MAX, UINT32_MAX, &r), 16);
+	cr_assert_eq(r.h.type, PROF_REC_ALLOC);
+	cr_assert_eq(r.h.flags, PROF_ALLOC_CALLOC);
+	cr_assert_eq(r.h.size, sizeof(struct prof_rec_alloc));
+	cr_assert_eq(r.h.time, 1000 + PROF_SHORT_DT_MAX);
+	cr_assert_eq(r.ptr, b.ptr + INT32_MAX);
+	cr_assert_eq(r.size, UINT32_MAX);
+	cr_assert_eq(r.stack, UINT32_MAX);
+	cr_assert_eq(round_trip(b, PROF_SHORT_FREE_KIND + PROF_FREE_REALLOC, 1000,
+				b.ptr - 0x80000000ull, 0, 0, &r), 8);
+	cr_assert_eq(r.h.type, PROF_REC_FREE);
+	cr_assert_eq(r.h.flags, PROF_FREE_REALLOC);
+	cr_assert_eq(r.ptr, b.ptr - 0x80000000ull);
+	/* What does not fit: no base, time before the base or 2^24 after, address 2^31 away. */
+	struct prof_short_base none = { 0 };
+	cr_assert_eq(prof_short_word(&none, 0, 1000, b.ptr), 0);
+	cr_assert_eq(prof_short_word(&b, 0, 999, b.ptr), 0);
+	cr_assert_eq(prof_short_word(&b, 0, 1000 + PROF_SHORT_DT_MAX + 1, b.ptr), 0);
+	cr_assert_eq(prof_short_word(&b, 0, 1000, b.ptr + 0x80000000ull), 0);
+	cr_assert_eq(prof_short_word(&b, 0, 1000, b.ptr - 0x80000001ull), 0);
+	cr_assert_eq(prof_short_word(&b, 32, 1000, b.ptr), 0);
+	/* Decoding errors: no base, past the chunk, unknown kind. */
+	uint64_t w[2] = { prof_short_word(&b, 0, 1001, b.ptr), 0 };
+	cr_assert_eq(prof_short_decode(&none, w[0], w, 16, &r), -1);
+	struct prof_short_base c = b;
+	cr_assert_eq(prof_short_decode(&c, w[0], w, 8, &r), -2);
+	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 40u << 8, w, 16, &r), -3);
+}
+
+static struct trace *open_ok(void)
+{
+	char err[512] = "";
+	struct trace *t = trace_open(path, err, sizeof(err));
+	cr_assert_not_null(t, "trace_open: %s", err);
+	return t;
+}
+
+static void put_short(struct tg *tg, struct prof_short_base *b, unsigned kind, uint64_t time,
+		      uint64_t ptr, uint64_t size, uint32_t stack)
+{
+	uint64_t w[2] = { prof_short_word(b, kind, time, ptr), prof_short_alloc_word2(size, stack) };
+	cr_assert_neq(w[0], 0);
+	tg_raw(tg, 0, w, kind < PROF_SHORT_FREE_KIND ? 16 : 8);
+	b->time = time;
+	b->ptr = ptr;
+}
+
+/* Ordinary and short records mixed, as the writer writes them, read back as ordinary ones. */
+Test(short_records, reader_decodes_short_records)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS;
+	tg_alloc(tg, 0, 100, 0x5000, 64, 3);
+	struct prof_short_base b = { .time = 100, .ptr = 0x5000, .valid = 1 };
+	put_short(tg, &b, PROF_ALLOC_MALLOC, 150, 0x5100, 32, 4);
+	put_short(tg, &b, PROF_SHORT_FREE_KIND, 160, 0x5000, 0, 0);
+	tg_free(tg, 2, 170, 0x9000);  /* another stream, merged by time */
+	put_short(tg, &b, PROF_SHORT_FREE_KIND + PROF_FREE_REALLOC, 180, 0x5100, 0, 0);
+	put_short(tg, &b, PROF_ALLOC_REALLOC, 180, 0x4f00, 100, 5);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	struct trace *t = open_ok();
+	static const struct { unsigned type, flags; uint64_t time, ptr, size; uint32_t stack; } want[] = {
+		{ PROF_REC_ALLOC, 0, 100, 0x5000, 64, 3 },
+		{ PROF_REC_ALLOC, PROF_ALLOC_MALLOC, 150, 0x5100, 32, 4 },
+		{ PROF_REC_FREE, 0, 160, 0x5000, 0, 0 },
+		{ PROF_REC_FREE, 0, 170, 0x9000, 0, 0 },
+		{ PROF_REC_FREE, PROF_FREE_REALLOC, 180, 0x5100, 0, 0 },
+		{ PROF_REC_ALLOC, PROF_ALLOC_REALLOC, 180, 0x4f00, 100, 5 },
+	};
+	static const uint32_t file_size[] = { 40, 16, 8, 24, 8, 16 };  /* short or not */
+	struct trace_event ev;
+	char err[512] = "";
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
+		cr_assert_eq(ev.rec->type, want[i].type, "record %zu", i);
+		cr_assert_eq(ev.rec->flags, want[i].flags, "record %zu", i);
+		cr_assert_eq(ev.rec->time, want[i].time, "record %zu", i);
+		cr_assert_eq(((const struct prof_rec_free *)ev.rec)->ptr, want[i].ptr, "record %zu", i);
+		if (want[i].type == PROF_REC_ALLOC) {
+			const struct prof_rec_alloc *a = (const void *)ev.rec;
+			cr_assert_eq(a->size, want[i].size, "record %zu", i);
+			cr_assert_eq(a->stack, want[i].stack, "record %zu", i);
+		}
+	}
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
+	/* A second pass reads the same. */
+	trace_rewind(t);
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1);
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1);
+	cr_assert_eq(ev.rec->time, 150);
+	trace_close(t);
+}
+
+static void next_fails_with(const char *want)
+{
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	int rc;
+	while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1)
+		;
+	cr_assert_eq(rc, -1, "no error; wanted '%s'", want);
+	cr_assert_null(strchr(err, '\n'));
+	cr_assert(!strncmp(err, path, strlen(path)), "names the file: %s", err);
+	cr_assert_not_null(strstr(err, want), "'%s' lacks '%s'", err, want);
+	trace_close(t);
+}
+
+/* A short record that opens its chunk has nothing to count from. */
+Test(short_records, short_record_without_a_base_is_an_error)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS;
+	struct prof_short_base b = { .time = 100, .ptr = 0x5000, .valid = 1 };
+	put_short(tg, &b, PROF_ALLOC_MALLOC, 150, 0x5100, 32, 4);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails_with("short record before any ordinary ALLOC or FREE");
+}
+
+Test(short_records, short_record_of_unknown_kind_is_an_error)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS;
+	tg_alloc(tg, 0, 100, 0x5000, 64, 3);
+	uint64_t w[2] = { PROF_SHORT_BIT | 99u << 8, 0 };
+	tg_raw(tg, 0, w, 16);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails_with("short record of unknown kind 99");
+}
+
+/* In a file without the feature bit (format 1), a type with bit 15 is an unknown type, passed
+ * through and skipped by size as before; format-1 headers still open. */
+Test(short_records, format_1_files_read_as_before)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->version = 1;
+	tg_header(tg)->min_version = 1;
+	tg_alloc(tg, 0, 100, 0x5000, 64, 3);
+	tg_rec(tg, 0, 0x8123, 0, 110, NULL, 8);
+	tg_free(tg, 0, 120, 0x5000);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	unsigned types[3];
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "%s", err);
+		types[i] = ev.rec->type;
+	}
+	cr_assert_eq(types[0], PROF_REC_ALLOC);
+	cr_assert_eq(types[1], 0x8123);
+	cr_assert_eq(types[2], PROF_REC_FREE);
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0);
+	trace_close(t);
+}
