@@ -1,0 +1,470 @@
+/* Python frames in native stacks: finds CPython at start-up, reads the calling thread's frame
+ * chain where libprof already records (hooks, CPU samples), writes each code object once
+ * (PY_CODE) and splices the frames into the native stack (shared/prof_fmt_py.h).
+ *
+ * Every read of the interpreter's memory goes through process_vm_readv() on our own process:
+ * the kernel checks it, so a frame chain that points into unmapped memory ends the walk
+ * instead of faulting, and it is async-signal-safe. Nothing of the interpreter is written or
+ * called besides PyGILState_GetThisThreadState() (a thread-local read: no lock, no GIL, no
+ * allocation); reference counts are never touched. */
+#include "prof.h"
+#include "python.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+int prof_py_on;
+static const struct py_layout *L;
+static uintptr_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault */
+static uintptr_t code_type;          /* &PyCode_Type */
+static void *(*this_thread_state)(void);
+static pid_t self_pid;
+
+#define WALK_MAX 128     /* Python frames kept per stack */
+#define CHAIN_MAX 4096   /* frames followed at most, kept or not */
+#define FRAME_BYTES 72   /* every field read of a frame lies below (all versions) */
+#define CODE_BYTES 208   /* every field read of a code object lies below co_code_adaptive */
+
+/* ---- reading the interpreter's memory ---------------------------------------------------- */
+
+/* len bytes at addr into dst; 0, or -1 where any of it is not readable. */
+static int peek(void *dst, uintptr_t addr, size_t len)
+{
+	if (addr < 4096 || addr + len < addr)
+		return -1;
+	struct iovec local = { dst, len }, remote = { (void *)addr, len };
+	return process_vm_readv(self_pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static uintptr_t word_at(const unsigned char *buf, unsigned off)
+{
+	uintptr_t v;
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+static int32_t int_at(const unsigned char *buf, unsigned off)
+{
+	int32_t v;
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/* ---- code objects: interned as stacks are ------------------------------------------------ */
+
+#define CODE_SLOTS (1u << 16)
+struct code_slot {
+	_Atomic uint64_t key;  /* hash of the code object's address and identity; 0 empty */
+	_Atomic uint32_t id;   /* 0 while its PY_CODE record is being written */
+	uint32_t pad;
+};
+static struct code_slot *codes;
+static _Atomic uint32_t next_code = 1;
+
+/* A str object's text as UTF-8, at most cap bytes, into dst (NULL: only measures); returns
+ * the bytes (0 for anything that is not a compact str we can read). */
+static size_t str_utf8(uintptr_t obj, char *dst, size_t cap)
+{
+	unsigned char h[80];
+	if (!obj || peek(h, obj, L->str_compact_size) < 0)
+		return 0;
+	uint64_t len = word_at(h, 16);
+	uint32_t state = (uint32_t)int_at(h, 32);
+	unsigned kind = (state >> 2) & 7;
+	if (!(state & 0x20) || (kind != 1 && kind != 2 && kind != 4))
+		return 0;  /* not compact: a legacy string, never a code object's name */
+	if (len > PROF_PY_NAME_MAX)
+		len = PROF_PY_NAME_MAX;
+	if (state & 0x40) {  /* ASCII: the bytes follow the header */
+		size_t n = len < cap ? (size_t)len : cap;
+		if (dst && n && peek(dst, obj + L->str_ascii_size, n) < 0)
+			return 0;
+		return n;
+	}
+	/* Latin-1, UCS-2 or UCS-4 after the compact header: UTF-8 by hand, a piece at a time. */
+	size_t out = 0;
+	uintptr_t at = obj + L->str_compact_size;
+	for (uint64_t done = 0; done < len;) {
+		unsigned char piece[256];
+		uint64_t chars = len - done;
+		if (chars > sizeof(piece) / kind)
+			chars = sizeof(piece) / kind;
+		if (peek(piece, at + done * kind, (size_t)chars * kind) < 0)
+			return out;
+		for (uint64_t i = 0; i < chars; i++) {
+			uint32_t c = kind == 1 ? piece[i] : kind == 2 ? (uint32_t)piece[2 * i] | (uint32_t)piece[2 * i + 1] << 8
+				   : (uint32_t)piece[4 * i] | (uint32_t)piece[4 * i + 1] << 8 |
+				     (uint32_t)piece[4 * i + 2] << 16 | (uint32_t)piece[4 * i + 3] << 24;
+			unsigned char u[4];
+			size_t k;
+			if (c < 0x80) {
+				u[0] = (unsigned char)c, k = 1;
+			} else if (c < 0x800) {
+				u[0] = (unsigned char)(0xc0 | c >> 6), u[1] = (unsigned char)(0x80 | (c & 0x3f)), k = 2;
+			} else if (c < 0x10000) {
+				u[0] = (unsigned char)(0xe0 | c >> 12), u[1] = (unsigned char)(0x80 | ((c >> 6) & 0x3f));
+				u[2] = (unsigned char)(0x80 | (c & 0x3f)), k = 3;
+			} else {
+				u[0] = (unsigned char)(0xf0 | (c >> 18 & 7)), u[1] = (unsigned char)(0x80 | ((c >> 12) & 0x3f));
+				u[2] = (unsigned char)(0x80 | ((c >> 6) & 0x3f)), u[3] = (unsigned char)(0x80 | (c & 0x3f)), k = 4;
+			}
+			if (out + k > cap)
+				return out;
+			if (dst)
+				memcpy(dst + out, u, k);
+			out += k;
+		}
+		done += chars;
+	}
+	return out;
+}
+
+/* The bytes object's size (at most max), and where its bytes are. */
+static size_t bytes_len(uintptr_t obj, size_t max)
+{
+	unsigned char h[32];
+	if (!obj || peek(h, obj, sizeof(h)) < 0)
+		return 0;
+	int64_t n = (int64_t)word_at(h, 16);
+	return n <= 0 ? 0 : (size_t)n < max ? (size_t)n : max;
+}
+
+/* Writes the code object's PY_CODE record (cbuf: its first CODE_BYTES); returns its id, 0
+ * when it could not be written. */
+static uint32_t write_code(struct prof_thread *th, const unsigned char *cbuf)
+{
+	uintptr_t name = word_at(cbuf, L->co_name), qual = word_at(cbuf, L->co_qualname);
+	uintptr_t file = word_at(cbuf, L->co_filename), table = word_at(cbuf, L->co_linetable);
+	size_t nl = str_utf8(name, NULL, PROF_PY_NAME_MAX), ql = str_utf8(qual, NULL, PROF_PY_NAME_MAX);
+	size_t fl = str_utf8(file, NULL, PROF_PY_NAME_MAX), tl = bytes_len(table, PROF_PY_LINETABLE_MAX);
+	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_py_code) + nl + ql + fl + tl));
+	struct prof_rec_py_code *r = prof_reserve(th, size);
+	if (!r)
+		return 0;
+	memset(r->data, 0, size - sizeof(*r));
+	nl = str_utf8(name, r->data, nl);
+	ql = str_utf8(qual, r->data + nl, ql);
+	fl = str_utf8(file, r->data + nl + ql, fl);
+	if (tl && peek(r->data + nl + ql + fl, table + 32, tl) < 0)
+		tl = 0;
+	uint32_t id = atomic_fetch_add(&next_code, 1);
+	r->id = id;
+	r->firstlineno = int_at(cbuf, L->co_firstlineno);
+	r->name_len = (uint16_t)nl;
+	r->qualname_len = (uint16_t)ql;
+	r->file_len = (uint16_t)fl;
+	r->linetable_fmt = PROF_PY_LINETABLE_311;
+	r->pad = 0;
+	r->linetable_len = (uint32_t)tl;
+	r->pad2 = 0;
+	prof_commit(r, PROF_REC_PY_CODE, 0, size, prof_now());
+	return id;
+}
+
+/* The id of the code object at addr (cbuf: its first CODE_BYTES), writing it first if new.
+ * The key covers what the record says, so a code object freed and another made at the same
+ * address are two entries. Lock-free, as stacks.c's table. */
+static uint32_t code_id(struct prof_thread *th, uintptr_t addr, const unsigned char *cbuf)
+{
+	uint64_t k = addr;
+	const unsigned fields[] = { L->co_name, L->co_qualname, L->co_filename, L->co_linetable };
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		k = (k ^ word_at(cbuf, fields[i])) * 0xff51afd7ed558ccdull, k ^= k >> 31;
+	k = (k ^ (uint32_t)int_at(cbuf, L->co_firstlineno)) * 0xc4ceb9fe1a85ec53ull;
+	k ^= k >> 29;
+	k |= 1;
+	if (!codes)
+		return write_code(th, cbuf);
+	for (uint32_t i = 0, pos = (uint32_t)k & (CODE_SLOTS - 1); i < 64;
+	     i++, pos = (pos + 1) & (CODE_SLOTS - 1)) {
+		struct code_slot *s = &codes[pos];
+		uint64_t cur = atomic_load_explicit(&s->key, memory_order_acquire);
+		if (cur == 0) {
+			if (atomic_compare_exchange_strong(&s->key, &cur, k)) {
+				uint32_t id = write_code(th, cbuf);
+				atomic_store_explicit(&s->id, id ? id : UINT32_MAX, memory_order_release);
+				return id;
+			}
+			if (cur != k)
+				continue;
+		}
+		if (cur == k) {
+			uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+			if (id == UINT32_MAX && atomic_compare_exchange_strong(&s->id, &id, 0)) {
+				id = write_code(th, cbuf);  /* its record was lost: once more */
+				atomic_store_explicit(&s->id, id ? id : UINT32_MAX, memory_order_release);
+				return id;
+			}
+			return id && id != UINT32_MAX ? id : write_code(th, cbuf);
+		}
+	}
+	return write_code(th, cbuf);
+}
+
+/* ---- the frame chain --------------------------------------------------------------------- */
+
+struct py_raw {
+	uintptr_t code;     /* the code object's address */
+	uint32_t id;        /* its PY_CODE id (0 when not interned: tests) */
+	int32_t lasti;      /* instruction index, -1 before the first */
+	int seg;            /* which run of the evaluation loop, 0 the innermost */
+};
+
+/* Follows the chain from frame; fills raw[0..max) and returns the count, or -1 (with what was
+ * read kept in *kept) when the chain loops or leaves readable memory. With th, each code
+ * object is interned (written once) on the way. */
+static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
+		struct prof_thread *th, struct py_raw *raw, int max, int *kept)
+{
+	int n = 0, seg = 0, rc = 0;
+	uintptr_t mark = 0;  /* Brent's loop check: a frame seen again ends the walk */
+	unsigned power = 1, lam = 0;
+	for (int steps = 0; frame && n < max; steps++) {
+		if (steps == CHAIN_MAX || (frame & 7) || frame == mark) {
+			rc = -1;
+			break;
+		}
+		if (++lam == power) {
+			mark = frame;
+			power *= 2;
+			lam = 0;
+		}
+		unsigned char fb[FRAME_BYTES], cb[CODE_BYTES];
+		if (peek(fb, frame, sizeof(fb)) < 0) {
+			rc = -1;
+			break;
+		}
+		uintptr_t prev = word_at(fb, lay->fr_previous);
+		int owner = (signed char)fb[lay->fr_owner];
+		if (lay->owner_cstack >= 0 && owner == lay->owner_cstack) {
+			seg++;  /* the entry frame of a run of the loop: the next frames are another's */
+			frame = prev;
+			continue;
+		}
+		int entry = lay->fr_is_entry >= 0 && fb[lay->fr_is_entry];
+		uintptr_t code = word_at(fb, lay->fr_code), instr = word_at(fb, lay->fr_instr);
+		if (peek(cb, code, sizeof(cb)) == 0 && word_at(cb, 8) == ctype) {
+			uintptr_t start = code + lay->co_code_adaptive;
+			int64_t first = int_at(cb, lay->co_firsttraceable);
+			int64_t lasti = ((int64_t)instr - (int64_t)start) / 2;
+			/* a frame being set up (before its first traceable instruction) is not shown */
+			if (owner == lay->owner_generator || lasti >= first) {
+				raw[n].code = code;
+				raw[n].id = th ? code_id(th, code, cb) : 0;
+				raw[n].lasti = lasti < 0 || lasti > INT32_MAX ? -1 : (int32_t)lasti;
+				raw[n].seg = seg;
+				n++;
+			}
+		} else if (lay->minor < 13) {
+			rc = -1;  /* before 3.13 every frame runs a code object: this is no frame */
+			break;
+		}
+		if (entry)
+			seg++;
+		frame = prev;
+	}
+	*kept = n;
+	return rc < 0 ? -1 : n;
+}
+
+/* The calling thread's innermost frame, 0 if it has none (not a Python thread). */
+static uintptr_t current_frame(void)
+{
+	uintptr_t ts = (uintptr_t)this_thread_state(), p;
+	if (!ts || peek(&p, ts + L->ts_frame, sizeof(p)) < 0)
+		return 0;
+	if (L->cframe_frame >= 0 && (!p || peek(&p, p + (unsigned)L->cframe_frame, sizeof(p)) < 0))
+		return 0;
+	return p;
+}
+
+static uint64_t chain_hash(const struct py_raw *raw, int n)
+{
+	uint64_t h = 0x84222325cbf29ce4ull ^ (uint64_t)n;
+	for (int i = 0; i < n; i++) {
+		h = (h ^ raw[i].id) * 0x100000001b3ull;
+		h = (h ^ ((uint64_t)(uint32_t)raw[i].lasti << 16 | (uint64_t)(uint32_t)raw[i].seg)) *
+		    0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return h | 1;
+}
+
+static int in_eval(void *ip)
+{
+	return (uintptr_t)ip >= eval_lo && (uintptr_t)ip < eval_hi;
+}
+
+/* The thread's frames; n >= 0 (a walk cut short keeps what it read). */
+static int read_chain(struct prof_thread *th, struct py_raw *raw, int max)
+{
+	int saved = errno, kept = 0;
+	uintptr_t f = current_frame();
+	if (f)
+		walk(L, f, code_type, th, raw, max, &kept);
+	errno = saved;
+	return kept;
+}
+
+uint64_t prof_py_chain_now(struct prof_thread *th)
+{
+	if (!prof_py_on)
+		return 0;
+	struct py_raw raw[WALK_MAX];
+	return chain_hash(raw, read_chain(th, raw, WALK_MAX));
+}
+
+int prof_py_splice(struct prof_thread *th, void **frames, int n, int cap, uint64_t *chain)
+{
+	*chain = 0;
+	if (!prof_py_on)
+		return n;
+	int evals = 0;
+	for (int i = 0; i < n; i++)
+		evals += in_eval(frames[i]);
+	if (!evals)
+		return n;
+	struct py_raw raw[WALK_MAX];
+	int nr = read_chain(th, raw, WALK_MAX);
+	*chain = chain_hash(raw, nr);
+	if (cap > PROF_MAX_STACK_DEPTH)
+		cap = PROF_MAX_STACK_DEPTH;
+	void *out[cap];
+	int k = 0, r = 0, seg = 0;
+	for (int i = 0; i < n && k < cap; i++) {
+		if (in_eval(frames[i])) {
+			for (; r < nr && raw[r].seg == seg && k < cap; r++)
+				out[k++] = (void *)(uintptr_t)PROF_PY_FRAME(raw[r].id, (uint32_t)raw[r].lasti);
+			while (r < nr && raw[r].seg == seg)
+				r++;
+			seg++;
+			if (k == cap)
+				break;
+		}
+		out[k++] = frames[i];
+	}
+	memcpy(frames, out, (size_t)k * sizeof(out[0]));
+	return k;
+}
+
+int prof_py_walk_from(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
+		      uintptr_t *codes_out, int32_t *lastis, int *segs, int max)
+{
+	struct py_raw raw[WALK_MAX];
+	if (max > WALK_MAX)
+		max = WALK_MAX;
+	self_pid = getpid();
+	int kept, rc = walk(lay, frame, ctype, NULL, raw, max, &kept);
+	for (int i = 0; i < kept; i++) {
+		codes_out[i] = raw[i].code;
+		lastis[i] = raw[i].lasti;
+		segs[i] = raw[i].seg;
+	}
+	return rc < 0 ? -1 : kept;
+}
+
+/* ---- start-up ---------------------------------------------------------------------------- */
+
+static void note(const char *what, const char *version)
+{
+	prof_say("Python ", version, what, 0);
+}
+
+/* Which CPython this process runs, if any: nothing is looked at in a process that has no
+ * Py_Version or Py_GetVersion (not Python). */
+static void detect(void)
+{
+	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+	if (!ver) {
+		const char *(*get)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+		if (get) {
+			char v[16];
+			const char *s = get();
+			size_t i = 0;
+			for (; s && s[i] && s[i] != ' ' && i < sizeof(v) - 1; i++)
+				v[i] = s[i];
+			v[i] = 0;
+			note(": Python frames need CPython 3.11 to 3.13; stacks show native frames only", v);
+		}
+		return;
+	}
+	unsigned major = (unsigned)(*ver >> 24) & 0xff, minor = (unsigned)(*ver >> 16) & 0xff;
+	char v[16] = "3.";
+	v[2] = (char)('0' + minor / 10);
+	v[3] = (char)('0' + minor % 10);
+	v[4] = 0;
+	if (minor < 10) {
+		v[2] = (char)('0' + minor);
+		v[3] = 0;
+	}
+	const struct py_layout *lay = NULL;
+	if (major == 3 && minor == 11)
+		lay = &prof_py_layout_311;
+	else if (major == 3 && minor == 12)
+		lay = &prof_py_layout_312;
+	else if (major == 3 && minor == 13)
+		lay = &prof_py_layout_313;
+	if (!lay) {
+		note(": no frame layout known for this version; stacks show native frames only", v);
+		return;
+	}
+	/* Debug (Py_REF_DEBUG) and free-threaded builds lay their objects out otherwise. */
+	if (dlsym(RTLD_DEFAULT, "_Py_NegativeRefcount") || dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount")) {
+		note(": a debug or free-threaded build; stacks show native frames only", v);
+		return;
+	}
+	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	void *ctype = dlsym(RTLD_DEFAULT, "PyCode_Type");
+	void *get_ts = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	if (!eval || !ctype || !get_ts || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+	    !sym || !sym->st_size) {
+		note(": the interpreter's symbols were not found; stacks show native frames only", v);
+		return;
+	}
+	self_pid = getpid();
+	unsigned char probe[8];
+	if (peek(probe, (uintptr_t)ctype, sizeof(probe)) < 0) {
+		prof_say("Python ", v, ": reading the interpreter's frames failed (process_vm_readv); "
+			 "stacks show native frames only", errno);
+		return;
+	}
+	L = lay;
+	eval_lo = (uintptr_t)eval;
+	eval_hi = eval_lo + sym->st_size;
+	code_type = (uintptr_t)ctype;
+	this_thread_state = (void *(*)(void))get_ts;
+	prof_py_on = 1;
+	prof_dbg(1, "Python %s: Python frames on", v);
+}
+
+void prof_py_start(void)
+{
+	static int detected;
+	if (!detected) {
+		detected = 1;
+		detect();
+	}
+	if (!prof_py_on)
+		return;
+	self_pid = getpid();  /* a fork child reads its own memory */
+	size_t bytes = CODE_SLOTS * sizeof(struct code_slot);
+	if (codes) {
+		madvise(codes, bytes, MADV_DONTNEED);  /* a new trace: every code object anew */
+	} else {
+		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p != MAP_FAILED) {
+			codes = p;
+			prof_own_memory(p, bytes);
+		}
+	}
+	atomic_store(&next_code, 1);
+}
