@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -29,7 +30,7 @@ static pid_t self_pid;
 #define WALK_MAX 128     /* Python frames kept per stack */
 #define CHAIN_MAX 4096   /* frames followed at most, kept or not */
 #define FRAME_BYTES 72   /* every field read of a frame lies below (all versions) */
-#define CODE_BYTES 208   /* every field read of a code object lies below co_code_adaptive */
+#define CODE_BYTES 192   /* every field read of a code object lies below (co_firsttraceable) */
 
 /* ---- reading the interpreter's memory ---------------------------------------------------- */
 
@@ -216,11 +217,50 @@ struct py_raw {
 	int seg;            /* which run of the evaluation loop, 0 the innermost */
 };
 
+/* Memory known to be mapped without asking the kernel: the chunks of the calling thread's
+ * own data stack, where CPython puts the frames of the functions it runs (not generators').
+ * Only in a hook: there the thread is between two of its own steps, so its frame chain and
+ * the data stack agree, and a frame found in them holds a reference to its code object,
+ * which is therefore alive. A CPU sample may interrupt a push or a pop half done, so it
+ * trusts nothing and asks the kernel for every read. */
+#define TRUST_MAX 8
+struct trust {
+	int n;
+	uintptr_t lo[TRUST_MAX], hi[TRUST_MAX];
+};
+
+static void trust_data_stack(const struct py_layout *lay, uintptr_t ts, struct trust *t)
+{
+	t->n = 0;
+	uintptr_t chunk = *(const uintptr_t *)(ts + lay->ts_datastack_chunk);
+	uintptr_t top = *(const uintptr_t *)(ts + lay->ts_datastack_top);
+	/* struct _PyStackChunk { previous; size; top; data[] }: the same in 3.11-3.13 */
+	for (; chunk && !(chunk & 7) && t->n < TRUST_MAX; chunk = *(const uintptr_t *)chunk) {
+		size_t size = *(const size_t *)(chunk + 8);
+		if (size < 32 || size > (1u << 30))
+			break;
+		t->lo[t->n] = chunk + 24;
+		/* the current chunk ends at the top of the stack; older ones are full */
+		t->hi[t->n] = t->n == 0 && top > chunk && top <= chunk + size ? top : chunk + size;
+		t->n++;
+	}
+}
+
+static int trusted(const struct trust *t, uintptr_t at, size_t len)
+{
+	for (int i = 0; t && i < t->n; i++)
+		if (at >= t->lo[i] && at < t->hi[i] && len <= t->hi[i] - at)
+			return 1;
+	return 0;
+}
+
 /* Follows the chain from frame; fills raw[0..max) and returns the count, or -1 (with what was
  * read kept in *kept) when the chain loops or leaves readable memory. With th, each code
- * object is interned (written once) on the way. */
+ * object is interned (written once) on the way. Frames inside tr (and their code objects)
+ * are read directly, everything else through the kernel. */
 static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
-		struct prof_thread *th, struct py_raw *raw, int max, int *kept)
+		struct prof_thread *th, const struct trust *tr, struct py_raw *raw, int max,
+		int *kept)
 {
 	int n = 0, seg = 0, rc = 0;
 	uintptr_t mark = 0;  /* Brent's loop check: a frame seen again ends the walk */
@@ -236,7 +276,10 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 			lam = 0;
 		}
 		unsigned char fb[FRAME_BYTES], cb[CODE_BYTES];
-		if (peek(fb, frame, sizeof(fb)) < 0) {
+		int direct = trusted(tr, frame, sizeof(fb));
+		if (direct)
+			memcpy(fb, (const void *)frame, sizeof(fb));
+		else if (peek(fb, frame, sizeof(fb)) < 0) {
 			rc = -1;
 			break;
 		}
@@ -249,7 +292,9 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		}
 		int entry = lay->fr_is_entry >= 0 && fb[lay->fr_is_entry];
 		uintptr_t code = word_at(fb, lay->fr_code), instr = word_at(fb, lay->fr_instr);
-		if (peek(cb, code, sizeof(cb)) == 0 && word_at(cb, 8) == ctype) {
+		int got_code = direct && code > 4096 && !(code & 7) ?
+			(memcpy(cb, (const void *)code, sizeof(cb)), 1) : peek(cb, code, sizeof(cb)) == 0;
+		if (got_code && word_at(cb, 8) == ctype) {
 			uintptr_t start = code + lay->co_code_adaptive;
 			int64_t first = int_at(cb, lay->co_firsttraceable);
 			int64_t lasti = ((int64_t)instr - (int64_t)start) / 2;
@@ -273,11 +318,24 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 	return rc < 0 ? -1 : n;
 }
 
-/* The calling thread's innermost frame, 0 if it has none (not a Python thread). */
-static uintptr_t current_frame(void)
+/* The calling thread's innermost frame, 0 if it has none (not a Python thread); in a hook
+ * (not a signal handler), the memory that can be read directly in *tr. */
+static uintptr_t current_frame(struct prof_thread *th, struct trust *tr)
 {
 	uintptr_t ts = (uintptr_t)this_thread_state(), p;
-	if (!ts || peek(&p, ts + L->ts_frame, sizeof(p)) < 0)
+	tr->n = 0;
+	if (!ts)
+		return 0;
+	if (th && th->in_signal == 0) {
+		/* the thread's own state, alive while it runs, and its cframe, a local variable of
+		 * a function it is in */
+		trust_data_stack(L, ts, tr);
+		p = *(const uintptr_t *)(ts + L->ts_frame);
+		if (L->cframe_frame >= 0)
+			p = p && !(p & 7) ? *(const uintptr_t *)(p + (unsigned)L->cframe_frame) : 0;
+		return p;
+	}
+	if (peek(&p, ts + L->ts_frame, sizeof(p)) < 0)
 		return 0;
 	if (L->cframe_frame >= 0 && (!p || peek(&p, p + (unsigned)L->cframe_frame, sizeof(p)) < 0))
 		return 0;
@@ -305,9 +363,10 @@ static int in_eval(void *ip)
 static int read_chain(struct prof_thread *th, struct py_raw *raw, int max)
 {
 	int saved = errno, kept = 0;
-	uintptr_t f = current_frame();
+	struct trust tr;
+	uintptr_t f = current_frame(th, &tr);
 	if (f)
-		walk(L, f, code_type, th, raw, max, &kept);
+		walk(L, f, code_type, th, &tr, raw, max, &kept);
 	errno = saved;
 	return kept;
 }
@@ -360,7 +419,7 @@ int prof_py_walk_from(const struct py_layout *lay, uintptr_t frame, uintptr_t ct
 	if (max > WALK_MAX)
 		max = WALK_MAX;
 	self_pid = getpid();
-	int kept, rc = walk(lay, frame, ctype, NULL, raw, max, &kept);
+	int kept, rc = walk(lay, frame, ctype, NULL, NULL, raw, max, &kept);
 	for (int i = 0; i < kept; i++) {
 		codes_out[i] = raw[i].code;
 		lastis[i] = raw[i].lasti;
@@ -380,6 +439,9 @@ static void note(const char *what, const char *version)
  * Py_Version or Py_GetVersion (not Python). */
 static void detect(void)
 {
+	const char *env = getenv("PROF_PYTHON");  /* 0: native stacks only */
+	if (env && !strcmp(env, "0"))
+		return;
 	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
 	if (!ver) {
 		const char *(*get)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");

@@ -16,6 +16,8 @@ struct py_layout {
 	 * *(that + cframe_frame) (3.11 and 3.12 go through tstate->cframe) */
 	unsigned ts_frame;
 	int cframe_frame;
+	/* tstate->datastack_chunk, datastack_top: the chunks that hold the thread's frames */
+	unsigned ts_datastack_chunk, ts_datastack_top;
 	/* _PyInterpreterFrame */
 	unsigned fr_code, fr_previous, fr_instr, fr_owner;
 	int fr_is_entry;           /* 3.11: the frame ends its evaluation loop's run; else -1 */
