@@ -168,8 +168,12 @@ static const char *const interp_prefixes[] = {
 
 int python_interp_frame(const struct sym_frame *f)
 {
-	if (f->python || !f->function)
+	if (f->python)
 		return 0;
+	if (!f->function) {  /* a static function of a stripped interpreter (Debian's) */
+		const char *base = strrchr(f->module, '/') ? strrchr(f->module, '/') + 1 : f->module;
+		return !strncmp(base, "python3", 7) || !strncmp(base, "libpython3", 10);
+	}
 	for (size_t i = 0; interp_prefixes[i]; i++)
 		if (!strncmp(f->function, interp_prefixes[i], strlen(interp_prefixes[i])))
 			return 1;
