@@ -223,6 +223,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/db.sh
 	bench/overhead.sh
 	bench/many.sh
+	bench/python.sh
 	BUILD=$(BUILD) bench/analyzer
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and

@@ -43,6 +43,22 @@ static int peek(void *dst, uintptr_t addr, size_t len)
 	return process_vm_readv(self_pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
 }
 
+/* A frame and, where the code object it ran last time is known (code != 0), that code object's
+ * head too, in one call: returns 2 (both read), 1 (the frame only) or -1. */
+static int peek2(void *frame_dst, uintptr_t frame, size_t flen, void *code_dst, uintptr_t code,
+		 size_t clen)
+{
+	if (frame < 4096 || frame + flen < frame)
+		return -1;
+	struct iovec local[2] = { { frame_dst, flen }, { code_dst, clen } };
+	struct iovec remote[2] = { { (void *)frame, flen }, { (void *)code, clen } };
+	int two = code >= 4096 && code + clen > code;
+	ssize_t got = process_vm_readv(self_pid, local, two ? 2 : 1, remote, two ? 2 : 1, 0);
+	if (got < (ssize_t)flen)
+		return -1;
+	return got == (ssize_t)(flen + clen) && two ? 2 : 1;
+}
+
 static uintptr_t word_at(const unsigned char *buf, unsigned off)
 {
 	uintptr_t v;
@@ -210,6 +226,10 @@ static uint32_t code_id(struct prof_thread *th, uintptr_t addr, const unsigned c
 
 /* ---- the frame chain --------------------------------------------------------------------- */
 
+/* Per thread: the code object each frame read through the kernel ran, by frame address. */
+#define GUESSES 16
+static __thread uintptr_t code_guess[GUESSES][2];
+
 struct py_raw {
 	uintptr_t code;     /* the code object's address */
 	uint32_t id;        /* its PY_CODE id (0 when not interned: tests) */
@@ -276,12 +296,20 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 			lam = 0;
 		}
 		unsigned char fb[FRAME_BYTES], cb[CODE_BYTES];
-		int direct = trusted(tr, frame, sizeof(fb));
-		if (direct)
+		int direct = trusted(tr, frame, sizeof(fb)), have_code = 0;
+		/* a frame read through the kernel (a generator's, say) is read with the code
+		 * object it ran the last time it was seen, in one call */
+		uintptr_t *guess = &code_guess[(frame >> 4) & (GUESSES - 1)][0];
+		if (direct) {
 			memcpy(fb, (const void *)frame, sizeof(fb));
-		else if (peek(fb, frame, sizeof(fb)) < 0) {
-			rc = -1;
-			break;
+		} else {
+			int got = peek2(fb, frame, sizeof(fb), cb, guess[0] == frame ? guess[1] : 0,
+					sizeof(cb));
+			if (got < 0) {
+				rc = -1;
+				break;
+			}
+			have_code = got == 2;
 		}
 		uintptr_t prev = word_at(fb, lay->fr_previous);
 		int owner = (signed char)fb[lay->fr_owner];
@@ -292,8 +320,17 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		}
 		int entry = lay->fr_is_entry >= 0 && fb[lay->fr_is_entry];
 		uintptr_t code = word_at(fb, lay->fr_code), instr = word_at(fb, lay->fr_instr);
-		int got_code = direct && code > 4096 && !(code & 7) ?
-			(memcpy(cb, (const void *)code, sizeof(cb)), 1) : peek(cb, code, sizeof(cb)) == 0;
+		int got_code;
+		if (have_code && guess[1] == code)
+			got_code = 1;
+		else if (direct && code > 4096 && !(code & 7))
+			got_code = (memcpy(cb, (const void *)code, sizeof(cb)), 1);
+		else
+			got_code = peek(cb, code, sizeof(cb)) == 0;
+		if (!direct && got_code) {
+			guess[0] = frame;
+			guess[1] = code;
+		}
 		if (got_code && word_at(cb, 8) == ctype) {
 			uintptr_t start = code + lay->co_code_adaptive;
 			int64_t first = int_at(cb, lay->co_firsttraceable);

@@ -490,9 +490,12 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	    (th->stack_lo && sp0 < th->stack_lo + CACHE_STACK_NEEDED))
 		return prof_stack_at_uncached(th, call_site, guess);
 	/* The Python frames live outside the stack: a hit that went through the interpreter's
-	 * loop holds only with the same ones, else it is a miss. */
-	if ((e = cache_find(th, call_site, sp0, bp0)) &&
-	    (!e->pychain || e->pychain == prof_py_chain_now(th))) {
+	 * loop holds only with the same ones. Else the native part is known to unwind well:
+	 * the fast unwind, not a second recording of it (which would hide this entry). */
+	if ((e = cache_find(th, call_site, sp0, bp0)) && e->pychain &&
+	    e->pychain != prof_py_chain_now(th))
+		return prof_stack_at_uncached(th, call_site, guess);
+	if (e) {
 		*guess = e->hash;
 		if (prof_cfg.stack_cache == 1)
 			return e->id;
