@@ -230,11 +230,10 @@ static uint32_t code_id(struct prof_thread *th, uintptr_t addr, const unsigned c
 #define GUESSES 16
 static __thread uintptr_t code_guess[GUESSES][2];
 
-struct py_raw {
-	uintptr_t code;     /* the code object's address */
-	uint32_t id;        /* its PY_CODE id (0 when not interned: tests) */
-	int32_t lasti;      /* instruction index, -1 before the first */
-	int seg;            /* which run of the evaluation loop, 0 the innermost */
+struct py_raw {           /* 12 bytes: a CPU sample's handler has little stack */
+	uint32_t id;          /* the code object's PY_CODE id (0 when not interned: tests) */
+	int32_t lasti;        /* instruction index, -1 before the first */
+	int32_t seg;          /* which run of the evaluation loop, 0 the innermost */
 };
 
 /* Memory known to be mapped without asking the kernel: the chunks of the calling thread's
@@ -280,7 +279,7 @@ static int trusted(const struct trust *t, uintptr_t at, size_t len)
  * are read directly, everything else through the kernel. */
 static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		struct prof_thread *th, const struct trust *tr, struct py_raw *raw, int max,
-		int *kept)
+		int *kept, uintptr_t *codes)
 {
 	int n = 0, seg = 0, rc = 0;
 	uintptr_t mark = 0;  /* Brent's loop check: a frame seen again ends the walk */
@@ -337,7 +336,8 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 			int64_t lasti = ((int64_t)instr - (int64_t)start) / 2;
 			/* a frame being set up (before its first traceable instruction) is not shown */
 			if (owner == lay->owner_generator || lasti >= first) {
-				raw[n].code = code;
+				if (codes)
+					codes[n] = code;
 				raw[n].id = th ? code_id(th, code, cb) : 0;
 				raw[n].lasti = lasti < 0 || lasti > INT32_MAX ? -1 : (int32_t)lasti;
 				raw[n].seg = seg;
@@ -403,7 +403,7 @@ static int read_chain(struct prof_thread *th, struct py_raw *raw, int max)
 	struct trust tr;
 	uintptr_t f = current_frame(th, &tr);
 	if (f)
-		walk(L, f, code_type, th, &tr, raw, max, &kept);
+		walk(L, f, code_type, th, &tr, raw, max, &kept, NULL);
 	errno = saved;
 	return kept;
 }
@@ -431,22 +431,28 @@ int prof_py_splice(struct prof_thread *th, void **frames, int n, int cap, uint64
 	*chain = chain_hash(raw, nr);
 	if (cap > PROF_MAX_STACK_DEPTH)
 		cap = PROF_MAX_STACK_DEPTH;
-	void *out[cap];
-	int k = 0, r = 0, seg = 0;
-	for (int i = 0; i < n && k < cap; i++) {
-		if (in_eval(frames[i])) {
-			for (; r < nr && raw[r].seg == seg && k < cap; r++)
-				out[k++] = (void *)(uintptr_t)PROF_PY_FRAME(raw[r].id, (uint32_t)raw[r].lasti);
-			while (r < nr && raw[r].seg == seg)
-				r++;
-			seg++;
-			if (k == cap)
-				break;
-		}
-		out[k++] = frames[i];
+	/* In place, from the outermost frame back: native frame i moves up by the Python frames
+	 * of the loop frames at or inside it, each run of them just inside its loop frame. What
+	 * lands at cap or beyond (the outermost) is left out. */
+	int total = n, r = nr;
+	for (int k = 0; k < nr; k++)
+		total += raw[k].seg < evals;
+	while (r > 0 && raw[r - 1].seg >= evals)
+		r--;  /* runs of the loop beyond the native stack (cut at PROF_STACK_DEPTH) */
+	int j = total - 1, e = evals;
+	for (int i = n - 1; i >= 0; i--) {
+		int loop = in_eval(frames[i]);
+		if (j < cap)
+			frames[j] = frames[i];
+		j--;
+		if (!loop)
+			continue;
+		for (e--; r > 0 && raw[r - 1].seg == e; r--, j--)
+			if (j < cap)
+				frames[j] = (void *)(uintptr_t)PROF_PY_FRAME(raw[r - 1].id,
+									   (uint32_t)raw[r - 1].lasti);
 	}
-	memcpy(frames, out, (size_t)k * sizeof(out[0]));
-	return k;
+	return total < cap ? total : cap;
 }
 
 int prof_py_walk_from(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
@@ -456,9 +462,8 @@ int prof_py_walk_from(const struct py_layout *lay, uintptr_t frame, uintptr_t ct
 	if (max > WALK_MAX)
 		max = WALK_MAX;
 	self_pid = getpid();
-	int kept, rc = walk(lay, frame, ctype, NULL, NULL, raw, max, &kept);
+	int kept, rc = walk(lay, frame, ctype, NULL, NULL, raw, max, &kept, codes_out);
 	for (int i = 0; i < kept; i++) {
-		codes_out[i] = raw[i].code;
 		lastis[i] = raw[i].lasti;
 		segs[i] = raw[i].seg;
 	}
