@@ -185,7 +185,8 @@ Test(python, cpython_311_every_kind_of_frame)
 	if (access(python, X_OK) != 0)
 		cr_skip_test("%s is not installed", python);
 	int numpy = has_numpy(python);
-	const char *args[] = { "cpu", "1.2", "threads", "gen", "exc", "sub", numpy ? "numpy" : NULL, NULL };
+	const char *args[] = { "cpu", "1.2", "threads", "gen", "exc", "sub", "locks", "io",
+			       numpy ? "numpy" : NULL, NULL };
 	const char *dir;
 	char *err;
 	json_t *doc = run(python, args, fast, &dir, &err);
@@ -204,6 +205,22 @@ Test(python, cpython_311_every_kind_of_frame)
 	/* unfolded, the interpreter's loop is in its place below the Python frames */
 	text = folded(dir, "cpu", "none");
 	cr_expect_gt(weight_of(text, "_PyEval_EvalFrameDefault;<module>;main;hot_a"), 0);
+	free(text);
+	/* lock waits and I/O calls, under the Python functions that made them */
+	size_t i;
+	json_t *lock;
+	int waits = 0;
+	json_array_foreach(json_object_get(proc, "locks"), i, lock) {
+		int at = py_frame(json_object_get(lock, "stack"), "locked_work");
+		if (at >= 0 && e2e_int(lock, "contended") > 0) {
+			waits++;
+			json_t *f = json_array_get(json_object_get(lock, "stack"), (size_t)at);
+			cr_expect_eq(e2e_int(f, "line"), e2e_marker_line("py_work.py", "LOCK-LINE"));
+		}
+	}
+	cr_expect_gt(waits, 0, "a contended lock waited for under locked_work");
+	text = folded(dir, "io", "python");
+	cr_expect_gt(weight_of(text, "main;write_file"), 0, "I/O under write_file: %s", text);
 	free(text);
 	/* the subprocess (python3 py_work.py child) has its Python frames too */
 	json_t *child = process_with_arg(doc, "child");

@@ -1,7 +1,8 @@
 # A Python program with known behaviour for tests/e2e/test_python.c, run under libprof by
 # CPython 3.11-3.13: CPU time shared 50/30/20 among hot_a, hot_b and hot_c, allocations in
 # known functions, threads, a generator, exceptions, numpy (where it is installed) and a
-# subprocess. Usage: py_work.py [cpu SECONDS] [alloc] [threads] [gen] [exc] [numpy] [sub]
+# subprocess, lock waits and file I/O.
+# Usage: py_work.py [cpu SECONDS] [alloc] [threads] [gen] [exc] [numpy] [sub] [locks] [io]
 import sys
 import time
 
@@ -84,6 +85,33 @@ def numpy_alloc():
     return float(a.sum())
 
 
+def locked_work(lock):
+    for _ in range(10):
+        with lock:  # LOCK-LINE
+            time.sleep(0.004)
+
+
+def contend():
+    import threading
+    lock = threading.Lock()
+    ts = [threading.Thread(target=locked_work, args=(lock,)) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def write_file():
+    import os
+    import tempfile
+    fd, path = tempfile.mkstemp()
+    with os.fdopen(fd, "wb") as f:
+        for _ in range(20):
+            f.write(b"x" * 4096)
+            f.flush()  # WRITE-LINE
+    os.unlink(path)
+
+
 def child_work():
     spin(0.15)
 
@@ -117,6 +145,10 @@ def main(args):
             numpy_alloc()
         elif a == "sub":
             subprocess_run()
+        elif a == "locks":
+            contend()
+        elif a == "io":
+            write_file()
         elif a == "child":
             child_work()
         i += 1
