@@ -273,6 +273,23 @@ static int trusted(const struct trust *t, uintptr_t at, size_t len)
 	return 0;
 }
 
+/* A generator's (or coroutine's) frame lives in the generator object, outside the data stack.
+ * While it runs, whoever resumed it holds the object: a Python frame's stack (a for loop's
+ * iterator, a call's argument), which lies in the data stack. So a frame whose generator's
+ * address is a word of the live data stack is in a live object, mapped. A bounded scan of the
+ * newest words (*budget of them per walk); not found: the kernel reads it. */
+static int gen_trusted(const struct py_layout *lay, const struct trust *t, uintptr_t frame,
+		       int *budget)
+{
+	uintptr_t gen = frame - lay->gen_iframe;
+	for (int i = 0; t && i < t->n && *budget > 0; i++)
+		for (uintptr_t p = (t->hi[i] - 8) & ~(uintptr_t)7; p >= t->lo[i] && *budget > 0;
+		     p -= 8, (*budget)--)
+			if (*(const uintptr_t *)p == gen)
+				return 1;
+	return 0;
+}
+
 /* Follows the chain from frame; fills raw[0..max) and returns the count, or -1 (with what was
  * read kept in *kept) when the chain loops or leaves readable memory. With th, each code
  * object is interned (written once) on the way. Frames inside tr (and their code objects)
@@ -284,6 +301,7 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 	int n = 0, seg = 0, rc = 0;
 	uintptr_t mark = 0;  /* Brent's loop check: a frame seen again ends the walk */
 	unsigned power = 1, lam = 0;
+	int budget = 4096;
 	for (int steps = 0; frame && n < max; steps++) {
 		if (steps == CHAIN_MAX || (frame & 7) || frame == mark) {
 			rc = -1;
@@ -295,7 +313,8 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 			lam = 0;
 		}
 		unsigned char fb[FRAME_BYTES], cb[CODE_BYTES];
-		int direct = trusted(tr, frame, sizeof(fb)), have_code = 0;
+		int direct = trusted(tr, frame, sizeof(fb)) || gen_trusted(lay, tr, frame, &budget);
+		int have_code = 0;
 		/* a frame read through the kernel (a generator's, say) is read with the code
 		 * object it ran the last time it was seen, in one call */
 		uintptr_t *guess = &code_guess[(frame >> 4) & (GUESSES - 1)][0];

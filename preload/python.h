@@ -24,6 +24,7 @@ struct py_layout {
 	int owner_cstack;          /* 3.12+: the loop's entry frame, on the C stack; else -1 */
 	int owner_generator;
 	int instr_is_prev;         /* fr_instr is prev_instr (3.11, 3.12), not instr_ptr (3.13) */
+	unsigned gen_iframe;       /* a generator's (coroutine's) frame inside its object */
 	/* PyCodeObject */
 	unsigned co_name, co_qualname, co_filename, co_linetable, co_firstlineno;
 	unsigned co_firsttraceable, co_code_adaptive;
