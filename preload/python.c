@@ -226,9 +226,11 @@ static uint32_t code_id(struct prof_thread *th, uintptr_t addr, const unsigned c
 
 /* ---- the frame chain --------------------------------------------------------------------- */
 
-/* Per thread: the code object each frame read through the kernel ran, by frame address. */
-#define GUESSES 16
-static __thread uintptr_t code_guess[GUESSES][2];
+/* The code object each frame read through the kernel ran, by frame address: shared by the
+ * threads (no TLS: a thread's static TLS comes out of its stack, which may be 16 KiB) and only
+ * a guess, checked against the frame read with it. */
+#define GUESSES 64
+static _Atomic uintptr_t code_guess[GUESSES][2];
 
 struct py_raw {           /* 12 bytes: a CPU sample's handler has little stack */
 	uint32_t id;          /* the code object's PY_CODE id (0 when not interned: tests) */
@@ -317,12 +319,14 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		int have_code = 0;
 		/* a frame read through the kernel (a generator's, say) is read with the code
 		 * object it ran the last time it was seen, in one call */
-		uintptr_t *guess = &code_guess[(frame >> 4) & (GUESSES - 1)][0];
+		_Atomic uintptr_t *guess = code_guess[(frame >> 4) & (GUESSES - 1)];
+		uintptr_t guessed = 0;
 		if (direct) {
 			memcpy(fb, (const void *)frame, sizeof(fb));
 		} else {
-			int got = peek2(fb, frame, sizeof(fb), cb, guess[0] == frame ? guess[1] : 0,
-					sizeof(cb));
+			if (atomic_load_explicit(&guess[0], memory_order_relaxed) == frame)
+				guessed = atomic_load_explicit(&guess[1], memory_order_relaxed);
+			int got = peek2(fb, frame, sizeof(fb), cb, guessed, sizeof(cb));
 			if (got < 0) {
 				rc = -1;
 				break;
@@ -339,15 +343,15 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		int entry = lay->fr_is_entry >= 0 && fb[lay->fr_is_entry];
 		uintptr_t code = word_at(fb, lay->fr_code), instr = word_at(fb, lay->fr_instr);
 		int got_code;
-		if (have_code && guess[1] == code)
+		if (have_code && guessed == code)
 			got_code = 1;
 		else if (direct && code > 4096 && !(code & 7))
 			got_code = (memcpy(cb, (const void *)code, sizeof(cb)), 1);
 		else
 			got_code = peek(cb, code, sizeof(cb)) == 0;
-		if (!direct && got_code) {
-			guess[0] = frame;
-			guess[1] = code;
+		if (!direct && got_code && guessed != code) {
+			atomic_store_explicit(&guess[0], frame, memory_order_relaxed);
+			atomic_store_explicit(&guess[1], code, memory_order_relaxed);
 		}
 		if (got_code && word_at(cb, 8) == ctype) {
 			uintptr_t start = code + lay->co_code_adaptive;
