@@ -346,7 +346,9 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		if (have_code && guessed == code)
 			got_code = 1;
 		else if (direct && code > 4096 && !(code & 7))
-			got_code = (memcpy(cb, (const void *)code, sizeof(cb)), 1);
+			/* the object's head first: only a code object is as long as cb */
+			got_code = *(const uintptr_t *)(code + 8) == ctype ?
+				(memcpy(cb, (const void *)code, sizeof(cb)), 1) : (memset(cb, 0, 16), 1);
 		else
 			got_code = peek(cb, code, sizeof(cb)) == 0;
 		if (!direct && got_code && guessed != code) {
