@@ -248,7 +248,24 @@ struct py_raw {           /* 12 bytes: a CPU sample's handler has little stack *
 struct trust {
 	int n;
 	uintptr_t lo[TRUST_MAX], hi[TRUST_MAX];
+	uintptr_t c_lo, c_hi;  /* the thread's C stack in use: 3.12+ entry frames live there */
 };
+
+static void *const *main_stack_end;  /* &__libc_stack_end: the main thread's stack top */
+
+/* The part of the calling thread's stack in use, from here up: every byte of it is mapped.
+ * glibc puts a thread's descriptor (pthread_self()) at the top of its stack; the main
+ * thread's stack ends at __libc_stack_end. */
+static void trust_c_stack(struct prof_thread *th, struct trust *t)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0), top = 0;
+	if (th->tid && th->tid == (uint32_t)self_pid)
+		top = main_stack_end ? (uintptr_t)*main_stack_end : 0;
+	else if (th->tid)
+		top = (uintptr_t)pthread_self();
+	t->c_lo = here;
+	t->c_hi = top > here && top - here < (1u << 30) ? top : here;
+}
 
 static void trust_data_stack(const struct py_layout *lay, uintptr_t ts, struct trust *t)
 {
@@ -272,7 +289,7 @@ static int trusted(const struct trust *t, uintptr_t at, size_t len)
 	for (int i = 0; t && i < t->n; i++)
 		if (at >= t->lo[i] && at < t->hi[i] && len <= t->hi[i] - at)
 			return 1;
-	return 0;
+	return t && at >= t->c_lo && at < t->c_hi && len <= t->c_hi - at;
 }
 
 /* A generator's (or coroutine's) frame lives in the generator object, outside the data stack.
@@ -386,9 +403,11 @@ static uintptr_t current_frame(struct prof_thread *th, struct trust *tr)
 {
 	uintptr_t ts = (uintptr_t)this_thread_state(), p;
 	tr->n = 0;
+	tr->c_lo = tr->c_hi = 0;
 	if (!ts)
 		return 0;
 	if (th && th->in_signal == 0) {
+		trust_c_stack(th, tr);
 		/* the thread's own state, alive while it runs, and its cframe, a local variable of
 		 * a function it is in */
 		trust_data_stack(L, ts, tr);
@@ -548,6 +567,7 @@ static void detect(void)
 		note(": a debug or free-threaded build; stacks show native frames only", v);
 		return;
 	}
+	main_stack_end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
 	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
 	void *ctype = dlsym(RTLD_DEFAULT, "PyCode_Type");
 	void *get_ts = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
