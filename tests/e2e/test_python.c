@@ -276,7 +276,7 @@ Test(python, python_malloc_covers_small_objects)
 	json_decref(doc);
 }
 
-/* 3.12 and 3.13: CPU shares, a generator and JSON frames; the stack cache checked against
+/* pyenv's 3.11, 3.12 and 3.13: CPU shares, a generator and JSON frames; the stack cache checked against
  * full unwinds all along (PROF_STACK_CACHE=check says where a hit was wrong). */
 static void newer(const char *version)
 {
@@ -303,6 +303,12 @@ static void newer(const char *version)
 	cr_expect_null(strstr(err ? err : "", "stack cache: call site"), "%s: %s", version, err);
 	free(err);
 	json_decref(doc);
+}
+
+/* pyenv's 3.11 links libpython3.11.so (Debian's is one static executable) */
+Test(python, cpython_311_shared_libpython)
+{
+	newer("3.11.");
 }
 
 Test(python, cpython_312)
