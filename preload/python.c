@@ -452,6 +452,35 @@ static int read_chain(struct prof_thread *th, struct py_raw *raw, int max)
 	return kept;
 }
 
+/* Puts each run of the loop's Python frames (raw, by seg) just inside the loop frame it belongs
+ * to (the innermost loop frame gets seg 0): in place, from the outermost frame back; native
+ * frame i moves up by the Python frames of the loop frames at or inside it. What lands at
+ * cap or beyond (the outermost) is left out. Returns the new count. */
+static int merge(void **frames, int n, int cap, const struct py_raw *raw, int nr, int evals)
+{
+	if (cap > PROF_MAX_STACK_DEPTH)
+		cap = PROF_MAX_STACK_DEPTH;
+	int total = n, r = nr;
+	for (int k = 0; k < nr; k++)
+		total += raw[k].seg < evals;
+	while (r > 0 && raw[r - 1].seg >= evals)
+		r--;  /* runs of the loop beyond the native stack (cut at PROF_STACK_DEPTH) */
+	int j = total - 1, e = evals;
+	for (int i = n - 1; i >= 0; i--) {
+		int loop = in_eval(frames[i]);
+		if (j < cap)
+			frames[j] = frames[i];
+		j--;
+		if (!loop)
+			continue;
+		for (e--; r > 0 && raw[r - 1].seg == e; r--, j--)
+			if (j < cap)
+				frames[j] = (void *)(uintptr_t)PROF_PY_FRAME(raw[r - 1].id,
+									   (uint32_t)raw[r - 1].lasti);
+	}
+	return total < cap ? total : cap;
+}
+
 uint64_t prof_py_chain_now(struct prof_thread *th)
 {
 	if (!prof_py_on)
@@ -473,30 +502,25 @@ int prof_py_splice(struct prof_thread *th, void **frames, int n, int cap, uint64
 	struct py_raw raw[WALK_MAX];
 	int nr = read_chain(th, raw, WALK_MAX);
 	*chain = chain_hash(raw, nr);
-	if (cap > PROF_MAX_STACK_DEPTH)
-		cap = PROF_MAX_STACK_DEPTH;
-	/* In place, from the outermost frame back: native frame i moves up by the Python frames
-	 * of the loop frames at or inside it, each run of them just inside its loop frame. What
-	 * lands at cap or beyond (the outermost) is left out. */
-	int total = n, r = nr;
-	for (int k = 0; k < nr; k++)
-		total += raw[k].seg < evals;
-	while (r > 0 && raw[r - 1].seg >= evals)
-		r--;  /* runs of the loop beyond the native stack (cut at PROF_STACK_DEPTH) */
-	int j = total - 1, e = evals;
-	for (int i = n - 1; i >= 0; i--) {
-		int loop = in_eval(frames[i]);
-		if (j < cap)
-			frames[j] = frames[i];
-		j--;
-		if (!loop)
-			continue;
-		for (e--; r > 0 && raw[r - 1].seg == e; r--, j--)
-			if (j < cap)
-				frames[j] = (void *)(uintptr_t)PROF_PY_FRAME(raw[r - 1].id,
-									   (uint32_t)raw[r - 1].lasti);
-	}
-	return total < cap ? total : cap;
+	return merge(frames, n, cap, raw, nr, evals);
+}
+
+int prof_py_merge_for_test(void **frames, int n, int cap, uintptr_t loop_lo, uintptr_t loop_hi,
+			   const uint32_t *ids, const int32_t *segs, int nr)
+{
+	struct py_raw raw[WALK_MAX];
+	uintptr_t lo = eval_lo, hi = eval_hi;
+	eval_lo = loop_lo;
+	eval_hi = loop_hi;
+	int evals = 0;
+	for (int i = 0; i < n; i++)
+		evals += in_eval(frames[i]);
+	for (int i = 0; i < nr && i < WALK_MAX; i++)
+		raw[i] = (struct py_raw){ ids[i], (int32_t)i, segs[i] };
+	n = merge(frames, n, cap, raw, nr < WALK_MAX ? nr : WALK_MAX, evals);
+	eval_lo = lo;
+	eval_hi = hi;
+	return n;
 }
 
 int prof_py_walk_from(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,

@@ -57,4 +57,9 @@ uint64_t prof_py_chain_now(struct prof_thread *th);
 int prof_py_walk_from(const struct py_layout *L, uintptr_t frame, uintptr_t code_type,
 		      uintptr_t *codes, int32_t *lastis, int *segs, int max);
 
+/* For tests: merge() with loop frames in [loop_lo, loop_hi) and Python frames ids[i] (their
+ * instruction: i) of runs segs[i]. */
+int prof_py_merge_for_test(void **frames, int n, int cap, uintptr_t loop_lo, uintptr_t loop_hi,
+			   const uint32_t *ids, const int32_t *segs, int nr);
+
 #endif

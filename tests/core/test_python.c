@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "prof_format.h"
 #include "python.h"
 
 TestSuite(python_walk, .timeout = 30);
@@ -140,4 +141,52 @@ Test(python_walk, unmapped_or_garbage_ends_the_walk)
 	check_unmapped(&prof_py_layout_311);
 	check_unmapped(&prof_py_layout_312);
 	check_unmapped(&prof_py_layout_313);
+}
+
+/* ---- splicing: each run of Python frames just inside its loop frame ---------------------- */
+
+#define LOOP 0x1000u  /* loop frames are addresses in [LOOP, LOOP + 0x100) */
+#define PY(id, i) ((void *)(uintptr_t)PROF_PY_FRAME(id, i))
+
+static void expect_frames(void **got, int n, void *const *want, int wn)
+{
+	cr_assert_eq(n, wn, "%d frames, expected %d", n, wn);
+	for (int i = 0; i < n; i++)
+		cr_expect_eq(got[i], want[i], "frame %d: %p, expected %p", i, got[i], want[i]);
+}
+
+Test(python_walk, runs_go_inside_their_loop_frames)
+{
+	/* native, innermost first: a, loop1, b, loop2, main; Python: 7, 8 (run 0), 9 (run 1) */
+	void *frames[16] = { (void *)0x10, (void *)0x1010, (void *)0x20, (void *)0x1020, (void *)0x30 };
+	const uint32_t ids[] = { 7, 8, 9 };
+	const int32_t segs[] = { 0, 0, 1 };
+	int n = prof_py_merge_for_test(frames, 5, 16, LOOP, LOOP + 0x100, ids, segs, 3);
+	void *const want[] = { (void *)0x10, PY(7, 0), PY(8, 1), (void *)0x1010, (void *)0x20,
+			       PY(9, 2), (void *)0x1020, (void *)0x30 };
+	expect_frames(frames, n, want, 8);
+}
+
+Test(python_walk, empty_runs_extra_runs_and_the_cap)
+{
+	/* run 0 is empty (a frame being set up), run 2 has no loop frame (the native stack was
+	 * cut): it is left out */
+	void *frames[16] = { (void *)0x1010, (void *)0x20, (void *)0x1020, (void *)0x30 };
+	const uint32_t ids[] = { 5, 6 };
+	const int32_t segs[] = { 1, 2 };
+	int n = prof_py_merge_for_test(frames, 4, 16, LOOP, LOOP + 0x100, ids, segs, 2);
+	void *const want[] = { (void *)0x1010, (void *)0x20, PY(5, 0), (void *)0x1020, (void *)0x30 };
+	expect_frames(frames, n, want, 5);
+	/* room for 4: the outermost frame goes */
+	void *small[4] = { (void *)0x10, (void *)0x1010, (void *)0x20, (void *)0x30 };
+	const uint32_t ids2[] = { 1, 2 };
+	const int32_t segs2[] = { 0, 0 };
+	n = prof_py_merge_for_test(small, 4, 4, LOOP, LOOP + 0x100, ids2, segs2, 2);
+	void *const want2[] = { (void *)0x10, PY(1, 0), PY(2, 1), (void *)0x1010 };
+	expect_frames(small, n, want2, 4);
+	/* no loop frame: nothing changes */
+	void *plain[4] = { (void *)0x10, (void *)0x20 };
+	n = prof_py_merge_for_test(plain, 2, 4, LOOP, LOOP + 0x100, ids2, segs2, 2);
+	void *const want3[] = { (void *)0x10, (void *)0x20 };
+	expect_frames(plain, n, want3, 2);
 }
