@@ -15,7 +15,8 @@ ANALYZER_SRC := $(wildcard analyzer/*.c)
 ANALYZER_LIB_SRC := $(filter-out analyzer/main.c,$(ANALYZER_SRC))
 UNIT_SRC     := $(wildcard tests/unit/*.c)
 E2E_SRC      := $(wildcard tests/e2e/*.c)
-CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c preload/clock.c
+CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c preload/clock.c \
+		preload/python.c $(wildcard preload/python_3*.c)
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
 PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
 		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/libdeep.so
@@ -223,6 +224,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/overhead.sh
 	bench/many.sh
 	BUILD=$(BUILD) bench/tracesize.sh
+	bench/python.sh
 	BUILD=$(BUILD) bench/analyzer
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and

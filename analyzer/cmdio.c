@@ -178,8 +178,10 @@ int cmd_parse(const struct cmd_spec *spec, int argc, char **argv, struct cmd_opt
 		case 'h':
 			fputs(spec->usage, stdout);
 			fputs("  --fold LIST  innermost frames to hide: std:: (C++ library), libc, alloc\n"
-			      "               (allocator wrappers), or name prefixes; none (default\n"
-			      "               std::,libc,alloc)\n"
+			      "               (allocator wrappers), or name prefixes; python: the\n"
+			      "               interpreter's frames (_PyEval_*, PyObject_Call*) anywhere in\n"
+			      "               stacks with Python frames; none (default\n"
+			      "               std::,libc,alloc,python)\n"
 			      "  --pid PID    only the process PID\n"
 			      "  --exe NAME   only processes running NAME (its file name or path)\n"
 			      "  --color=WHEN color in text: auto (on a terminal), always, never\n", stdout);

@@ -131,7 +131,11 @@ static void dump_fields(const struct prof_rec *r)
 		const struct prof_rec_stack *s = (const void *)r;
 		printf(" id=%u depth=%u", s->id, s->depth);
 		for (uint32_t i = 0; i < s->depth; i++)
-			printf(" 0x%" PRIx64, s->frames[i]);
+			if (prof_py_frame_is(s->frames[i]))  /* a Python frame: code id, instruction */
+				printf(" py:%u@%u", prof_py_frame_code(s->frames[i]),
+				       prof_py_frame_lasti(s->frames[i]));
+			else
+				printf(" 0x%" PRIx64, s->frames[i]);
 		break;
 	}
 	case PROF_REC_THREAD_START: {
@@ -167,6 +171,20 @@ static void dump_fields(const struct prof_rec *r)
 	case PROF_REC_FORK:
 		printf(" child_pid=%u", ((const struct prof_rec_fork *)r)->child_pid);
 		break;
+	case PROF_REC_PY_CODE: {
+		const struct prof_rec_py_code *c = (const void *)r;
+		size_t room = r->size - sizeof(*c), nl = c->name_len < room ? c->name_len : room;
+		size_t ql = c->qualname_len < room - nl ? c->qualname_len : room - nl;
+		size_t fl = c->file_len < room - nl - ql ? c->file_len : room - nl - ql;
+		printf(" id=%u firstlineno=%d name=", c->id, c->firstlineno);
+		fmt_quoted(stdout, c->data, nl);
+		printf(" qualname=");
+		fmt_quoted(stdout, c->data + nl, ql);
+		printf(" file=");
+		fmt_quoted(stdout, c->data + nl + ql, fl);
+		printf(" linetable=%u bytes", c->linetable_len);
+		return;
+	}
 	default: {
 		const struct family *f = prof_rec_known(r->type) ? family_of_type(r->type) : NULL;
 		if (!f || !f->dump) {

@@ -82,8 +82,11 @@ static int add_sample(void *arg, struct process *p, const struct sym_frame *fram
 		names[d++] = "[truncated]";
 	for (int i = n; i-- > 0;) {  /* flame graphs want the root first */
 		char buf[256], shorter[256];
-		if (!(names[d++] = keep(ss, shorten_templates(frame_label(&frames[i], buf, sizeof(buf)),
-							      shorter, sizeof(shorter))))) {
+		const char *label = frame_label(&frames[i], buf, sizeof(buf));
+		/* a Python name's "<locals>" or "<module>" is no template argument */
+		if (!frames[i].python)
+			label = shorten_templates(label, shorter, sizeof(shorter));
+		if (!(names[d++] = keep(ss, label))) {
 			free(names);
 			return -1;
 		}

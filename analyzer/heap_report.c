@@ -183,8 +183,9 @@ static void print_first_frame(FILE *out, struct process *p, uint32_t stack)
 	struct sym_frame f;
 	char buf[256], shorter[256];
 	if (stack_shown(p, stack, &f, 1, NULL, NULL) == 1) {
-		fprintf(out, "       at %s", shorten_templates(frame_label(&f, buf, sizeof(buf)), shorter,
-							     sizeof(shorter)));
+		const char *label = frame_label(&f, buf, sizeof(buf));
+		fprintf(out, "       at %s", f.python ? label : shorten_templates(label, shorter,
+										      sizeof(shorter)));
 		if (f.file)
 			fprintf(out, " (%s:%d)", f.file, f.line);
 		fprintf(out, ", stack above\n");

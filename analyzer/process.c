@@ -1,6 +1,7 @@
 /* Builds a struct process from a trace in one streaming pass: each record goes to the part of
  * the model it belongs to; memory grows with threads, modules, stacks and live blocks only. */
 #include "process.h"
+#include "python.h"
 #include "commands.h"
 #include "family.h"
 #include "grow.h"
@@ -279,6 +280,8 @@ static int on_record(struct process *p, const struct trace_event *ev)
 		p->exit_kind = EXIT_EXEC;
 		return p->exec_path ? 0 : -1;
 	}
+	case PROF_REC_PY_CODE:
+		return python_on_code(p, (const void *)h);
 	case PROF_REC_FORK:
 		if (GROW(p->children, p->nchildren, p->children_cap) < 0)
 			return -1;
@@ -470,6 +473,7 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 
 void process_free(struct process *p)
 {
+	python_free(p);
 	free(p->path);
 	free(p->exe);
 	free(p->host);

@@ -76,6 +76,7 @@ struct process {
 	void *family_state[FAMILY_MAX];  /* each event family's analysis, as families[] */
 	struct symbolizer *sym;     /* made by the first stack, or on first use */
 	size_t sym_modules;         /* modules[0..sym_modules) are declared to sym */
+	struct py_codes *python;    /* Python code objects (PY_CODE), python.c; NULL if none */
 };
 
 /* A time window for the loads that follow: family records outside [from_ns, to_ns] (since

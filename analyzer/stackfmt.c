@@ -2,6 +2,7 @@
  * shared by every command. */
 #include "stackfmt.h"
 #include "process.h"
+#include "python.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -39,6 +40,10 @@ int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out,
 		return 0;
 	int n = 0;
 	for (uint32_t i = 0; i < s->depth && n < max; i++) {
+		if (prof_py_frame_is(s->frames[i])) {  /* an interpreted frame, spliced in */
+			python_frame(p, s->frames[i], &out[n++]);
+			continue;
+		}
 		/* a return address looks up the call before it; an exact leaf PC (a CPU
 		 * sample's) is looked up as it is */
 		int got = sym_lookup(sym, s->modules[i], s->frames[i], i > 0 || !s->leaf_exact,
@@ -126,6 +131,18 @@ static int item_folds(const char *item, const struct sym_frame *f)
 	return starts(fn, item) || starts(mod, item);
 }
 
+/* "python": the interpreter's own frames, anywhere in a stack that has Python frames. On by
+ * default; --fold without it shows them. */
+static int fold_python(void)
+{
+	if (fold_n < 0)
+		return 1;
+	for (int i = 0; i < fold_n; i++)
+		if (!strcmp(fold_items[i], "python"))
+			return 1;
+	return 0;
+}
+
 static int frame_folds(const struct sym_frame *f)
 {
 	static const char *const defaults[] = { "std::", "libc", "alloc" };
@@ -146,14 +163,28 @@ int stack_shown(struct process *p, uint32_t stack_id, struct sym_frame *out, int
 {
 	struct sym_frame all[PROF_MAX_STACK_DEPTH * 2];
 	int n = stack_symbolize(p, stack_id, all, PROF_MAX_STACK_DEPTH * 2);
+	int has_python = 0;
+	for (int i = 0; i < n && !has_python; i++)
+		has_python = all[i].python;
+	if (has_python && fold_python()) {
+		int k = 0;
+		for (int i = 0; i < n; i++)
+			if (!python_interp_frame(&all[i]))
+				all[k++] = all[i];
+		n = k;
+	}
 	int skip = 0;
 	while (skip < n && frame_folds(&all[skip]))
 		skip++;
 	if (skip == n)  /* nothing of the program's own: show it all */
 		skip = 0;
 	const struct stack_info *s = process_stack(p, stack_id);
-	if (truncated)
-		*truncated = s && p->hdr.stack_depth && s->depth >= p->hdr.stack_depth;
+	if (truncated) {
+		uint32_t native = 0;  /* Python frames come on top of PROF_STACK_DEPTH */
+		for (uint32_t i = 0; s && i < s->depth; i++)
+			native += !prof_py_frame_is(s->frames[i]);
+		*truncated = s && p->hdr.stack_depth && native >= p->hdr.stack_depth;
+	}
 	if (folded)
 		*folded = skip;
 	int k = 0;
@@ -243,8 +274,12 @@ void stack_print(FILE *out, struct process *p, uint32_t stack_id, int max_frames
 	for (int i = 0; i < n && i < max_frames; i++) {
 		char buf[256], shorter[256];
 		const struct sym_frame *f = &frames[i];
-		fprintf(out, "%s%s 0x%" PRIx64 ": %s", indent, i == 0 ? "at" : "by", f->address,
-			shorten_templates(frame_label(f, buf, sizeof(buf)), shorter, sizeof(shorter)));
+		if (f->python)
+			fprintf(out, "%s%s [python]: %s", indent, i == 0 ? "at" : "by",
+				f->function ? f->function : "?");
+		else
+			fprintf(out, "%s%s 0x%" PRIx64 ": %s", indent, i == 0 ? "at" : "by", f->address,
+				shorten_templates(frame_label(f, buf, sizeof(buf)), shorter, sizeof(shorter)));
 		if (f->file)
 			fprintf(out, " (%s:%d)", f->file, f->line);
 		else if (f->function)
@@ -296,6 +331,8 @@ json_t *stack_json(struct process *p, uint32_t stack_id)
 				      "module", jstr(f->module), "address", addr);
 		if (f->inlined)
 			json_object_set_new(o, "inlined", json_true());
+		if (f->python)
+			json_object_set_new(o, "kind", json_string("python"));
 		json_array_append_new(arr, o);
 	}
 	return arr;

@@ -17,6 +17,7 @@ struct sym_frame {
 	uint64_t address;      /* the address asked for */
 	uint64_t offset;       /* address relative to the module (file address), for module+0x.. */
 	int inlined;           /* 1 if this frame was inlined into the next one */
+	int python;            /* 1 for an interpreted Python frame (analyzer/python.c) */
 };
 
 struct symbolizer *sym_new(void);

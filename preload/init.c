@@ -1,5 +1,6 @@
 /* libprof's lifecycle: configuration, start-up, threads, fork, exec, exit and fatal signals. */
 #include "prof.h"
+#include "python.h"
 #include "locks.h"
 
 #include <dlfcn.h>
@@ -407,6 +408,7 @@ static int start_recording(uint32_t ppid, int argc, char **argv)
 	prof_stacks_reset();
 	register_thread(th);
 	prof_modules_init();
+	prof_py_start();
 	th->in_hook--;
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* Call stacks: unwound with libunwind and interned in a lock-free table, so each distinct
  * stack is written once (a STACK record) and events carry only its id. */
 #include "prof.h"
+#include "python.h"
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -68,7 +69,8 @@ static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
 	 * before anyone can symbolize it. Not from a signal handler: the rescan takes a lock. */
 	if (th->in_signal == 0)
 		for (int i = 0; i < n; i++)
-			if (!prof_addr_known((uintptr_t)frames[i])) {
+			if (!prof_py_frame_is((uintptr_t)frames[i]) &&
+			    !prof_addr_known((uintptr_t)frames[i])) {
 				prof_modules_rescan();
 				break;
 			}
@@ -131,6 +133,7 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 struct cached_stack {
 	uintptr_t site, sp, bp;  /* key: call site, sp0; bp compared only if need_bp */
 	uint64_t hash;           /* of the frames: the thread's prediction (prof_stack_last_at) */
+	uint64_t pychain;        /* Python frames spliced in (prof_py_splice()), 0 if none */
 	uint32_t id, gen;        /* interned stack; prof_stacks_reset() generation it belongs to */
 	uint32_t n, need_bp;     /* words to check */
 	uint32_t next, pad;      /* 1 + offset of the next entry of the chain, 0 = none */
@@ -486,7 +489,13 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	if (!prof_cfg.stack_cache || !call_site || !hook_frame(call_site, &sp0, &bp0) ||
 	    (th->stack_lo && sp0 < th->stack_lo + CACHE_STACK_NEEDED))
 		return prof_stack_at_uncached(th, call_site, guess);
-	if ((e = cache_find(th, call_site, sp0, bp0))) {
+	/* The Python frames live outside the stack: a hit that went through the interpreter's
+	 * loop holds only with the same ones. Else the native part is known to unwind well:
+	 * the fast unwind, not a second recording of it (which would hide this entry). */
+	if ((e = cache_find(th, call_site, sp0, bp0)) && e->pychain &&
+	    e->pychain != prof_py_chain_now(th))
+		return prof_stack_at_uncached(th, call_site, guess);
+	if (e) {
 		*guess = e->hash;
 		if (prof_cfg.stack_cache == 1)
 			return e->id;
@@ -523,10 +532,13 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
 	if (n <= 0)
 		return 0;
+	uint64_t pychain;
+	n = prof_py_splice(th, buf, n, PROF_MAX_STACK_DEPTH, &pychain);
 	*guess = hash_frames(buf, n);
 	uint32_t id = intern(th, buf, n, *guess);
 	if (id && id != ID_FAILED && e->n) {
 		e->hash = *guess;
+		e->pychain = pychain;
 		e->id = id;
 		e->gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
 		e->sp = sp0;
@@ -559,6 +571,8 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 		n = (int)prof_cfg.stack_depth;
 	if (n <= 0)
 		return 0;
+	uint64_t pychain;
+	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16 - skip, &pychain);
 	*guess = hash_frames(frames, n);
 	return intern(th, frames, n, *guess);
 }
@@ -620,6 +634,14 @@ uint32_t prof_stack_intern(struct prof_thread *th, void *const *frames, int n)
 {
 	if (n <= 0)
 		return 0;
+	if (prof_py_on) {  /* a CPU sample in a Python process: its Python frames too */
+		int cap = n + 128 < PROF_MAX_STACK_DEPTH ? n + 128 : PROF_MAX_STACK_DEPTH;
+		void *buf[cap];
+		uint64_t pychain;
+		memcpy(buf, frames, (size_t)(n < cap ? n : cap) * sizeof(buf[0]));
+		n = prof_py_splice(th, buf, n < cap ? n : cap, cap, &pychain);
+		return intern(th, buf, n, hash_frames(buf, n));
+	}
 	return intern(th, frames, n, hash_frames(frames, n));
 }
 

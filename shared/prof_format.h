@@ -13,6 +13,7 @@
 #include "prof_fmt_db.h"
 #include "prof_fmt_http.h"
 #include "prof_fmt_mpi.h"
+#include "prof_fmt_py.h"
 
 /* Record types: X(NAME, value, payload struct). Values never change once released. Each
  * event family has its own list and range: core 1-19, threads and locks 20-39, I/O 40-59,
@@ -31,7 +32,8 @@
 	X(EXEC, 11, prof_rec_exec)                      \
 	X(FORK, 12, prof_rec_fork)                      \
 	X(LEAK_SCAN, 13, prof_rec_leak_scan)            \
-	X(LEAK_BLOCKS, 14, prof_rec_leak_blocks)
+	X(LEAK_BLOCKS, 14, prof_rec_leak_blocks)        \
+	X(PY_CODE, 19, prof_rec_py_code)
 
 /* The core range; within it, ALLOC and FREE belong to the heap family. */
 #define PROF_CORE_TYPE_FIRST 1
