@@ -69,7 +69,7 @@ extern __thread struct cuda_tls cuda_self;
 /* One intercepted API call, from cuda_call_begin() to cuda_call_end(). */
 struct cuda_call {
 	struct prof_thread *th;
-	uint64_t t0;
+	uint64_t t0, own0;  /* a timed call: prof_timed_begin() */
 	uint64_t corr;
 	uint32_t stack;
 	uint32_t name;   /* CUDA_NAME id */

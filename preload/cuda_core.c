@@ -230,6 +230,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 		return 0;
 	int saved = errno;
 	th = prof_thread_get();
+	uint64_t own = prof_own_begin(th);  /* an inner call: own work of the outer one */
 	th->in_hook++;
 	struct cuda_tls *ct = &cuda_self;
 	c->th = th;
@@ -249,16 +250,18 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	}
 	ct->depth++;
 	th->in_hook--;
+	prof_own_end(th, own);
 	errno = saved;
-	c->t0 = prof_now();
+	c->t0 = prof_timed_begin(th, &c->own0);
 	return 1;
 }
 
 void cuda_call_end(struct cuda_call *c, int result)
 {
-	uint64_t t1 = prof_now();
-	int saved = errno;
 	struct prof_thread *th = c->th;
+	uint64_t t1 = prof_timed_end(th, c->t0, c->own0);
+	int saved = errno;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_api *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -279,6 +282,7 @@ void cuda_call_end(struct cuda_call *c, int result)
 			cupti_pop_corr();
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 	if (c->outer && unlikely(!atomic_load_explicit(&cuda_timing, memory_order_relaxed)))
 		cuda_activate();
 	errno = saved;
@@ -290,6 +294,7 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 		     const unsigned grid[3], const unsigned block[3], unsigned smem, int graph)
 {
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_launch *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -307,11 +312,13 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), prof_now());
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream stream, int async)
 {
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_copy *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -324,11 +331,13 @@ void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream 
 		prof_commit(r, PROF_REC_CUDA_COPY, c->layer, sizeof(*r), prof_now());
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned kind)
 {
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_malloc *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -340,12 +349,14 @@ void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned 
 		prof_commit(r, PROF_REC_CUDA_MALLOC, c->layer, sizeof(*r), prof_now());
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* Timed before the memory is released, so a reuse of the address sorts after it. */
 void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
 {
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_free *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -356,6 +367,7 @@ void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
 		prof_commit(r, PROF_REC_CUDA_FREE, c->layer, sizeof(*r), c->t0);
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* From any thread (CUPTI's, or whichever drains event pairs). */

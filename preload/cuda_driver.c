@@ -350,9 +350,11 @@ static CUresult launch_common(struct cuda_call *c, CUresult (*call)(void *), voi
 			      CUfunction f, const unsigned grid[3], const unsigned block[3],
 			      unsigned smem, CUstream s, int pt)
 {
+	uint64_t own = prof_own_begin(c->th);  /* inside the launch's timed call */
 	c->th->in_hook++;
 	uint32_t name = function_name(f);
 	c->th->in_hook--;
+	prof_own_end(c->th, own);
 	PAIR_BEGIN(s, pt);
 	CUresult rc = call(arg);
 	pair_end(pair, c, rc, PROF_CUDA_ACT_KERNEL, 0, 0, name, grid, block);

@@ -69,6 +69,7 @@ struct cuda_pair *cuda_events_begin(CUstream stream, int per_thread)
 	if (!cuda_drv.cuEventRecord || !cuda_drv.cuEventElapsedTime)
 		return NULL;
 	struct prof_thread *th = prof_thread_get();
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct cuda_pair *p = NULL;
 	CUcontext cur = NULL;
@@ -120,6 +121,7 @@ struct cuda_pair *cuda_events_begin(CUstream stream, int per_thread)
 	p->bytes = (uint64_t)(uintptr_t)stream;  /* kept for end; replaced there */
 out:
 	th->in_hook--;
+	prof_own_end(th, own);
 	return p;
 }
 
@@ -128,6 +130,7 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 		     uint64_t bytes, uint32_t name, const unsigned grid[3], const unsigned block[3])
 {
 	struct prof_thread *th = prof_thread_get();
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	CUstream stream = (CUstream)(uintptr_t)p->bytes;
 	if (!c || cuda_drv.cuEventRecord(p->b, stream) != CUDA_SUCCESS) {
@@ -136,6 +139,7 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 		free_list = p;
 		spin_unlock();
 		th->in_hook--;
+	prof_own_end(th, own);
 		return;
 	}
 	p->corr = c->corr;
@@ -153,6 +157,7 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 	pending_tail = &p->next;
 	spin_unlock();
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* Times the pairs that completed (all of them when synced_all: after a context sync or at
@@ -162,6 +167,7 @@ void cuda_events_drain(int synced_all)
 	if (!pool_ready || atomic_flag_test_and_set(&draining))
 		return;
 	struct prof_thread *th = prof_thread_get();
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	spin_lock();
 	struct cuda_pair *list = pending;
@@ -212,6 +218,7 @@ void cuda_events_drain(int synced_all)
 		take_anchor();
 	atomic_flag_clear(&draining);
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* CUDA does not work in a fork child: forget the parent's pairs and events. */

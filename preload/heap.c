@@ -130,6 +130,8 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 		int err = errno;                                           \
 		if (p)                                                     \
 			record_alloc(th, fn_id, p, size_expr, t, CALL_SITE); \
+		if (unlikely(th->timed))  /* own time since t */           \
+			th->own_ns += prof_now() - t;                      \
 		errno = err;                                               \
 		th->in_hook--;                                             \
 		return p;                                                  \
@@ -196,6 +198,8 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	int err = errno;
 	if (rc == 0)
 		record_alloc(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, t, CALL_SITE);
+	if (unlikely(th->timed))
+		th->own_ns += prof_now() - t;
 	errno = err;
 	th->in_hook--;
 	return rc;
@@ -216,7 +220,9 @@ PROF_EXPORT void free(void *ptr)
 	uint64_t t = prof_now();
 	real.free(ptr);
 	int err = errno;
+	uint64_t own = prof_own_begin(th);
 	record_free(th, ptr, 0, t);
+	prof_own_end(th, own);
 	errno = err;
 	th->in_hook--;
 }
@@ -239,6 +245,8 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 		record_free(th, old, PROF_FREE_REALLOC, t0);
 	if (p)
 		record_alloc(th, fn, p, total, t1, call_site);
+	if (unlikely(th->timed))
+		th->own_ns += prof_now() - t1;
 	errno = err;
 	th->in_hook--;
 	return p;

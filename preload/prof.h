@@ -78,6 +78,12 @@ struct prof_thread {
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 	struct stack_cache *stack_cache;  /* stacks.c: verified stacks of this thread, mapped */
 	int stack_cache_done;  /* the thread ended: its cache is gone, none is made again */
+	/* Own time. While timed > 0 the thread is inside a call or hold whose duration we
+	 * report (an I/O call, a lock hold, a CUDA API call): hooks that run inside it add the
+	 * time of their own work (unwinding, writing records) to own_ns, and the timed call
+	 * subtracts what was added meanwhile (prof_timed_begin(), prof_timed_end()). */
+	uint32_t timed;
+	uint64_t own_ns;
 };
 extern __thread struct prof_thread prof_self;
 
@@ -86,6 +92,37 @@ static inline uint64_t prof_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Own work of a hook (pairs with prof_own_end()): timed only inside a timed call, so hooks
+ * outside one pay a test and no clock read. */
+static inline uint64_t prof_own_begin(const struct prof_thread *th)
+{
+	return unlikely(th->timed) ? prof_now() : 0;
+}
+
+static inline void prof_own_end(struct prof_thread *th, uint64_t t)
+{
+	if (unlikely(t))
+		th->own_ns += prof_now() - t;
+}
+
+/* A timed call: t0 = prof_timed_begin(th, &own0); real call; t1 = prof_timed_end(th, t0,
+ * own0). t1 - t0 is then the call's duration less libprof's own work inside it (the
+ * allocation hooks of an fprintf, the event records of a CUDA launch). */
+static inline uint64_t prof_timed_begin(struct prof_thread *th, uint64_t *own0)
+{
+	th->timed++;
+	*own0 = th->own_ns;
+	return prof_now();
+}
+
+static inline uint64_t prof_timed_end(struct prof_thread *th, uint64_t t0, uint64_t own0)
+{
+	uint64_t t1 = prof_now();
+	th->timed--;
+	uint64_t own = th->own_ns - own0;
+	return t1 - t0 > own ? t1 - own : t0;
 }
 
 extern _Atomic int prof_start_state;  /* 0 until prof_start() has begun */
