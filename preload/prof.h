@@ -27,6 +27,9 @@ struct prof_config {
 	char only[256];         /* PROF_ONLY: record only these programs (comma list of names) */
 	int debug;              /* PROF_DEBUG level */
 	uint64_t max_size;      /* largest trace file, bytes */
+	uint64_t heap_sample;   /* PROF_HEAP_SAMPLE: mean bytes between allocations with stacks,
+				 * 0 = all (heap.c); at most 1 GiB */
+	uint64_t heap_sample_seed;  /* PROF_HEAP_SAMPLE_SEED: fixed sampler seed (tests), 0 = none */
 	char output[1024];      /* PROF_OUTPUT template */
 };
 extern struct prof_config prof_cfg;
