@@ -252,6 +252,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	th->in_hook--;
 	prof_own_end(th, own);
 	errno = saved;
+	c->t1 = 0;
 	c->t0 = prof_timed_begin(th, &c->own0);
 	return 1;
 }
@@ -259,7 +260,8 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 void cuda_call_end(struct cuda_call *c, int result)
 {
 	struct prof_thread *th = c->th;
-	uint64_t t1 = prof_timed_end(th, c->t0, c->own0);
+	cuda_call_done(c);
+	uint64_t t1 = c->t1;
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
@@ -293,6 +295,7 @@ void cuda_call_end(struct cuda_call *c, int result)
 void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream stream,
 		     const unsigned grid[3], const unsigned block[3], unsigned smem, int graph)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
@@ -317,6 +320,7 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 
 void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream stream, int async)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
@@ -336,6 +340,7 @@ void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream 
 
 void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned kind)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
@@ -355,6 +360,7 @@ void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned 
 /* Timed before the memory is released, so a reuse of the address sorts after it. */
 void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;

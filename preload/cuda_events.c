@@ -69,7 +69,6 @@ struct cuda_pair *cuda_events_begin(CUstream stream, int per_thread)
 	if (!cuda_drv.cuEventRecord || !cuda_drv.cuEventElapsedTime)
 		return NULL;
 	struct prof_thread *th = prof_thread_get();
-	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct cuda_pair *p = NULL;
 	CUcontext cur = NULL;
@@ -121,7 +120,6 @@ struct cuda_pair *cuda_events_begin(CUstream stream, int per_thread)
 	p->bytes = (uint64_t)(uintptr_t)stream;  /* kept for end; replaced there */
 out:
 	th->in_hook--;
-	prof_own_end(th, own);
 	return p;
 }
 
@@ -130,7 +128,6 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 		     uint64_t bytes, uint32_t name, const unsigned grid[3], const unsigned block[3])
 {
 	struct prof_thread *th = prof_thread_get();
-	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	CUstream stream = (CUstream)(uintptr_t)p->bytes;
 	if (!c || cuda_drv.cuEventRecord(p->b, stream) != CUDA_SUCCESS) {
@@ -139,7 +136,6 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 		free_list = p;
 		spin_unlock();
 		th->in_hook--;
-	prof_own_end(th, own);
 		return;
 	}
 	p->corr = c->corr;
@@ -157,7 +153,6 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 	pending_tail = &p->next;
 	spin_unlock();
 	th->in_hook--;
-	prof_own_end(th, own);
 }
 
 /* Times the pairs that completed (all of them when synced_all: after a context sync or at

@@ -197,6 +197,10 @@ static void read_config(void)
 	if ((v = getenv("PROF_HEAP_SAMPLE")) && *v) {
 		uint64_t b = parse_size(v);
 		prof_cfg.heap_sample = b > (1ull << 30) ? 1ull << 30 : b;
+		/* The sampled mode is for production: no leak classification at exit (it reads
+		 * every record of the trace again) unless asked for. */
+		if (b && !((v = getenv("PROF_LEAK_CHECK")) && *v))
+			prof_cfg.leak_check = 0;
 	}
 	if ((v = getenv("PROF_HEAP_SAMPLE_SEED")) && *v)
 		prof_cfg.heap_sample_seed = strtoull(v, NULL, 0);

@@ -240,7 +240,7 @@ static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
 	return stack;
 }
 
-static void snapshot(struct prof_thread *th, struct lock_entry *e);
+static noinline void snapshot(struct prof_thread *th, struct lock_entry *e);
 
 /* First use of a lock: claim slot s, note the kind and where it was first used. The unwind
  * happens before the lock is taken, so it never lengthens a hold. */
@@ -315,14 +315,28 @@ static inline int hold_timed(uint64_t n)
 /* A timed hold is a timed interval of the holder (prof_timed_begin()): libprof's own work
  * inside it (the allocation hooks of the critical section) is not counted in its length.
  * Pairs with hold_end(). */
-static inline void hold_begin(struct prof_thread *th, struct lock_entry *e)
+static noinline void hold_begin(struct prof_thread *th, struct lock_entry *e)
 {
 	e->hold_t0 = prof_timed_begin(th, &e->hold_own0);
+}
+
+/* The lock this thread acquired last, and its entry: the unlock that usually follows finds
+ * it without hashing (entries never move; a fork child forgets it). */
+static __thread uintptr_t last_lock;
+static __thread struct lock_entry *last_entry;
+
+static inline struct lock_entry *lock_find_released(const void *lock)
+{
+	if (likely((uintptr_t)lock == last_lock))
+		return last_entry;
+	return lock_find(lock);
 }
 
 /* An exclusive acquisition by th (the lock is held: nobody else writes the entry). */
 static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 {
+	last_lock = LD(e->addr);
+	last_entry = e;
 	uint32_t me = th->serial;
 	uint64_t n = LD(e->acquisitions) + 1;
 	ST(e->acquisitions, n);
@@ -337,7 +351,7 @@ static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 	} else {
 		ST(e->holder, me);
 		e->depth = 1;
-		if (hold_timed(n)) {
+		if (unlikely(hold_timed(n))) {
 			e->hold_w = n <= HOLD_EXACT ? 1 : hold_sample;
 			hold_begin(th, e);
 		} else {
@@ -348,7 +362,8 @@ static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 		snapshot(th, e);
 }
 
-static inline void hold_end(struct prof_thread *th, struct lock_entry *e)
+/* Out of line: most holds are not timed, and the fast path then saves fewer registers. */
+static noinline void hold_end(struct prof_thread *th, struct lock_entry *e)
 {
 	uint64_t d = prof_timed_end(th, e->hold_t0, e->hold_own0) - e->hold_t0;
 	e->hold_t0 = 0;
@@ -365,7 +380,7 @@ static inline void released_excl(struct prof_thread *th, struct lock_entry *e)
 	if (LD(e->holder) != th->serial || --e->depth)
 		return;
 	ST(e->holder, 0);
-	if (e->hold_t0)
+	if (unlikely(e->hold_t0))
 		hold_end(th, e);
 }
 
@@ -505,7 +520,7 @@ static int blocked_rc(int rc)
 	return acquired_rc(rc) || rc == ETIMEDOUT || rc == EINTR;
 }
 
-static void snapshot(struct prof_thread *th, struct lock_entry *e)
+static noinline void snapshot(struct prof_thread *th, struct lock_entry *e)
 {
 	if (LD(e->ignored))
 		return;
@@ -565,6 +580,8 @@ void prof_locks_fork_child(void)
 	table = NULL;
 	nread_holds = 0;
 	pending.set = 0;
+	last_lock = 0;
+	last_entry = NULL;
 	prof_self.timed = 0;  /* the holds it counted died with the parent's table */
 	memset(site_stacks, 0, sizeof(site_stacks));  /* the child numbers its stacks anew */
 	table_map();
@@ -695,7 +712,7 @@ PROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 	struct lock_entry *e;
 	if (!th)
 		return real.mutex_unlock(m);
-	if ((e = lock_find(m)))
+	if ((e = lock_find_released(m)))
 		released_excl(th, e);
 	int rc = real.mutex_unlock(m);
 	after_release(th);
@@ -878,7 +895,7 @@ PROF_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
 	struct lock_entry *e;
 	if (!th)
 		return real.spin_unlock(s);
-	if ((e = lock_find((const void *)(uintptr_t)s)))
+	if ((e = lock_find_released((const void *)(uintptr_t)s)))
 		released_excl(th, e);
 	int rc = real.spin_unlock(s);
 	after_release(th);

@@ -140,10 +140,17 @@ struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
 
 static inline struct prof_thread *prof_recording(unsigned family)
 {
-	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
-		prof_start();
+	/* Recording on means started: the start state is looked at only while it is off. */
 	int active = atomic_load_explicit(&prof_active, memory_order_relaxed);
-	if (!likely(active) || !(prof_cfg.events & family))
+	if (unlikely(!active)) {
+		if (atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0) {
+			prof_start();
+			active = atomic_load_explicit(&prof_active, memory_order_relaxed);
+		}
+		if (!active)
+			return NULL;
+	}
+	if (!(prof_cfg.events & family))
 		return NULL;
 	struct prof_thread *th = &prof_self;
 	if (th->in_hook)
