@@ -217,7 +217,7 @@ static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
  * for later waits at the same call site (the hooked function's return address) of the same
  * thread for stack_refresh_ns (PROF_LOCK_STACK_REFRESH_US, default 1000; 0 unwinds every wait):
  * the innermost frame is always exact, deeper ones are those of the latest unwind there. */
-#define SITE_STACKS 64
+#define SITE_STACKS 32  /* TLS: a thread with a 16 KiB stack has about 8 KiB for it */
 struct site_stack {
 	uintptr_t site;
 	uint64_t t;
@@ -322,20 +322,19 @@ static noinline void hold_begin(struct prof_thread *th, struct lock_entry *e)
 
 /* The lock this thread acquired last, and its entry: the unlock that usually follows finds
  * it without hashing (entries never move; a fork child forgets it). */
-static __thread uintptr_t last_lock;
 static __thread struct lock_entry *last_entry;
 
 static inline struct lock_entry *lock_find_released(const void *lock)
 {
-	if (likely((uintptr_t)lock == last_lock))
-		return last_entry;
+	struct lock_entry *e = last_entry;
+	if (likely(e && LD(e->addr) == (uintptr_t)lock))
+		return e;
 	return lock_find(lock);
 }
 
 /* An exclusive acquisition by th (the lock is held: nobody else writes the entry). */
 static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 {
-	last_lock = LD(e->addr);
 	last_entry = e;
 	uint32_t me = th->serial;
 	uint64_t n = LD(e->acquisitions) + 1;
@@ -387,8 +386,9 @@ static inline void released_excl(struct prof_thread *th, struct lock_entry *e)
 /* Read holds of rwlocks: many at once, so their start times live with the reader. */
 struct read_hold {
 	uintptr_t lock;
-	uint64_t t0, own0;  /* a timed hold (prof_timed_begin()), or t0 0 */
-	uint64_t w;
+	uint64_t t0;    /* a timed hold's start, or 0 */
+	uint32_t own0;  /* low bits of own_ns then: a hold's own time is far below 4 s */
+	uint32_t w;
 };
 static __thread struct read_hold read_holds[READ_HOLDS];
 static __thread uint32_t nread_holds;
@@ -406,7 +406,9 @@ static inline void acquired_shared(struct prof_thread *th, struct lock_entry *e,
 	if (track_hold && nread_holds < READ_HOLDS) {
 		struct read_hold *h = &read_holds[nread_holds++];
 		h->lock = atomic_load_explicit(&e->addr, memory_order_relaxed);
-		h->t0 = hold_timed(n) ? prof_timed_begin(th, &h->own0) : 0;
+		uint64_t own0 = 0;
+		h->t0 = hold_timed(n) ? prof_timed_begin(th, &own0) : 0;
+		h->own0 = (uint32_t)own0;
 		h->w = n <= HOLD_EXACT ? 1 : hold_sample;
 	}
 	if (unlikely(snapshot_due(n)))
@@ -421,7 +423,8 @@ static inline void released_shared(struct prof_thread *th, struct lock_entry *e,
 		struct read_hold h = read_holds[i];
 		read_holds[i] = read_holds[--nread_holds];
 		if (h.t0) {
-			uint64_t d = prof_timed_end(th, h.t0, h.own0) - h.t0;
+			uint64_t own0 = th->own_ns - (uint32_t)((uint32_t)th->own_ns - h.own0);
+			uint64_t d = prof_timed_end(th, h.t0, own0) - h.t0;
 			ADD_SH(e->hold_ns, d * h.w);
 			ADD_SH(e->holds_timed, 1);
 			max_sh(&e->max_hold_ns, d);
@@ -580,7 +583,6 @@ void prof_locks_fork_child(void)
 	table = NULL;
 	nread_holds = 0;
 	pending.set = 0;
-	last_lock = 0;
 	last_entry = NULL;
 	prof_self.timed = 0;  /* the holds it counted died with the parent's table */
 	memset(site_stacks, 0, sizeof(site_stacks));  /* the child numbers its stacks anew */
