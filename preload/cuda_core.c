@@ -312,7 +312,7 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 		}
 		r->shared_mem = smem;
 		r->graph = (uint32_t)graph;
-		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), c->t1);
 	}
 	th->in_hook--;
 	prof_own_end(th, own);
@@ -332,7 +332,7 @@ void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream 
 		r->stack = c->stack;
 		r->kind = (uint16_t)kind;
 		r->async = (uint16_t)async;
-		prof_commit(r, PROF_REC_CUDA_COPY, c->layer, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_CUDA_COPY, c->layer, sizeof(*r), c->t1);
 	}
 	th->in_hook--;
 	prof_own_end(th, own);
@@ -351,7 +351,7 @@ void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned 
 		r->size = size;
 		r->stack = c->stack;
 		r->kind = kind;
-		prof_commit(r, PROF_REC_CUDA_MALLOC, c->layer, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_CUDA_MALLOC, c->layer, sizeof(*r), c->t1);
 	}
 	th->in_hook--;
 	prof_own_end(th, own);
