@@ -2,8 +2,9 @@
  * exact one on tests/progs/heap_sites, whose sites are known: per-site estimates within 10%
  * for every site above 1% of the bytes, calls, frees and bytes exact, the peak within 1%.
  * The sampler's seed is fixed (PROF_HEAP_SAMPLE_SEED), so a run is repeatable; 8 KiB gives
- * each site hundreds of samples or more (about 2.5% relative error for the 64-byte site, 6%
- * for the 2.3% one, one standard deviation). */
+ * each site 1000 sample points or more, so that 10% is three standard deviations or more of
+ * its estimate (3% for the 1.1% site of 128-byte blocks, 2% for the 64-byte one): with
+ * another allocation stream (another libc) the test still holds. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,23 +113,23 @@ Test(heap_sample, estimates_match_exact_mode)
 {
 	struct heap_fig ex = run("0"), sa = run("8K");
 	cr_assert_eq(ex.site_calls[0], 300000);
-	cr_assert_eq(ex.site_bytes[3], 100 * 262144L);
+	cr_assert_eq(ex.site_bytes[3], 3000 * 262144L);
 	check_against_exact(&ex, &sa, 8192);
 }
 
-/* Another seed and a larger mean: the huge site (256 KiB blocks, sampled almost surely) and
- * the mid one still come out within 10%. */
+/* Another seed and a larger mean: the mid, big and huge sites (900 sample points or more) still
+ * come out within 10%. */
 Test(heap_sample, other_seed_coarser)
 {
 	const char *dir = e2e_tmpdir();
-	const char *env[] = { "PROF_EVENTS=alloc", "PROF_HEAP_SAMPLE=64K", "PROF_HEAP_SAMPLE_SEED=7",
+	const char *env[] = { "PROF_EVENTS=alloc", "PROF_HEAP_SAMPLE=32K", "PROF_HEAP_SAMPLE_SEED=7",
 			      NULL };
 	const char *argv[] = { e2e_prog("heap_sites"), NULL };
 	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
 	struct heap_fig sa = figures(dir);
-	cr_assert_eq(sa.sample, 65536);
+	cr_assert_eq(sa.sample, 32768);
 	cr_assert_eq(sa.alloc_calls, sa.free_calls);  /* all freed */
-	long want[NSITES] = { 19200000, 30000000, 32768000, 26214400, 2560000 };
+	long want[NSITES] = { 19200000, 30000000, 32768000, 3000 * 262144L, 9600000 };
 	for (int k = 1; k < 4; k++) {
 		double err = (double)labs(sa.site_bytes[k] - want[k]) / (double)want[k];
 		cr_assert_leq(err, 0.10, "%s: %ld bytes estimated, %ld allocated", site_names[k],
