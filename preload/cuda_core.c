@@ -15,7 +15,9 @@ __thread struct cuda_tls cuda_self;
 struct cuda_driver_fns cuda_drv;
 _Atomic int cuda_timing;  /* enum prof_cuda_timing */
 
-static _Atomic uint64_t next_corr = 1;
+/* Correlation ids are unique in the process without a shared counter: the thread's serial
+ * above bit 40, a count of its own below (no atomic add on a line all threads write). */
+static __thread uint64_t corr_count;
 static _Atomic uint32_t trace_gen = 1;  /* bumped in a fork child: names are written again */
 
 /* A spinlock that never enters a hooked function (pthread_mutex_* are hooked). */
@@ -238,7 +240,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	c->name = cuda_name_static(name_slot, name, PROF_CUDA_NAME_API);
 	c->outer = ct->depth == 0;
 	if (c->outer) {
-		c->corr = atomic_fetch_add_explicit(&next_corr, 1, memory_order_relaxed);
+		c->corr = (uint64_t)th->serial << 40 | (++corr_count & ((1ull << 40) - 1));
 		c->stack = prof_stack_at(th, call_site);
 		ct->corr = c->corr;
 		ct->stack = c->stack;
