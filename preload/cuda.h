@@ -101,7 +101,7 @@ static inline void cuda_call_done(struct cuda_call *c)
  * the start event of a pair) is done: the call's duration starts again here. */
 static inline void cuda_call_restart(struct cuda_call *c)
 {
-	c->own0 = c->th->own_ns;
+	c->own0 = prof_own_total(c->th);
 	c->t0 = prof_now();
 }
 

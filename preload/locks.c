@@ -423,7 +423,8 @@ static inline void released_shared(struct prof_thread *th, struct lock_entry *e,
 		struct read_hold h = read_holds[i];
 		read_holds[i] = read_holds[--nread_holds];
 		if (h.t0) {
-			uint64_t own0 = th->own_ns - (uint32_t)((uint32_t)th->own_ns - h.own0);
+			uint64_t now_own = prof_own_total(th);
+			uint64_t own0 = now_own - (uint32_t)((uint32_t)now_own - h.own0);
 			uint64_t d = prof_timed_end(th, h.t0, own0) - h.t0;
 			ADD_SH(e->hold_ns, d * h.w);
 			ADD_SH(e->holds_timed, 1);

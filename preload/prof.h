@@ -87,6 +87,8 @@ struct prof_thread {
 	 * subtracts what was added meanwhile (prof_timed_begin(), prof_timed_end()). */
 	uint32_t timed;
 	uint64_t own_ns;
+	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
+					* signal handler writes it, so no update is lost */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -110,13 +112,19 @@ static inline void prof_own_end(struct prof_thread *th, uint64_t t)
 		th->own_ns += prof_now() - t;
 }
 
+/* The thread's own time so far: its hooks' and its CPU samples'. */
+static inline uint64_t prof_own_total(const struct prof_thread *th)
+{
+	return th->own_ns + th->own_sig_ns;
+}
+
 /* A timed call: t0 = prof_timed_begin(th, &own0); real call; t1 = prof_timed_end(th, t0,
  * own0). t1 - t0 is then the call's duration less libprof's own work inside it (the
- * allocation hooks of an fprintf, the event records of a CUDA launch). */
+ * allocation hooks of an fprintf, the event records of a CUDA launch, CPU samples). */
 static inline uint64_t prof_timed_begin(struct prof_thread *th, uint64_t *own0)
 {
 	th->timed++;
-	*own0 = th->own_ns;
+	*own0 = prof_own_total(th);
 	return prof_now();
 }
 
@@ -124,7 +132,7 @@ static inline uint64_t prof_timed_end(struct prof_thread *th, uint64_t t0, uint6
 {
 	uint64_t t1 = prof_now();
 	th->timed--;
-	uint64_t own = th->own_ns - own0;
+	uint64_t own = prof_own_total(th) - own0;
 	return t1 - t0 > own ? t1 - own : t0;
 }
 
