@@ -89,6 +89,7 @@ static void dump_header(const struct trace *t)
 	printf("  strings_offset     %u\n", h->strings_offset);
 	printf("  strings_size       %u\n", h->strings_size);
 	printf("  cpu_hz             %u\n", h->cpu_hz);
+	printf("  heap_sample        %u\n", h->heap_sample);
 	printf("  lost_records       %" PRIu64 "\n", h->lost_records);
 	printf("  exe                ");
 	fmt_quoted(stdout, trace_exe(t), SIZE_MAX);

@@ -6,12 +6,22 @@
  * the sites changed since the last snapshot are listed. Just before the heap drops from a new
  * peak, the listed sites copy their current bytes into peak_bytes; a site not listed has not
  * changed since the previous snapshot, so its peak_bytes already holds its share. Each
- * change is copied at most once: amortised O(1) per event. */
+ * change is copied at most once: amortised O(1) per event.
+ *
+ * Sampled traces (header heap_sample = B, PROF_HEAP_SAMPLE): every allocation and free is
+ * still recorded, so the process's totals, peak and leaks are exact; only the allocations
+ * flagged PROF_ALLOC_SAMPLED have stacks. One of size s was sampled with probability
+ * p = 1 - exp(-s/B), so its site counts it as 1/p calls and s/p bytes (the unbiased
+ * estimate), in everything per site: calls, bytes, bytes at the peak, leaks. The others
+ * belong to no site (SITE_NONE). */
 #include "heap.h"
 #include "grow.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SITE_NONE UINT32_MAX  /* live_block.site of an unsampled block: live, of no site */
 
 #define SITE_DIRECT_MAX (1u << 22)  /* stack ids indexed directly: 16 MiB of index at most */
 
@@ -163,14 +173,39 @@ static void snapshot_if_at_peak(struct heap_stats *h)
 	h->snapped = 1;
 }
 
-/* A block leaves the live set: the site's current bytes and the heap's. */
-static struct heap_site *block_gone(struct heap_stats *h, const struct live_block *b)
+/* What a block of size bytes counts for at its site: 1/p (sampled traces) or 1. */
+double heap_sample_weight(const struct heap_stats *h, uint64_t size)
+{
+	if (!h->sample)
+		return 1.0;
+	double p = -expm1(-(double)size / (double)h->sample);
+	return p > 0 ? 1.0 / p : 1.0;
+}
+
+/* The bytes a block of size counts for at its site (size itself unless sampled). */
+static uint64_t site_bytes(const struct heap_stats *h, uint64_t size)
+{
+	return h->sample ? (uint64_t)llround((double)size * heap_sample_weight(h, size)) : size;
+}
+
+static uint64_t site_blocks(const struct heap_stats *h, uint64_t size)
+{
+	return h->sample ? (uint64_t)llround(heap_sample_weight(h, size)) : 1;
+}
+
+/* A block leaves the live set: the site's current bytes and the heap's. *site: its site,
+ * NULL for an unsampled block. -1 when out of memory. */
+static int block_gone(struct heap_stats *h, const struct live_block *b, struct heap_site **site)
 {
 	snapshot_if_at_peak(h);
 	h->current -= b->size;
+	*site = NULL;
+	if (b->site == SITE_NONE)
+		return 0;
 	struct heap_site *s = &h->sites[b->site - 1];
-	s->cur -= b->size;
-	return mark_dirty(h, s) < 0 ? NULL : s;
+	s->cur -= site_bytes(h, b->size);
+	*site = s;
+	return mark_dirty(h, s);
 }
 
 /* The slot of a stream's latest allocation: streams are small numbers (thread serial * 2);
@@ -193,30 +228,42 @@ static uint64_t *last_of(struct heap_stats *h, uint32_t stream)
 }
 
 int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, uint64_t size,
-	       uint32_t stack)
+	       uint32_t stack, unsigned flags)
 {
 	if ((h->live_count + 1) * 4 > h->live_cap * 3 && live_grow(h) < 0)
 		return -1;
-	int64_t si = site_index(h, stack);
+	int at_site = !h->sample || (flags & PROF_ALLOC_SAMPLED);
+	int64_t si = at_site ? site_index(h, stack) : 0;
 	uint64_t *last = last_of(h, stream);
 	if (si < 0 || !last)
 		return -1;
 	struct live_block *b = live_find(h, ptr);
 	if (b->site) {
 		/* An address allocated twice without a free between: the free was not seen (lost). */
-		if (!block_gone(h, b))
+		struct heap_site *gone;
+		if (block_gone(h, b, &gone) < 0)
 			return -1;
 	} else {
 		h->live_count++;
 	}
-	struct heap_site *s = &h->sites[si];
-	*b = (struct live_block){ .ptr = ptr, .size = size, .site = (uint32_t)si + 1 };
+	*b = (struct live_block){ .ptr = ptr, .size = size,
+				  .site = at_site ? (uint32_t)si + 1 : SITE_NONE };
 	*last = ptr;
-	s->calls++;
-	s->bytes += size;
-	s->cur += size;
-	if (mark_dirty(h, s) < 0)
-		return -1;
+	if (at_site) {
+		struct heap_site *s = &h->sites[si];
+		if (h->sample) {
+			s->est_calls += heap_sample_weight(h, size);
+			s->calls = (uint64_t)llround(s->est_calls);
+			s->sampled++;
+		} else {
+			s->calls++;
+		}
+		uint64_t sb = site_bytes(h, size);
+		s->bytes += sb;
+		s->cur += sb;
+		if (mark_dirty(h, s) < 0)
+			return -1;
+	}
 	h->alloc_calls++;
 	h->bytes_allocated += size;
 	h->current += size;
@@ -238,18 +285,23 @@ int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int reallo
 		return 0;
 	}
 	h->free_calls++;
-	struct heap_site *s = block_gone(h, b);
+	struct heap_site *s;
+	uint64_t size = b->size;
+	int rc = block_gone(h, b, &s);
 	live_remove(h, b);
-	if (!s)
+	if (rc < 0)
 		return -1;
-	s->frees++;
+	uint64_t w = site_blocks(h, size);
+	if (s)
+		s->frees += w;
 	/* Temporary: freed by the thread that made it, before it allocated anything else (a
 	 * realloc is a resize, not the end of the block's use). */
 	uint64_t *last = stream < h->nlast ? &h->last[stream] : NULL;
 	if (last && *last == ptr && !realloc_half) {
 		*last = 0;
 		h->temporary++;
-		s->temporary++;
+		if (s)
+			s->temporary += w;
 	}
 	return 0;
 }
@@ -288,17 +340,27 @@ int heap_finish(struct heap_stats *h, int execd)
 		const struct live_block *b = &h->live[i];
 		if (!b->site)
 			continue;
-		struct heap_site *s = &h->sites[b->site - 1];
-		s->leaked_bytes += b->size;
-		s->leaked_blocks++;
+		struct heap_site *s = b->site == SITE_NONE ? NULL : &h->sites[b->site - 1];
+		uint64_t sb = site_bytes(h, b->size), sn = site_blocks(h, b->size);
+		if (s) {
+			s->leaked_bytes += sb;
+			if (h->sample) {
+				s->est_leaked_blocks += heap_sample_weight(h, b->size);
+				s->leaked_blocks = (uint64_t)llround(s->est_leaked_blocks);
+			} else {
+				s->leaked_blocks++;
+			}
+		}
 		h->leaked_bytes += b->size;
 		h->leaked_blocks++;
 		if (!h->leak_scanned)
 			continue;
 		const uint32_t *c = u64map_get(&h->leak_class, b->ptr);
 		unsigned cls = c ? *c : PROF_LEAK_REACHABLE;
-		s->class_bytes[cls] += b->size;
-		s->class_blocks[cls]++;
+		if (s) {
+			s->class_bytes[cls] += sb;
+			s->class_blocks[cls] += sn;
+		}
 		h->class_bytes[cls] += b->size;
 		h->class_blocks[cls]++;
 	}

@@ -24,16 +24,22 @@ struct heap_site {
 	uint64_t leaked_bytes, leaked_blocks;
 	/* leaked, split by memcheck's classes (enum prof_leak_class) when the trace has them */
 	uint64_t class_bytes[PROF_LEAK_CLASS_COUNT], class_blocks[PROF_LEAK_CLASS_COUNT];
+	/* Sampled traces: calls and leaked_blocks are these estimates, rounded; sampled counts
+	 * the allocations that were sampled (heap.c). */
+	double est_calls, est_leaked_blocks;
+	uint64_t sampled;
 };
 
 /* A live block: one slot of the open-addressing table of live blocks, keyed by address. */
 struct live_block {
 	uint64_t ptr, size;
-	uint32_t site;        /* index into sites, + 1; 0 marks an empty slot */
+	uint32_t site;        /* index into sites, + 1; 0 marks an empty slot, UINT32_MAX a
+			       * block of no site (not sampled) */
 	uint32_t pad;
 };
 
 struct heap_stats {
+	uint64_t sample;      /* the trace's heap_sample (mean bytes per sample), 0: exact */
 	uint64_t alloc_calls, free_calls, bytes_allocated, current, peak, peak_ns;
 	uint64_t leaked_bytes, leaked_blocks, temporary, unmatched_frees;
 	int snapped;          /* the sites' peak_bytes hold the current peak */
@@ -64,8 +70,11 @@ struct heap_stats {
 
 void heap_init(void *state);  /* a struct heap_stats */
 void heap_free(void *state);
+/* flags: the ALLOC record's (PROF_ALLOC_SAMPLED matters when h->sample is set). */
 int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, uint64_t size,
-	       uint32_t stack);
+	       uint32_t stack, unsigned flags);
+/* What a block of size bytes counts for at its site: 1 / (1 - exp(-size / sample)), or 1. */
+double heap_sample_weight(const struct heap_stats *h, uint64_t size);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
 /* The leak check's records: LEAK_SCAN, then LEAK_BLOCKS lists (ptrs of one class). */
 int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed);

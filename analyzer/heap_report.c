@@ -29,7 +29,8 @@ static int heap_on_record(struct process *p, void *state, const struct trace_eve
 	int rc;
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
-		rc = heap_alloc(heap, ev->stream, t, r->ptr, r->size, r->stack);
+		heap->sample = p->hdr.heap_sample;
+		rc = heap_alloc(heap, ev->stream, t, r->ptr, r->size, r->stack, h->flags);
 		series_add(&heap->in_use, t, heap->current);
 		return rc;
 	}
@@ -147,15 +148,25 @@ static json_t *heap_json(struct process *p, size_t top)
 			"temporary", (json_int_t)s->temporary,
 			"leaked_bytes", (json_int_t)s->leaked_bytes,
 			"leaked_blocks", (json_int_t)s->leaked_blocks));
+		if (h->sample)  /* how many allocations the estimates rest on */
+			json_object_set_new(json_array_get(sites, json_array_size(sites) - 1),
+					    "sampled", json_integer((json_int_t)s->sampled));
 	}
 	free(v);
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:o}",
+	/* Sampled traces (PROF_HEAP_SAMPLE): the totals are exact, the sites estimates. */
+	json_t *o = json_pack("{s:I,s:b}", "sample_bytes", (json_int_t)h->sample,
+			      "sites_estimated", h->sample != 0);
+	json_t *heap = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:o}",
 			 "alloc_calls", (json_int_t)h->alloc_calls, "free_calls", (json_int_t)h->free_calls,
 			 "bytes_allocated", (json_int_t)h->bytes_allocated, "peak_bytes", (json_int_t)h->peak,
 			 "peak_ns", (json_int_t)h->peak_ns, "leaked_bytes", (json_int_t)h->leaked_bytes,
 			 "leaked_blocks", (json_int_t)h->leaked_blocks, "leak_classes", leak_classes_json(h),
 			 "temporary", (json_int_t)h->temporary,
 			 "unmatched_frees", (json_int_t)h->unmatched_frees, "sites", sites);
+	if (heap)
+		json_object_update(heap, o);
+	json_decref(o);
+	return heap;
 }
 
 /* The stacks the heap section printed already: a site in several lists shows its whole
@@ -246,6 +257,10 @@ static void heap_print(FILE *out, struct process *p, size_t top, int frames)
 	if (h->unmatched_frees)
 		fprintf(out, "   (%s free%s of blocks allocated before recording began)\n",
 			fmt_count(h->unmatched_frees, a, sizeof(a)), h->unmatched_frees == 1 ? "" : "s");
+	if (h->sample)
+		fprintf(out, "   sampled           one allocation per %s on average has its stack: "
+			"the totals above are exact, the sites below are estimates\n",
+			fmt_bytes(h->sample, a, sizeof(a)));
 	struct shown_stacks seen = { NULL, 0 };
 	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames,
 		    &seen);
@@ -345,6 +360,8 @@ static void heap_leaks_json(struct process *p, json_t *proc, json_t *leaks, cons
 			"stack", stack_json(p, l[i].stack));
 		if (l[i].cls >= 0)
 			json_object_set_new(o, "class", json_string(class_key[l[i].cls]));
+		if (h->sample)  /* per stack, sampled traces give estimates */
+			json_object_set_new(o, "estimated", json_true());
 		json_array_append_new(leaks, o);
 	}
 	free(l);
@@ -386,6 +403,9 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 		stack_print(out, p, l[i].stack, v->frames, "   ");
 	}
 	free(l);
+	if (h->sample && n)
+		fprintf(out, "\n(sampled trace, one allocation per %s: the loss records above are "
+			"estimates; the summary below is exact)\n", fmt_bytes(h->sample, a, sizeof(a)));
 	fprintf(out, "\nLEAK SUMMARY:\n");
 	if (h->leak_scanned) {
 		for (unsigned i = 0; i < PROF_LEAK_CLASS_COUNT; i++) {
@@ -488,7 +508,7 @@ static int heap_tl_event(void *state, struct timeline *tl, const struct trace_ev
 	int rc;
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
-		rc = heap_alloc(&s->heap, ev->stream, h->time, r->ptr, r->size, r->stack);
+		rc = heap_alloc(&s->heap, ev->stream, h->time, r->ptr, r->size, r->stack, h->flags);
 	} else if (h->type != PROF_REC_FREE) {
 		return 0;  /* the leak check's records */
 	} else {
@@ -536,7 +556,7 @@ static void heap_dump(FILE *out, const struct prof_rec *r)
 	} else if (r->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *a = (const void *)r;
 		fprintf(out, " %s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
-			prof_alloc_fn_name(r->flags), a->ptr, a->size, a->stack);
+			prof_alloc_fn_name(r->flags & PROF_ALLOC_FN_MASK), a->ptr, a->size, a->stack);
 	} else {
 		fprintf(out, " ptr=0x%" PRIx64 "%s", ((const struct prof_rec_free *)r)->ptr,
 			r->flags & PROF_FREE_REALLOC ? " (realloc)" : "");
@@ -567,7 +587,7 @@ static int heap_sql_row(struct sql_out *o, struct process *p, const struct trace
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
 		return sql_row(o, "allocations", "iiiiiit", pid, tid, t, (int64_t)r->ptr,
-			       (int64_t)r->size, (int64_t)r->stack, prof_alloc_fn_name(h->flags));
+			       (int64_t)r->size, (int64_t)r->stack, prof_alloc_fn_name(h->flags & PROF_ALLOC_FN_MASK));
 	}
 	if (h->type == PROF_REC_FREE)
 		return sql_row(o, "frees", "iiii", pid, tid, t,

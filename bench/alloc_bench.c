@@ -25,8 +25,9 @@
 #define NPATHS 2048u            /* distinct call paths (each with 3 operation kinds) */
 #define RING 4096u              /* live blocks kept per thread */
 #define LEAK_STRIDE 1024u       /* ring slots i with i % LEAK_STRIDE == 7 leak at the end */
-#define MIN_DEPTH 5
-#define MAX_DEPTH 40
+/* Call depths of the paths: 5 to 40 frames, or ALLOC_BENCH_DEPTH=MIN-MAX (bench/overhead.sh
+ * runs 2-6, short stacks, and 40-80, deep ones). */
+static int min_depth = 5, max_depth = 40;
 
 struct worker {
 	pthread_t thread;
@@ -163,7 +164,7 @@ static void *worker_main(void *arg)
 	for (long i = 0; i < w->ops; i++) {
 		uint64_t r = xorshift64(&w->rng);
 		uint32_t path = (uint32_t)(r % NPATHS);
-		int depth = MIN_DEPTH + (int)(mix32(path, 0xffffu) % (MAX_DEPTH - MIN_DEPTH + 1));
+		int depth = min_depth + (int)(mix32(path, 0xffffu) % (unsigned)(max_depth - min_depth + 1));
 		/* 60% short-lived, 25% into the ring, 15% realloc */
 		unsigned pct = (unsigned)((r >> 40) % 100);
 		unsigned kind = pct < 60 ? 0 : pct < 85 ? 1 : 2;
@@ -202,6 +203,12 @@ int main(int argc, char **argv)
 	}
 	unsigned nthreads = argc > 1 ? (unsigned)parse_arg(argv[1], "thread count", 256) : 1;
 	long ops = argc > 2 ? parse_arg(argv[2], "operation count", 1L << 40) : DEFAULT_OPS;
+	const char *dv = getenv("ALLOC_BENCH_DEPTH");
+	if (dv && (sscanf(dv, "%d-%d", &min_depth, &max_depth) != 2 || min_depth < 1 ||
+		   max_depth < min_depth || max_depth > 1000)) {
+		fprintf(stderr, "alloc_bench: ALLOC_BENCH_DEPTH=%s: want MIN-MAX (1 <= MIN <= MAX <= 1000)\n", dv);
+		return 2;
+	}
 
 	struct worker *ws = calloc(nthreads, sizeof(*ws));
 	if (!ws) {

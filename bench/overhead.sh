@@ -1,22 +1,36 @@
 #!/usr/bin/env bash
-# bench/overhead.sh: wall time of programs run uninstrumented, under libprof with the stack
-# cache off (PROF_STACK_CACHE=0) and on (the default), and under heaptrack; interleaved
-# rounds, medians, and each one's ratio to the uninstrumented run. Environment:
-#   BENCH_ROUNDS  rounds (default 5)     BUILD  build directory (default build)
-#   BENCH_NO_HEAPTRACK=1  leave heaptrack out
+# bench/overhead.sh: the goals table of issue 18, in one run. Programs run uninstrumented,
+# under libprof (every family), under libprof with PROF_HEAP_SAMPLE=512K, and under heaptrack
+# (wall time, ratio to uninstrumented); then per-call costs of locks, cached reads and CUDA
+# calls (the fake driver), plainly and under libprof; then bytes per event (bench/tracesize.sh,
+# when it exists). BENCH_ROUNDS interleaved rounds, medians. Writes build/bench/overhead.txt.
+# Environment:
+#   BENCH_ROUNDS  rounds (default 3)     BUILD  build directory (default build)
+#   BENCH_NO_HEAPTRACK=1  leave heaptrack out     BENCH_CACHE_OFF=1  add PROF_STACK_CACHE=0
 set -euo pipefail
 export LC_ALL=C
 root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
 cd "$root"
 BUILD=${BUILD:-build}
-ROUNDS=${BENCH_ROUNDS:-5}
+ROUNDS=${BENCH_ROUNDS:-3}
 lib=$root/$BUILD/libprof.so
 [[ -f $lib ]] || { echo "overhead: $lib not found (run make first)" >&2; exit 1; }
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_STACK_CACHE
+unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_STACK_CACHE \
+	PROF_HEAP_SAMPLE PROF_HEAP_SAMPLE_SEED PROF_LEAK_CHECK PROF_CUDA_TIMING
 out=$root/$BUILD/bench/overhead
 mkdir -p "$out"
+trap 'rm -rf "$out/traces"' EXIT
 ${CC:-cc} -O2 -g -std=gnu11 -pthread bench/alloc_bench.c -o "$out/alloc_bench"
+${CC:-cc} -O2 -g -std=gnu11 -pthread bench/lock_bench.c -o "$out/lock_bench"
+${CC:-cc} -O2 -g -std=gnu11 bench/io_bench.c -o "$out/io_bench"
 ${CXX:-c++} -O2 -g -pthread bench/cxx_bench.cpp -o "$out/cxx_bench"
+fake=$root/$BUILD/cuda
+have_cuda=0
+if [[ -f $fake/libcuda.so.1 ]]; then
+	${CC:-cc} -O2 -g bench/cuda_bench.c -o "$out/cuda_bench" -L"$fake" -l:libcuda.so.1 \
+		-Wl,-rpath,"$fake" && have_cuda=1
+fi
+head -c $((1 << 20)) /dev/urandom >"$out/read.dat"
 cat > "$out/threads.py" <<'PY'
 import threading
 def work(n):
@@ -36,53 +50,105 @@ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<200000)
 CREATE INDEX ib ON t(b);
 SELECT count(*), sum(length(b)) FROM t WHERE b > '8';
 SQL
+short="env ALLOC_BENCH_DEPTH=2-6"
 declare -A cmd=(
-	[alloc_1t]="$out/alloc_bench 1"
-	[alloc_2t]="$out/alloc_bench 2"
+	[alloc_short_1t]="$short $out/alloc_bench 1 500000"
+	[alloc_short_2t]="$short $out/alloc_bench 2 500000"
+	[alloc_deep_1t]="env ALLOC_BENCH_DEPTH=40-80 $out/alloc_bench 1 500000"
 	[cxx_4t]="$out/cxx_bench 4"
 	[sqlite3]="sqlite3 :memory: -init $out/table.sql .quit"
 	[python3_4t]="$(python3 -c "import sys; print(sys.executable)") $out/threads.py"
 	[git_log]="git -C $root log -p -n 300"
 )
-names=(alloc_1t alloc_2t cxx_4t sqlite3 python3_4t git_log)
-modes=(none cache_off libprof)
+names=(alloc_short_1t alloc_short_2t alloc_deep_1t cxx_4t sqlite3 python3_4t git_log)
+modes=(none libprof sample512k)
+[[ -z ${BENCH_CACHE_OFF:-} ]] || modes+=(cache_off)
 [[ ${BENCH_NO_HEAPTRACK:-} ]] || ! command -v heaptrack >/dev/null || modes+=(heaptrack)
+traced() {  # env... command: under libprof, traces in $out/traces
+	PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib "$@"
+}
 run() {  # mode name: prints milliseconds
 	local t0 t1
 	rm -rf "$out/traces" && mkdir -p "$out/traces"
 	t0=$(date +%s%N)
 	case $1 in
 	none) ${cmd[$2]} >/dev/null 2>&1 ;;
-	cache_off) PROF_STACK_CACHE=0 PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib ${cmd[$2]} >/dev/null 2>&1 ;;
-	libprof) PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib ${cmd[$2]} >/dev/null 2>&1 ;;
+	libprof) traced ${cmd[$2]} >/dev/null 2>&1 ;;
+	sample512k) PROF_HEAP_SAMPLE=512K traced ${cmd[$2]} >/dev/null 2>&1 ;;
+	cache_off) PROF_STACK_CACHE=0 traced ${cmd[$2]} >/dev/null 2>&1 ;;
 	heaptrack) heaptrack -o "$out/traces/ht" ${cmd[$2]} >/dev/null 2>&1 ;;
 	esac
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
 }
+# Per call, in ns: "name mode" -> a command printing its ns per call.
+percall() {  # name mode
+	local v
+	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	local pre=()
+	[[ $2 == none ]] || pre=(env PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib)
+	case $1 in
+	lock_1t) v=$("${pre[@]}" "$out/lock_bench" uncontended 1 3000000 | sed 's/.*ns_per_pair=//') ;;
+	lock_2t) v=$("${pre[@]}" "$out/lock_bench" uncontended 2 3000000 | sed 's/.*ns_per_pair=//') ;;
+	read_4k) v=$("${pre[@]}" "$out/io_bench" read "$out/read.dat" 300000)
+		 v=$(awk -v t="$v" 'BEGIN { printf "%.1f", t / 300000 }') ;;
+	cuda_launch) v=$("${pre[@]}" env PROF_EVENTS=cuda PROF_CUDA_TIMING=none \
+			 "$out/cuda_bench" launch 100000) ;;
+	cuda_launch_events) v=$("${pre[@]}" env PROF_EVENTS=cuda PROF_CUDA_TIMING=events \
+				"$out/cuda_bench" launch 100000) ;;
+	esac
+	echo "$v"
+}
+calls=(lock_1t lock_2t read_4k)
+((have_cuda == 0)) || calls+=(cuda_launch cuda_launch_events)
 results=$out/times.txt
 : >"$results"
 for ((r = 0; r < ROUNDS; r++)); do
+	echo "bench/overhead: round $((r + 1))/$ROUNDS" >&2
 	for name in "${names[@]}"; do
 		for mode in "${modes[@]}"; do
-			echo "$name $mode $(run "$mode" "$name")" >>"$results"
+			echo "prog $name $mode $(run "$mode" "$name")" >>"$results"
+		done
+	done
+	for name in "${calls[@]}"; do
+		for mode in none libprof; do
+			echo "call $name $mode $(percall "$name" "$mode")" >>"$results"
 		done
 	done
 done
-python3 - "$results" "${modes[*]}" <<'PY'
+python3 - "$results" "${modes[*]}" "$ROUNDS" <<'PY' | tee "$out/../overhead.txt"
 import sys, statistics, collections
 t = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    n, m, ms = line.split()
-    t[n, m].append(int(ms))
+    kind, n, m, v = line.split()
+    t[kind, n, m].append(float(v))
 modes = sys.argv[2].split()
-print("%-11s" % "program" + "".join("%20s" % m for m in modes))
-for n in dict.fromkeys(k[0] for k in t):
-    base = statistics.median(t[n, "none"])
+goal = {"libprof": "2.0x", "sample512k": "1.1x"}
+print("Programs: wall time, median of %s interleaved rounds (ratio to uninstrumented)" % sys.argv[3])
+print("%-15s" % "program" + "".join("%18s" % m for m in modes))
+for n in dict.fromkeys(k[1] for k in t if k[0] == "prog"):
+    base = statistics.median(t["prog", n, "none"])
     cells = []
     for m in modes:
-        med = statistics.median(t[n, m])
-        cells.append("%20s" % ("%d ms" % med if m == "none" else "%d ms %5.2fx" % (med, med / base)))
-    print("%-11s" % n + "".join(cells))
-print("medians of %d interleaved rounds" % len(t[next(iter(t))]))
+        med = statistics.median(t["prog", n, m])
+        cells.append("%18s" % ("%d ms" % med if m == "none" else "%d ms %5.2fx" % (med, med / base)))
+    print("%-15s" % n + "".join(cells))
+print("goals: libprof <= 2.0x on the allocation benchmarks and every program; "
+      "sample512k <= 1.1x on the allocation benchmarks")
+print()
+print("Per call (ns), median of %s rounds" % sys.argv[3])
+print("%-20s %10s %10s %10s %8s   %s" % ("call", "plain", "libprof", "added", "ratio", "goal"))
+goals = {"lock_1t": "1.2x", "lock_2t": "1.2x", "read_4k": "1.1x", "cuda_launch": "+150 ns",
+         "cuda_launch_events": "-"}
+for n in dict.fromkeys(k[1] for k in t if k[0] == "call"):
+    a = statistics.median(t["call", n, "none"])
+    b = statistics.median(t["call", n, "libprof"])
+    print("%-20s %10.1f %10.1f %10.1f %7.2fx   %s" % (n, a, b, b - a, b / a if a else 0, goals.get(n, "")))
+print("lock_*: an uncontended lock/unlock pair (bench/lock_bench.c); read_4k: a cached 4 KiB read;")
+print("cuda_*: cuLaunchKernel against the fake driver, PROF_EVENTS=cuda, with stacks, without and")
+print("with event-pair timing")
 PY
+if [[ -x bench/tracesize.sh ]]; then
+	echo
+	bench/tracesize.sh
+fi

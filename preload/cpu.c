@@ -204,8 +204,13 @@ static void on_tick(int sig, siginfo_t *si, void *uc)
 	int shallow = th->stack_lo && here < th->stack_lo + UNWIND_STACK;
 	/* A full trace (PROF_ACTIVE_FULL) still takes what fits in the stream's chunk. */
 	if (th->serial && !th->in_signal && th->has_timer &&
-	    atomic_load_explicit(&prof_active, memory_order_relaxed))
+	    atomic_load_explicit(&prof_active, memory_order_relaxed)) {
+		/* Inside a timed call (prof_timed_begin()), the sample is not the call's time. */
+		uint64_t own = th->timed ? prof_now() : 0;
 		sample(th, si, uc, shallow);
+		if (own)
+			th->own_sig_ns += prof_now() - own;
+	}
 	errno = saved;
 }
 

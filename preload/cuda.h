@@ -69,7 +69,8 @@ extern __thread struct cuda_tls cuda_self;
 /* One intercepted API call, from cuda_call_begin() to cuda_call_end(). */
 struct cuda_call {
 	struct prof_thread *th;
-	uint64_t t0;
+	uint64_t t0, own0;  /* a timed call: prof_timed_begin() */
+	uint64_t t1;        /* its end, once cuda_call_done() took it; 0 before */
 	uint64_t corr;
 	uint32_t stack;
 	uint32_t name;   /* CUDA_NAME id */
@@ -88,6 +89,21 @@ uint32_t cuda_name(const char *name, unsigned kind);
 int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, unsigned layer,
 		    uintptr_t call_site);
 void cuda_call_end(struct cuda_call *c, int result);
+/* The real call returned: its duration ends here (once), before the records about it are
+ * written, so that their cost is not in it. cuda_call_end() and the cuda_rec_* calls do it
+ * if the wrapper did not. */
+static inline void cuda_call_done(struct cuda_call *c)
+{
+	if (!c->t1)
+		c->t1 = prof_timed_end(c->th, c->t0, c->own0);
+}
+/* Work of the wrapper's own between cuda_call_begin() and the real call (kernel name lookup,
+ * the start event of a pair) is done: the call's duration starts again here. */
+static inline void cuda_call_restart(struct cuda_call *c)
+{
+	c->own0 = prof_own_total(c->th);
+	c->t0 = prof_now();
+}
 
 void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream stream,
 		     const unsigned grid[3], const unsigned block[3], unsigned smem, int graph);

@@ -15,7 +15,9 @@ __thread struct cuda_tls cuda_self;
 struct cuda_driver_fns cuda_drv;
 _Atomic int cuda_timing;  /* enum prof_cuda_timing */
 
-static _Atomic uint64_t next_corr = 1;
+/* Correlation ids are unique in the process without a shared counter: the thread's serial
+ * above bit 40, a count of its own below (no atomic add on a line all threads write). */
+static __thread uint64_t corr_count;
 static _Atomic uint32_t trace_gen = 1;  /* bumped in a fork child: names are written again */
 
 /* A spinlock that never enters a hooked function (pthread_mutex_* are hooked). */
@@ -230,6 +232,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 		return 0;
 	int saved = errno;
 	th = prof_thread_get();
+	uint64_t own = prof_own_begin(th);  /* an inner call: own work of the outer one */
 	th->in_hook++;
 	struct cuda_tls *ct = &cuda_self;
 	c->th = th;
@@ -237,7 +240,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	c->name = cuda_name_static(name_slot, name, PROF_CUDA_NAME_API);
 	c->outer = ct->depth == 0;
 	if (c->outer) {
-		c->corr = atomic_fetch_add_explicit(&next_corr, 1, memory_order_relaxed);
+		c->corr = (uint64_t)th->serial << 40 | (++corr_count & ((1ull << 40) - 1));
 		c->stack = prof_stack_at(th, call_site);
 		ct->corr = c->corr;
 		ct->stack = c->stack;
@@ -249,16 +252,20 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	}
 	ct->depth++;
 	th->in_hook--;
+	prof_own_end(th, own);
 	errno = saved;
-	c->t0 = prof_now();
+	c->t1 = 0;
+	c->t0 = prof_timed_begin(th, &c->own0);
 	return 1;
 }
 
 void cuda_call_end(struct cuda_call *c, int result)
 {
-	uint64_t t1 = prof_now();
-	int saved = errno;
 	struct prof_thread *th = c->th;
+	cuda_call_done(c);
+	uint64_t t1 = c->t1;
+	int saved = errno;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_api *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -279,6 +286,7 @@ void cuda_call_end(struct cuda_call *c, int result)
 			cupti_pop_corr();
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 	if (c->outer && unlikely(!atomic_load_explicit(&cuda_timing, memory_order_relaxed)))
 		cuda_activate();
 	errno = saved;
@@ -289,7 +297,9 @@ void cuda_call_end(struct cuda_call *c, int result)
 void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream stream,
 		     const unsigned grid[3], const unsigned block[3], unsigned smem, int graph)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_launch *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -304,14 +314,17 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 		}
 		r->shared_mem = smem;
 		r->graph = (uint32_t)graph;
-		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), c->t1);
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream stream, int async)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_copy *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -321,14 +334,17 @@ void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream 
 		r->stack = c->stack;
 		r->kind = (uint16_t)kind;
 		r->async = (uint16_t)async;
-		prof_commit(r, PROF_REC_CUDA_COPY, c->layer, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_CUDA_COPY, c->layer, sizeof(*r), c->t1);
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned kind)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_malloc *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -337,15 +353,18 @@ void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned 
 		r->size = size;
 		r->stack = c->stack;
 		r->kind = kind;
-		prof_commit(r, PROF_REC_CUDA_MALLOC, c->layer, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_CUDA_MALLOC, c->layer, sizeof(*r), c->t1);
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* Timed before the memory is released, so a reuse of the address sorts after it. */
 void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
 {
+	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_cuda_free *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -356,6 +375,7 @@ void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
 		prof_commit(r, PROF_REC_CUDA_FREE, c->layer, sizeof(*r), c->t0);
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* From any thread (CUPTI's, or whichever drains event pairs). */

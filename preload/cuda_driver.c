@@ -154,6 +154,7 @@ static inline void pair_end(struct cuda_pair *pair, struct cuda_call *c, CUresul
 			    unsigned act, unsigned kind, uint64_t bytes, uint32_t name,
 			    const unsigned grid[3], const unsigned block[3])
 {
+	cuda_call_done(c);  /* the end event is not part of the call's time */
 	if (pair)
 		cuda_events_end(pair, rc == CUDA_SUCCESS ? c : NULL, act, kind, bytes, name, grid, block);
 }
@@ -260,6 +261,8 @@ FREE(cuMemFreeAsync_ptsz, (CUdeviceptr p, CUstream s), (p, s), p, PROF_CUDA_MEM_
 		CUstream st_ = (stream_expr);                                          \
 		uint64_t bytes_ = (bytes_expr);                                        \
 		PAIR_BEGIN(st_, pt);                                                   \
+		if (pair)                                                              \
+			cuda_call_restart(&c);                                         \
 		CUresult rc = real args;                                               \
 		pair_end(pair, &c, rc, PROF_CUDA_ACT_COPY, (kind), bytes_, 0, NULL, NULL); \
 		if (rc == CUDA_SUCCESS)                                                \
@@ -354,6 +357,8 @@ static CUresult launch_common(struct cuda_call *c, CUresult (*call)(void *), voi
 	uint32_t name = function_name(f);
 	c->th->in_hook--;
 	PAIR_BEGIN(s, pt);
+	if (pair)
+		cuda_call_restart(c);  /* the start event is ours */
 	CUresult rc = call(arg);
 	pair_end(pair, c, rc, PROF_CUDA_ACT_KERNEL, 0, 0, name, grid, block);
 	if (rc == CUDA_SUCCESS)
@@ -455,6 +460,8 @@ LAUNCH_EX(cuLaunchKernelEx_ptsz, 1)
 		if (!rec)                                                                   \
 			return real(g, s);                                                  \
 		PAIR_BEGIN(s, pt);                                                          \
+		if (pair)                                                                   \
+			cuda_call_restart(&c);                                              \
 		CUresult rc = real(g, s);                                                   \
 		pair_end(pair, &c, rc, PROF_CUDA_ACT_KERNEL, 0, 0, 0, NULL, NULL);          \
 		if (rc == CUDA_SUCCESS)                                                     \

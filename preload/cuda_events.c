@@ -162,6 +162,7 @@ void cuda_events_drain(int synced_all)
 	if (!pool_ready || atomic_flag_test_and_set(&draining))
 		return;
 	struct prof_thread *th = prof_thread_get();
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	spin_lock();
 	struct cuda_pair *list = pending;
@@ -212,6 +213,7 @@ void cuda_events_drain(int synced_all)
 		take_anchor();
 	atomic_flag_clear(&draining);
 	th->in_hook--;
+	prof_own_end(th, own);
 }
 
 /* CUDA does not work in a fork child: forget the parent's pairs and events. */

@@ -172,6 +172,7 @@ PROF_EXPORT cudaError_t __cudaGetKernel(void **kernel, const void *host_fun)
 static cudaError_t rt_launched(struct cuda_call *c, cudaError_t rc, const void *func,
 			       cuda_dim3 g, cuda_dim3 b, size_t smem, cudaStream_t s)
 {
+	cuda_call_done(c);
 	if (rc == 0) {
 		c->th->in_hook++;
 		uint32_t name = cuda_handle_name((uint64_t)(uintptr_t)func);

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -373,6 +374,17 @@ static void seed(struct prof_thread *th)
 		}
 	}
 	syscall(SYS_close, dir);
+}
+
+/* A fork child's trace is new: the ids its parent gave are not in it (io_ready()). */
+static void io_fork_child(void)
+{
+	atomic_store(&io_fd_pid, 0);
+}
+
+__attribute__((constructor)) static void io_fork_register(void)
+{
+	pthread_atfork(NULL, NULL, io_fork_child);
 }
 
 /* Once per process: at its first recorded I/O call (and again in a fork child, whose trace

@@ -88,11 +88,80 @@ static inline size_t calloc_size_unprofiled(size_t n, size_t size, uintptr_t cal
 	return n * size;
 }
 
+/* ---- sampling (PROF_HEAP_SAMPLE) ----------------------------------------------------------
+ * As tcmalloc, Go and heapprofd do: the bytes each thread allocates are a stream in which
+ * sample points fall at random, one per `heap_sample` bytes on average (a Poisson process, so
+ * the gaps are exponential). An allocation that holds a point is sampled: it gets its stack.
+ * Its chance is p = 1 - exp(-size / heap_sample), so the analyzer counts it as 1/p calls and
+ * size/p bytes of its site. Every other allocation is still an ALLOC record (stack 0, no
+ * unwinding), and every free a FREE record: calls, bytes, the peak and leaks stay exact. */
+static __thread int64_t sample_left;   /* bytes to the next sample point */
+static __thread uint64_t sample_rng;   /* xorshift64* state; 0 = not seeded yet */
+
+static uint64_t rng_next(void)
+{
+	uint64_t x = sample_rng;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	sample_rng = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
+/* -ln(u) for u in (0, 1], without libm: u = m * 2^e, ln m = 2 atanh((m-1)/(m+1)) with m in
+ * [1, 2), a series good to 1e-6, which is plenty for a sampling gap. */
+static double neg_log(double u)
+{
+	int e = 0;
+	while (u < 1.0) {
+		u *= 2.0;
+		e--;
+	}
+	double z = (u - 1.0) / (u + 1.0), z2 = z * z;
+	double ln_m = 2.0 * z * (1.0 + z2 * (1.0 / 3 + z2 * (1.0 / 5 + z2 * (1.0 / 7 + z2 / 9))));
+	return -(ln_m + e * 0.69314718055994530942);
+}
+
+static int64_t sample_gap(void)
+{
+	double u = (double)((rng_next() >> 11) + 1) * (1.0 / 9007199254740992.0);  /* (0, 1] */
+	double g = neg_log(u) * (double)prof_cfg.heap_sample;
+	return g < 1.0 ? 1 : g > 4e18 ? (int64_t)4e18 : (int64_t)g;
+}
+
+static __attribute__((noinline)) void sample_seed(struct prof_thread *th)
+{
+	uint64_t seed = prof_cfg.heap_sample_seed;
+	if (!seed)
+		seed = prof_now() ^ ((uint64_t)th->tid << 32) ^ (uint64_t)(uintptr_t)&sample_rng;
+	seed ^= (uint64_t)th->serial * 0x9e3779b97f4a7c15ull;
+	sample_rng = seed ? seed : 1;
+	sample_left = sample_gap();
+}
+
+/* Whether an allocation of size bytes holds a sample point. */
+static inline int sampled(struct prof_thread *th, size_t size)
+{
+	if (unlikely(!sample_rng))
+		sample_seed(th);
+	int64_t s = size > (1ull << 62) ? (int64_t)(1ull << 62) : (int64_t)size;
+	if (likely((sample_left -= s) > 0))
+		return 0;
+	sample_left = sample_gap();  /* memoryless: the next point is a fresh gap away */
+	return 1;
+}
+
 static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t,
 			 uintptr_t call_site)
 {
 	th = prof_thread_get();
-	uint32_t stack = prof_stack_at(th, call_site);
+	uint32_t stack = 0;
+	if (!prof_cfg.heap_sample)
+		stack = prof_stack_at(th, call_site);
+	else if (sampled(th, size)) {
+		stack = prof_stack_at(th, call_site);
+		fn |= PROF_ALLOC_SAMPLED;  /* too wide for a short record: an ordinary one */
+	}
 	prof_write_alloc(th, fn, (uint64_t)(uintptr_t)ptr, size, stack, t);
 }
 
@@ -119,6 +188,8 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 		int err = errno;                                           \
 		if (p)                                                     \
 			record_alloc(th, fn_id, p, size_expr, t, CALL_SITE); \
+		if (unlikely(th->timed))  /* own time since t */           \
+			th->own_ns += prof_now() - t;                      \
 		errno = err;                                               \
 		th->in_hook--;                                             \
 		return p;                                                  \
@@ -185,6 +256,8 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	int err = errno;
 	if (rc == 0)
 		record_alloc(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, t, CALL_SITE);
+	if (unlikely(th->timed))
+		th->own_ns += prof_now() - t;
 	errno = err;
 	th->in_hook--;
 	return rc;
@@ -205,7 +278,9 @@ PROF_EXPORT void free(void *ptr)
 	uint64_t t = prof_now();
 	real.free(ptr);
 	int err = errno;
+	uint64_t own = prof_own_begin(th);
 	record_free(th, ptr, 0, t);
+	prof_own_end(th, own);
 	errno = err;
 	th->in_hook--;
 }
@@ -228,6 +303,8 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 		record_free(th, old, PROF_FREE_REALLOC, t0);
 	if (p)
 		record_alloc(th, fn, p, total, t1, call_site);
+	if (unlikely(th->timed))
+		th->own_ns += prof_now() - t1;
 	errno = err;
 	th->in_hook--;
 	return p;

@@ -148,7 +148,8 @@ static void log_unknown_events(const char *list)
 static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF_STACK_DEPTH",
 					     "PROF_CPU_HZ", "PROF_FREERES", "PROF_MAX_SIZE",
 					     "PROF_DEBUG", "PROF_LEAK_CHECK", "PROF_ONLY",
-					     "PROF_ROOT_PID", "PROF_STACK_CACHE" };
+					     "PROF_ROOT_PID", "PROF_STACK_CACHE", "PROF_HEAP_SAMPLE",
+					     "PROF_HEAP_SAMPLE_SEED" };
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
 static char carried[NCARRIED][1100];
 
@@ -194,6 +195,16 @@ static void read_config(void)
 		prof_cfg.debug = atoi(v);
 	if ((v = getenv("PROF_STACK_CACHE")) && *v)
 		prof_cfg.stack_cache = strcmp(v, "check") == 0 ? 2 : atoi(v) != 0;
+	if ((v = getenv("PROF_HEAP_SAMPLE")) && *v) {
+		uint64_t b = parse_size(v);
+		prof_cfg.heap_sample = b > (1ull << 30) ? 1ull << 30 : b;
+		/* The sampled mode is for production: no leak classification at exit (it reads
+		 * every record of the trace again) unless asked for. */
+		if (b && !((v = getenv("PROF_LEAK_CHECK")) && *v))
+			prof_cfg.leak_check = 0;
+	}
+	if ((v = getenv("PROF_HEAP_SAMPLE_SEED")) && *v)
+		prof_cfg.heap_sample_seed = strtoull(v, NULL, 0);
 }
 
 /* ---- threads ---------------------------------------------------------------------------- */

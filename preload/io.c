@@ -180,13 +180,16 @@ static inline struct prof_thread *io_begin(void)
 	return th;
 }
 
-/* After the real call: errno as the call left it. Our work runs under in_hook. */
+/* After the real call: errno as the call left it. Our work runs under in_hook, and counts
+ * as own time of any timed call or hold around this one (prof_own_begin()). */
 #define IO_END_BEGIN(th) \
 	int err_ = errno; \
 	io_busy = 0;      \
+	uint64_t own_t_ = prof_own_begin(th); \
 	(th)->in_hook++
 #define IO_END_FINISH(th)  \
 	(th)->in_hook--;   \
+	prof_own_end(th, own_t_); \
 	errno = err_
 
 #define RESULT(r, value) ((r) < 0 ? -(int64_t)err_ : (int64_t)(value))
@@ -198,9 +201,9 @@ static inline struct prof_thread *io_begin(void)
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		type r = call;                                                             \
-		uint64_t t1 = prof_now();                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
 		IO_END_BEGIN(th);                                                          \
 		record(th, op, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);            \
 		after;                                                                     \
@@ -247,9 +250,9 @@ static inline int needs_mode(int flags)
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		int r = call;                                                              \
-		return open_common(th, op, dirfd, path, r, t0, prof_now(), RET_ADDR,        \
+		return open_common(th, op, dirfd, path, r, t0, prof_timed_end(th, t0, own0_), RET_ADDR,        \
 				   FRAME_ADDR);                                            \
 	} while (0)
 
@@ -324,9 +327,9 @@ PROF_EXPORT int close(int fd)
 	th->in_hook++;
 	uint32_t id = io_fd_id(th, fd);  /* named before it goes */
 	th->in_hook--;
-	uint64_t t0 = prof_now();
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
 	int r = REAL(close)(fd);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
 	IO_END_BEGIN(th);
 	if (r == 0 || err_ != EBADF) {  /* Linux frees the number even when close fails */
 		io_fd_closed(fd, id);
@@ -357,9 +360,9 @@ static int dup_common(struct prof_thread *th, int oldfd, int r, uint64_t t0, uin
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		int r = call;                                                              \
-		return dup_common(th, oldfd, r, t0, prof_now(), RET_ADDR, FRAME_ADDR);     \
+		return dup_common(th, oldfd, r, t0, prof_timed_end(th, t0, own0_), RET_ADDR, FRAME_ADDR);     \
 	} while (0)
 
 PROF_EXPORT int dup(int fd)
@@ -419,9 +422,9 @@ static int pair_common(struct prof_thread *th, unsigned op, int *fds, int r, uin
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		int r = call;                                                              \
-		return pair_common(th, op, fds, r, t0, prof_now(), RET_ADDR, FRAME_ADDR);  \
+		return pair_common(th, op, fds, r, t0, prof_timed_end(th, t0, own0_), RET_ADDR, FRAME_ADDR);  \
 	} while (0)
 
 /* A pipe made for our own work (libunwind makes one, inside our hooks, to validate
@@ -589,9 +592,9 @@ PROF_EXPORT int shutdown(int fd, int how)
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		ssize_t r = call;                                                          \
-		uint64_t t1 = prof_now();                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
 		IO_END_BEGIN(th);                                                          \
 		record(th, op, out_fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);        \
 		record(th, op_in, in_fd, RESULT(r, r), t1, t1, RET_ADDR, FRAME_ADDR);      \
@@ -628,9 +631,9 @@ PROF_EXPORT ssize_t copy_file_range(int in_fd, off64_t *in_off, int out_fd, off6
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return REAL(name)(addr, len, prot, flags, fd, off);                \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		void *r = REAL(name)(addr, len, prot, flags, fd, off);                     \
-		uint64_t t1 = prof_now();                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
 		IO_END_BEGIN(th);                                                          \
 		record(th, PROF_IO_MMAP, fd, r == MAP_FAILED ? -(int64_t)err_ : (int64_t)len, \
 		       t0, t1, RET_ADDR, FRAME_ADDR);                                      \
@@ -669,9 +672,9 @@ PROF_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
 	struct prof_thread *th = io_begin();
 	if (!th)
 		return REAL(connect)(fd, addr, alen);
-	uint64_t t0 = prof_now();
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
 	int r = REAL(connect)(fd, addr, alen);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
 	IO_END_BEGIN(th);
 	uint32_t id = err_ == EBADF && r < 0 ? io_fd_peek(fd) : io_fd_id(th, fd);
 	if (id && id != IO_FD_OURS) {
@@ -694,9 +697,9 @@ PROF_EXPORT int listen(int fd, int backlog)
 	struct prof_thread *th = io_begin();
 	if (!th)
 		return REAL(listen)(fd, backlog);
-	uint64_t t0 = prof_now();
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
 	int r = REAL(listen)(fd, backlog);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
 	IO_END_BEGIN(th);
 	uint32_t id = r == 0 ? io_fd_id(th, fd) : io_fd_peek(fd);
 	char name[IO_NAME_MAX];
@@ -740,9 +743,9 @@ static int accept_common(struct prof_thread *th, int lfd, int r, uint64_t t0, ui
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		int r = call;                                                              \
-		return accept_common(th, fd, r, t0, prof_now(), RET_ADDR, FRAME_ADDR);     \
+		return accept_common(th, fd, r, t0, prof_timed_end(th, t0, own0_), RET_ADDR, FRAME_ADDR);     \
 	} while (0)
 
 PROF_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *alen)
@@ -827,9 +830,9 @@ static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int faile
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		type r = call;                                                             \
-		uint64_t t1 = prof_now();                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
 		IO_END_BEGIN(th);                                                          \
 		record_stdio(th, op, f, failed, (int64_t)(bytes), err_, t0, t1, RET_ADDR,  \
 			     FRAME_ADDR);                                                  \
@@ -859,9 +862,9 @@ static FILE *fopen_common(struct prof_thread *th, unsigned op, const char *path,
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		FILE *r = call;                                                            \
-		return fopen_common(th, op, path, r, t0, prof_now(), RET_ADDR, FRAME_ADDR); \
+		return fopen_common(th, op, path, r, t0, prof_timed_end(th, t0, own0_), RET_ADDR, FRAME_ADDR); \
 	} while (0)
 
 PROF_EXPORT FILE *fopen(const char *path, const char *mode)
@@ -882,9 +885,9 @@ PROF_EXPORT FILE *fopen64(const char *path, const char *mode)
 			return REAL(name)(path, mode, f);                                  \
 		int oldfd = f ? fileno(f) : -1;                                            \
 		uint32_t oldid = io_fd_peek(oldfd);                                        \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		FILE *r = REAL(name)(path, mode, f);                                       \
-		uint64_t t1 = prof_now();                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
 		if (oldid)                                                                 \
 			io_fd_closed(oldfd, oldid);                                        \
 		return fopen_common(th, PROF_IO_FREOPEN, path, r, t0, t1, RET_ADDR,         \
@@ -906,9 +909,9 @@ PROF_EXPORT FILE *fdopen(int fd, const char *mode)
 	struct prof_thread *th = io_begin();
 	if (!th)
 		return REAL(fdopen)(fd, mode);
-	uint64_t t0 = prof_now();
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
 	FILE *r = REAL(fdopen)(fd, mode);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
 	IO_END_BEGIN(th);
 	record(th, PROF_IO_FDOPEN, fd, r ? 0 : -(int64_t)err_, t0, t1, RET_ADDR, FRAME_ADDR);
 	IO_END_FINISH(th);
@@ -924,9 +927,9 @@ PROF_EXPORT int fclose(FILE *f)
 	th->in_hook++;
 	uint32_t id = fd >= 0 ? io_fd_id(th, fd) : 0;
 	th->in_hook--;
-	uint64_t t0 = prof_now();
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
 	int r = REAL(fclose)(f);
-	uint64_t t1 = prof_now();
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
 	IO_END_BEGIN(th);
 	if (fd >= 0) {
 		io_fd_closed(fd, id);
@@ -1073,9 +1076,9 @@ PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 			va_end(ap);                                                        \
 			return r0;                                                         \
 		}                                                                          \
-		uint64_t t0 = prof_now();                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		int r = call;                                                              \
-		uint64_t t1 = prof_now();                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
 		va_end(ap);                                                                \
 		IO_END_BEGIN(th);                                                          \
 		record_call;                                                               \

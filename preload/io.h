@@ -15,12 +15,14 @@ extern uint32_t io_fd_table_size;
 extern _Atomic uint32_t io_fd_pid;  /* the process whose descriptors the table holds */
 
 /* Makes the table and names the inherited descriptors: once per process (and again in a
- * fork child). Hooks call io_ready() first. */
+ * fork child, where an atfork handler sets io_fd_pid to 0). Hooks call io_ready() first: one
+ * load of a variable written only then (the trace header's pid shares its cache line with the
+ * chunk counter every thread writes). */
 void io_fd_setup(struct prof_thread *th);
 
 static inline void io_ready(struct prof_thread *th)
 {
-	if (unlikely(atomic_load_explicit(&io_fd_pid, memory_order_acquire) != prof_writer_pid()))
+	if (unlikely(atomic_load_explicit(&io_fd_pid, memory_order_acquire) == 0))
 		io_fd_setup(th);
 }
 

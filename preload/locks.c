@@ -130,6 +130,7 @@ struct lock_entry {
 	_Atomic uint32_t first_stack;
 	_Atomic uint16_t kind;
 	_Atomic uint8_t ignored;     /* first used by our own code (libunwind's locks): not written */
+	uint64_t hold_own0;          /* the holder's own_ns when a timed hold began */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct lock_entry) == 128, "two cache lines per lock");
@@ -203,9 +204,11 @@ static inline struct lock_entry *lock_find(const void *lock)
 static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
 {
 	int saved = errno;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	uint32_t stack = prof_stack_at(th, site);
 	th->in_hook--;
+	prof_own_end(th, own);
 	errno = saved;
 	return stack;
 }
@@ -214,7 +217,7 @@ static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
  * for later waits at the same call site (the hooked function's return address) of the same
  * thread for stack_refresh_ns (PROF_LOCK_STACK_REFRESH_US, default 1000; 0 unwinds every wait):
  * the innermost frame is always exact, deeper ones are those of the latest unwind there. */
-#define SITE_STACKS 64
+#define SITE_STACKS 32  /* TLS: a thread with a 16 KiB stack has about 8 KiB for it */
 struct site_stack {
 	uintptr_t site;
 	uint64_t t;
@@ -237,7 +240,7 @@ static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
 	return stack;
 }
 
-static void snapshot(struct prof_thread *th, struct lock_entry *e);
+static noinline void snapshot(struct prof_thread *th, struct lock_entry *e);
 
 /* First use of a lock: claim slot s, note the kind and where it was first used. The unwind
  * happens before the lock is taken, so it never lengthens a hold. */
@@ -309,9 +312,30 @@ static inline int hold_timed(uint64_t n)
 	return n <= HOLD_EXACT || (n & hold_mask) == 0;
 }
 
+/* A timed hold is a timed interval of the holder (prof_timed_begin()): libprof's own work
+ * inside it (the allocation hooks of the critical section) is not counted in its length.
+ * Pairs with hold_end(). */
+static noinline void hold_begin(struct prof_thread *th, struct lock_entry *e)
+{
+	e->hold_t0 = prof_timed_begin(th, &e->hold_own0);
+}
+
+/* The lock this thread acquired last, and its entry: the unlock that usually follows finds
+ * it without hashing (entries never move; a fork child forgets it). */
+static __thread struct lock_entry *last_entry;
+
+static inline struct lock_entry *lock_find_released(const void *lock)
+{
+	struct lock_entry *e = last_entry;
+	if (likely(e && LD(e->addr) == (uintptr_t)lock))
+		return e;
+	return lock_find(lock);
+}
+
 /* An exclusive acquisition by th (the lock is held: nobody else writes the entry). */
 static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 {
+	last_entry = e;
 	uint32_t me = th->serial;
 	uint64_t n = LD(e->acquisitions) + 1;
 	ST(e->acquisitions, n);
@@ -326,9 +350,9 @@ static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 	} else {
 		ST(e->holder, me);
 		e->depth = 1;
-		if (hold_timed(n)) {
+		if (unlikely(hold_timed(n))) {
 			e->hold_w = n <= HOLD_EXACT ? 1 : hold_sample;
-			e->hold_t0 = prof_now();
+			hold_begin(th, e);
 		} else {
 			e->hold_t0 = 0;
 		}
@@ -337,9 +361,10 @@ static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 		snapshot(th, e);
 }
 
-static inline void hold_end(struct lock_entry *e)
+/* Out of line: most holds are not timed, and the fast path then saves fewer registers. */
+static noinline void hold_end(struct prof_thread *th, struct lock_entry *e)
 {
-	uint64_t d = prof_now() - e->hold_t0;
+	uint64_t d = prof_timed_end(th, e->hold_t0, e->hold_own0) - e->hold_t0;
 	e->hold_t0 = 0;
 	ADD_EX(e->hold_ns, d * e->hold_w);
 	ADD_EX(e->holds_timed, 1);
@@ -354,15 +379,16 @@ static inline void released_excl(struct prof_thread *th, struct lock_entry *e)
 	if (LD(e->holder) != th->serial || --e->depth)
 		return;
 	ST(e->holder, 0);
-	if (e->hold_t0)
-		hold_end(e);
+	if (unlikely(e->hold_t0))
+		hold_end(th, e);
 }
 
 /* Read holds of rwlocks: many at once, so their start times live with the reader. */
 struct read_hold {
 	uintptr_t lock;
-	uint64_t t0;
-	uint64_t w;
+	uint64_t t0;    /* a timed hold's start, or 0 */
+	uint32_t own0;  /* low bits of own_ns then: a hold's own time is far below 4 s */
+	uint32_t w;
 };
 static __thread struct read_hold read_holds[READ_HOLDS];
 static __thread uint32_t nread_holds;
@@ -380,14 +406,16 @@ static inline void acquired_shared(struct prof_thread *th, struct lock_entry *e,
 	if (track_hold && nread_holds < READ_HOLDS) {
 		struct read_hold *h = &read_holds[nread_holds++];
 		h->lock = atomic_load_explicit(&e->addr, memory_order_relaxed);
-		h->t0 = hold_timed(n) ? prof_now() : 0;
+		uint64_t own0 = 0;
+		h->t0 = hold_timed(n) ? prof_timed_begin(th, &own0) : 0;
+		h->own0 = (uint32_t)own0;
 		h->w = n <= HOLD_EXACT ? 1 : hold_sample;
 	}
 	if (unlikely(snapshot_due(n)))
 		snapshot(th, e);
 }
 
-static inline void released_shared(struct lock_entry *e, uintptr_t lock)
+static inline void released_shared(struct prof_thread *th, struct lock_entry *e, uintptr_t lock)
 {
 	for (uint32_t i = nread_holds; i-- > 0;) {
 		if (read_holds[i].lock != lock)
@@ -395,7 +423,9 @@ static inline void released_shared(struct lock_entry *e, uintptr_t lock)
 		struct read_hold h = read_holds[i];
 		read_holds[i] = read_holds[--nread_holds];
 		if (h.t0) {
-			uint64_t d = prof_now() - h.t0;
+			uint64_t now_own = prof_own_total(th);
+			uint64_t own0 = now_own - (uint32_t)((uint32_t)now_own - h.own0);
+			uint64_t d = prof_timed_end(th, h.t0, own0) - h.t0;
 			ADD_SH(e->hold_ns, d * h.w);
 			ADD_SH(e->holds_timed, 1);
 			max_sh(&e->max_hold_ns, d);
@@ -413,6 +443,7 @@ static void write_wait(struct prof_thread *th, uintptr_t lock, uintptr_t other, 
 		       unsigned op, uint32_t stack, uint64_t wait_ns, uint64_t t1, int rc)
 {
 	int saved = errno;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_lock_wait *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -425,6 +456,7 @@ static void write_wait(struct prof_thread *th, uintptr_t lock, uintptr_t other, 
 		prof_commit(r, PROF_REC_LOCK_WAIT, op, sizeof(*r), t1);
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 	errno = saved;
 }
 
@@ -492,11 +524,12 @@ static int blocked_rc(int rc)
 	return acquired_rc(rc) || rc == ETIMEDOUT || rc == EINTR;
 }
 
-static void snapshot(struct prof_thread *th, struct lock_entry *e)
+static noinline void snapshot(struct prof_thread *th, struct lock_entry *e)
 {
 	if (LD(e->ignored))
 		return;
 	int saved = errno;
+	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
 	struct prof_rec_lock_stats *r = prof_reserve(th, sizeof(*r));
 	if (r) {
@@ -516,6 +549,7 @@ static void snapshot(struct prof_thread *th, struct lock_entry *e)
 		prof_commit(r, PROF_REC_LOCK_STATS, 0, sizeof(*r), prof_now());
 	}
 	th->in_hook--;
+	prof_own_end(th, own);
 	errno = saved;
 }
 
@@ -550,6 +584,8 @@ void prof_locks_fork_child(void)
 	table = NULL;
 	nread_holds = 0;
 	pending.set = 0;
+	last_entry = NULL;
+	prof_self.timed = 0;  /* the holds it counted died with the parent's table */
 	memset(site_stacks, 0, sizeof(site_stacks));  /* the child numbers its stacks anew */
 	table_map();
 }
@@ -679,7 +715,7 @@ PROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 	struct lock_entry *e;
 	if (!th)
 		return real.mutex_unlock(m);
-	if ((e = lock_find(m)))
+	if ((e = lock_find_released(m)))
 		released_excl(th, e);
 	int rc = real.mutex_unlock(m);
 	after_release(th);
@@ -805,7 +841,7 @@ PROF_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *l)
 		if (LD(e->holder) == th->serial)
 			released_excl(th, e);
 		else
-			released_shared(e, (uintptr_t)l);
+			released_shared(th, e, (uintptr_t)l);
 	}
 	int rc = real.rwlock_unlock(l);
 	after_release(th);
@@ -862,7 +898,7 @@ PROF_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
 	struct lock_entry *e;
 	if (!th)
 		return real.spin_unlock(s);
-	if ((e = lock_find((const void *)(uintptr_t)s)))
+	if ((e = lock_find_released((const void *)(uintptr_t)s)))
 		released_excl(th, e);
 	int rc = real.spin_unlock(s);
 	after_release(th);
@@ -919,7 +955,7 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 		me->hold_t0 = 0;
 		if (LD(me->acquisitions) <= HOLD_EXACT || (++cond_ticks & hold_mask) == 0) {
 			me->hold_w = LD(me->acquisitions) <= HOLD_EXACT ? 1 : hold_sample;
-			me->hold_t0 = prof_now();
+			hold_begin(th, me);
 		}
 	}
 	if (rc == 0 || rc == ETIMEDOUT) {

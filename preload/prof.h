@@ -28,6 +28,9 @@ struct prof_config {
 	char only[256];         /* PROF_ONLY: record only these programs (comma list of names) */
 	int debug;              /* PROF_DEBUG level */
 	uint64_t max_size;      /* largest trace file, bytes */
+	uint64_t heap_sample;   /* PROF_HEAP_SAMPLE: mean bytes between allocations with stacks,
+				 * 0 = all (heap.c); at most 1 GiB */
+	uint64_t heap_sample_seed;  /* PROF_HEAP_SAMPLE_SEED: fixed sampler seed (tests), 0 = none */
 	char output[1024];      /* PROF_OUTPUT template */
 };
 extern struct prof_config prof_cfg;
@@ -90,6 +93,14 @@ struct prof_thread {
 	struct stack_cache *stack_cache;  /* stacks.c: verified stacks of this thread, mapped */
 	int stack_cache_done;  /* the thread ended: its cache is gone, none is made again */
 	uint32_t base_ptr_hi;  /* see base_ptr_lo */
+	/* Own time. While timed > 0 the thread is inside a call or hold whose duration we
+	 * report (an I/O call, a lock hold, a CUDA API call): hooks that run inside it add the
+	 * time of their own work (unwinding, writing records) to own_ns, and the timed call
+	 * subtracts what was added meanwhile (prof_timed_begin(), prof_timed_end()). */
+	uint32_t timed;
+	uint64_t own_ns;
+	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
+					* signal handler writes it, so no update is lost */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -130,6 +141,43 @@ static inline uint64_t prof_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Own work of a hook (pairs with prof_own_end()): timed only inside a timed call, so hooks
+ * outside one pay a test and no clock read. */
+static inline uint64_t prof_own_begin(const struct prof_thread *th)
+{
+	return unlikely(th->timed) ? prof_now() : 0;
+}
+
+static inline void prof_own_end(struct prof_thread *th, uint64_t t)
+{
+	if (unlikely(t))
+		th->own_ns += prof_now() - t;
+}
+
+/* The thread's own time so far: its hooks' and its CPU samples'. */
+static inline uint64_t prof_own_total(const struct prof_thread *th)
+{
+	return th->own_ns + th->own_sig_ns;
+}
+
+/* A timed call: t0 = prof_timed_begin(th, &own0); real call; t1 = prof_timed_end(th, t0,
+ * own0). t1 - t0 is then the call's duration less libprof's own work inside it (the
+ * allocation hooks of an fprintf, the event records of a CUDA launch, CPU samples). */
+static inline uint64_t prof_timed_begin(struct prof_thread *th, uint64_t *own0)
+{
+	th->timed++;
+	*own0 = prof_own_total(th);
+	return prof_now();
+}
+
+static inline uint64_t prof_timed_end(struct prof_thread *th, uint64_t t0, uint64_t own0)
+{
+	uint64_t t1 = prof_now();
+	th->timed--;
+	uint64_t own = prof_own_total(th) - own0;
+	return t1 - t0 > own ? t1 - own : t0;
+}
+
 extern _Atomic int prof_start_state;  /* 0 until prof_start() has begun */
 void prof_start(void);
 
@@ -142,10 +190,17 @@ struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
 
 static inline struct prof_thread *prof_recording(unsigned family)
 {
-	if (unlikely(atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0))
-		prof_start();
+	/* Recording on means started: the start state is looked at only while it is off. */
 	int active = atomic_load_explicit(&prof_active, memory_order_relaxed);
-	if (!likely(active) || !(prof_cfg.events & family))
+	if (unlikely(!active)) {
+		if (atomic_load_explicit(&prof_start_state, memory_order_relaxed) == 0) {
+			prof_start();
+			active = atomic_load_explicit(&prof_active, memory_order_relaxed);
+		}
+		if (!active)
+			return NULL;
+	}
+	if (!(prof_cfg.events & family))
 		return NULL;
 	struct prof_thread *th = &prof_self;
 	if (th->in_hook)

@@ -663,6 +663,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->strings_offset = sizeof(*h);
 	h->strings_size = (uint32_t)len;
 	h->cpu_hz = (prof_cfg.events & PROF_EV_CPU) ? prof_cfg.cpu_hz : 0;
+	h->heap_sample = (uint32_t)prof_cfg.heap_sample;
 	__atomic_store_n(&h->magic, PROF_MAGIC, __ATOMIC_RELEASE);
 	return kept;
 }

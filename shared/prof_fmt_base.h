@@ -109,7 +109,9 @@ struct prof_file_header {
 	uint32_t strings_offset;     /* from file start: exe\0 host\0 argv[0]\0 ... argv[argc-1]\0 */
 	uint32_t strings_size;
 	uint32_t cpu_hz;             /* CPU sampling frequency, 0 if off */
-	uint32_t reserved0;
+	uint32_t heap_sample;        /* PROF_HEAP_SAMPLE: mean bytes between sampled allocations
+				      * (only those flagged PROF_ALLOC_SAMPLED have stacks); 0:
+				      * every allocation has its stack */
 	uint64_t lost_records;       /* records dropped for want of space, summed at the end */
 	uint32_t clock_source;       /* enum prof_clock_source: how the writer read clock_id */
 	uint32_t reserved1;

@@ -113,8 +113,12 @@ enum prof_alloc_fn {
 	PROF_ALLOC_POSIX_MEMALIGN, PROF_ALLOC_ALIGNED_ALLOC, PROF_ALLOC_MEMALIGN, PROF_ALLOC_VALLOC,
 	PROF_ALLOC_PVALLOC, PROF_ALLOC_FN_COUNT
 };
+/* In a trace whose header has heap_sample set, an allocation the sampler picked (its stack is
+ * recorded) carries this flag; the others have stack 0. The function is flags & 0xff. */
+#define PROF_ALLOC_SAMPLED 0x100u
+#define PROF_ALLOC_FN_MASK 0xffu
 struct prof_rec_alloc {
-	struct prof_rec h;     /* flags: enum prof_alloc_fn */
+	struct prof_rec h;     /* flags: enum prof_alloc_fn, | PROF_ALLOC_SAMPLED */
 	uint64_t ptr;
 	uint64_t size;         /* bytes asked for */
 	uint32_t stack;

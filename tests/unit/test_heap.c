@@ -219,3 +219,39 @@ Test(heap_analysis, leak_classes_from_the_scan)
 		process_free(&p);
 	}
 }
+
+/* A sampled trace (header heap_sample): totals count every record; a sampled allocation of
+ * size s counts 1/p calls and s/p bytes at its site, p = 1 - exp(-s/B); unsampled ones belong
+ * to no site. */
+Test(heap_analysis, sampled_trace_scales_sites_and_keeps_totals)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->heap_sample = 1000;
+	unsigned sampled = PROF_ALLOC_MALLOC | PROF_ALLOC_SAMPLED;
+	tg_alloc_fn(tg, 2, T0 + 1, (enum prof_alloc_fn)sampled, 0x1000, 100, 1);
+	tg_alloc_fn(tg, 2, T0 + 2, PROF_ALLOC_MALLOC, 0x2000, 100, 0);   /* not sampled */
+	tg_alloc_fn(tg, 2, T0 + 3, (enum prof_alloc_fn)sampled, 0x3000, 5000, 2);
+	tg_free(tg, 2, T0 + 4, 0x2000);
+	tg_exit(tg, 2, T0 + 5, 0, 0);
+	struct process p;
+	load(tg, &p);
+	const struct heap_stats *h = heap_of(&p);
+	cr_expect_eq(h->sample, 1000);
+	cr_expect_eq(h->alloc_calls, 3);
+	cr_expect_eq(h->free_calls, 1);
+	cr_expect_eq(h->bytes_allocated, 5200);
+	cr_expect_eq(h->peak, 5200);
+	cr_expect_eq(h->leaked_bytes, 5100);
+	cr_expect_eq(h->leaked_blocks, 2);
+	/* 100 bytes: p = 0.09516, weight 10.508; 5000 bytes: p = 0.99326, weight 1.00678 */
+	cr_expect_eq(site(&p, 1)->calls, 11);
+	cr_expect_eq(site(&p, 1)->bytes, 1051);
+	cr_expect_eq(site(&p, 1)->sampled, 1);
+	cr_expect_eq(site(&p, 1)->leaked_bytes, 1051);
+	cr_expect_eq(site(&p, 1)->leaked_blocks, 11);
+	cr_expect_eq(site(&p, 2)->calls, 1);
+	cr_expect_eq(site(&p, 2)->bytes, 5034);
+	cr_expect_eq(site(&p, 2)->peak_bytes, 5034);
+	cr_expect_null(site(&p, 0), "unsampled allocations have no site");
+	process_free(&p);
+}
