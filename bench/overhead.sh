@@ -67,6 +67,15 @@ modes=(none libprof sample512k)
 traced() {  # env... command: under libprof, traces in $out/traces
 	PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib "$@"
 }
+heaptracked() {  # [env VAR=VALUE...] command: under heaptrack, which must run the program
+	# itself: heaptrack running `env` loses the program env executes
+	local vars=()
+	if [[ $1 == env ]]; then
+		shift
+		while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
+	fi
+	env "${vars[@]}" heaptrack -o "$out/traces/ht" "$@"
+}
 run() {  # mode name: prints milliseconds
 	local t0 t1
 	rm -rf "$out/traces" && mkdir -p "$out/traces"
@@ -76,7 +85,7 @@ run() {  # mode name: prints milliseconds
 	libprof) traced ${cmd[$2]} >/dev/null 2>&1 ;;
 	sample512k) PROF_HEAP_SAMPLE=512K traced ${cmd[$2]} >/dev/null 2>&1 ;;
 	cache_off) PROF_STACK_CACHE=0 traced ${cmd[$2]} >/dev/null 2>&1 ;;
-	heaptrack) heaptrack -o "$out/traces/ht" ${cmd[$2]} >/dev/null 2>&1 ;;
+	heaptrack) heaptracked ${cmd[$2]} >/dev/null 2>&1 ;;
 	esac
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000000))
