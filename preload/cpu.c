@@ -364,14 +364,27 @@ static int change_mask(int (*fn)(int, const sigset_t *, sigset_t *), int how, co
 	return 0;
 }
 
+/* Inside a recording unwind every signal is blocked already, and stays so until it ends:
+ * what libunwind saves is the full set, what it restores is ignored. */
+static int unwind_mask_call(sigset_t *old)
+{
+	if (old)
+		sigfillset(old);
+	return 0;
+}
+
 PROF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
+	if (unlikely(prof_self.unwinding == UNWINDING_MASKED))
+		return unwind_mask_call(old);
 	resolve();
 	return change_mask(real.sigprocmask, how, set, old);
 }
 
 PROF_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
+	if (unlikely(prof_self.unwinding == UNWINDING_MASKED))
+		return unwind_mask_call(old);
 	resolve();
 	return change_mask(real.pthread_sigmask, how, set, old);
 }

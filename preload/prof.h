@@ -75,7 +75,7 @@ struct prof_thread {
 	 * signal, and is made again. While unwinding is set (stacks.c) libunwind's per-thread
 	 * cache is in use: a sample then records the hook's call site, hook_site, alone. */
 	volatile uint32_t ticks;
-	volatile int unwinding;
+	volatile int unwinding;  /* 1, or UNWINDING_MASKED: every signal blocked by stacks.c */
 	volatile uintptr_t hook_site;
 	void *cpu_timer;      /* timer_t of the thread's CPU-time timer, when it has one */
 	int has_timer;
@@ -103,6 +103,10 @@ struct prof_thread {
 					* signal handler writes it, so no update is lost */
 };
 extern __thread struct prof_thread prof_self;
+
+/* A recording unwind runs with every signal blocked (stacks.c); the sigprocmask calls
+ * libunwind makes inside it change nothing and need no system call (cpu.c). */
+#define UNWINDING_MASKED 2
 
 /* clock.c: the trace clock. With the TSC, ns = ns0 + ((tsc - tsc0) * mult) >> 32 on the
  * current segment; the writer re-anchors it now and then (prof_clock_refine()). */

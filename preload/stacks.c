@@ -7,8 +7,11 @@
 #include <libunwind.h>
 #include <sched.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define TABLE_SLOTS (1u << 20)  /* 16 MiB of address space, touched as it fills */
 #define MAX_PROBES 64
@@ -522,12 +525,20 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
 	void *buf[PROF_MAX_STACK_DEPTH];
 	th->hook_site = call_site;
-	th->unwinding = 1;
+	/* Debian's libunwind blocks every signal around each step (two sigprocmask calls, most of
+	 * a recording's cost): block them once for the whole unwind instead, and let its calls
+	 * find them blocked (UNWINDING_MASKED, cpu.c) */
+	sigset_t all, saved;
+	sigfillset(&all);
+	int masked = syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, _NSIG / 8) == 0;
+	th->unwinding = masked ? UNWINDING_MASKED : 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
 				 e);
 	atomic_signal_fence(memory_order_seq_cst);
 	th->unwinding = 0;
+	if (masked)
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, _NSIG / 8);
 	recording_end();
 	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
 	if (n <= 0)

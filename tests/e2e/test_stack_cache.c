@@ -63,3 +63,13 @@ Test(stack_cache, hits_equal_unwinds_with_frame_pointers) { checked_run("stack_p
 Test(stack_cache, hits_equal_unwinds_optimised) { checked_run("stack_paths_O2"); }
 Test(stack_cache, same_stacks_with_frame_pointers) { same_flames("stack_paths"); }
 Test(stack_cache, same_stacks_optimised) { same_flames("stack_paths_O2"); }
+
+/* Recording unwinds block every signal for their length: the program's own mask and its
+ * signals are as if libprof were not there. */
+Test(stack_cache, program_signal_mask_kept)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("mask_keep"), NULL };
+	const char *env[] = { "PROF_STACK_CACHE=1", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0, "mask_keep failed under libprof");
+}
