@@ -95,6 +95,7 @@ struct family {
 	/* Records of other families it reads too, types [observe_first, observe_last]: given to
 	 * observe() after their owner's on_record (one observer per type). */
 	unsigned observe_first, observe_last;
+	unsigned observe_more_first, observe_more_last;  /* a second range; 0, 0: none */
 	int (*observe)(struct process *p, void *state, const struct trace_event *ev);
 
 	/* prof report: a section when has_data(); the JSON value under json_key (always, so
