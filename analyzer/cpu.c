@@ -16,6 +16,7 @@
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 #include "u64map.h"
@@ -771,6 +772,43 @@ static void cpu_thread_times(struct process *p, const struct thread_info *t,
 		add(ctx, prof_block_cause_name((unsigned)c), ct->blocked_ns[c]);
 }
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int cpu_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct cpu_state *s = state;
+	(void)p;
+	sum_put_u64(w, s->samples);
+	sum_put_u64(w, s->sampled_ns);
+	sum_put_u64(w, s->in_prof);
+	sum_put_fixed(w, s->blocked_ns, sizeof(s->blocked_ns));
+	sum_put_map(w, &s->threads);
+	sum_put_map(w, &s->stacks);
+	sum_put_map(w, &s->pcs);
+	sum_put_map(w, &s->blocked);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&s->pcs, &pos, &key, &val))  /* named by addr_symbolize() */
+		sum_want_addr(w, key);
+	return 0;
+}
+
+static int cpu_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct cpu_state *s = state;
+	(void)p;
+	s->samples = sum_get_u64(r);
+	s->sampled_ns = sum_get_u64(r);
+	s->in_prof = sum_get_u64(r);
+	sum_get_fixed(r, s->blocked_ns, sizeof(s->blocked_ns));
+	if (sum_get_map(r, &s->threads) < 0 || sum_get_map(r, &s->stacks) < 0 ||
+	    sum_get_map(r, &s->pcs) < 0 || sum_get_map(r, &s->blocked) < 0)
+		return -1;
+	s->last = NULL;
+	return 0;
+}
+
 const struct family cpu_family = {
 	.name = "cpu",
 	.first_type = PROF_CPU_TYPE_FIRST,
@@ -803,4 +841,7 @@ const struct family cpu_family = {
 	" period_ns INTEGER, stack INTEGER);\n",
 	.sql_row = cpu_sql_row,
 	.thread_times = cpu_thread_times,
+	.sum_version = 1,
+	.sum_write = cpu_sum_write,
+	.sum_read = cpu_sum_read,
 };
