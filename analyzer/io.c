@@ -108,6 +108,8 @@ int io_hist_get(struct sum_in *r, struct io_hist *h)
 	h->count = sum_get_u64(r);
 	h->max = sum_get_u64(r);
 	uint32_t used = sum_get_u32(r);
+	if (!used && h->count)  /* counts without buckets: not what a writer makes */
+		r->bad = 1;
 	if (!used || r->bad)
 		return 0;
 	if (used - 1 > IO_HIST_BUCKETS) {

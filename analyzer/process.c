@@ -626,7 +626,8 @@ static void load_one(void *ctx, size_t i)
 	/* Only what the reports read stays: the symbolizer, live blocks and the like go
 	 * before this worker takes the next trace. */
 	const char *env = getenv("PROF_REDUCE");
-	if (reduce && !(env && !strcmp(env, "0")) && summary_reduce(l->ps, l->err, sizeof(l->err)) < 0) {
+	int on = reduce && !(env && !strcmp(env, "0"));
+	if (on && summary_reduce(l->ps, l->err, sizeof(l->err)) < 0) {
 		processes_free(l->ps, 1);
 		l->ps = NULL;
 		l->n = 0;
