@@ -895,19 +895,17 @@ int summary_reduce(struct process *p, char *err, size_t errlen)
 	char *name = strdup(p->path);
 	rc = name ? summary_parse(w.buf, w.len, name, &one, &n, &cap, err, errlen) : -1;
 	free(w.buf);
+	if (!name)
+		snprintf(err, errlen, "out of memory");
+	free(name);
 	if (rc == 0 && n == 1) {
 		process_free(p);
 		*p = one[0];
-	} else if (rc == 0) {
-		processes_free(one, n);
-		rc = -1;
-	}
-	if (rc < 0 && !name)
-		snprintf(err, errlen, "out of memory");
-	if (rc < 0 && n == 0)
 		free(one);
-	free(name);
-	return rc;
+		return 0;
+	}
+	processes_free(one, n);  /* nothing, or not the one process written: never so */
+	return -1;
 }
 
 /* ---- prof summarize ----------------------------------------------------------------------- */
@@ -934,8 +932,10 @@ static void summarize_one(void *ctx, size_t i)
 	size_t n = 0, cap = 0;
 	j->errs[i][0] = '\0';
 	if (summary_is(j->paths[i])) {  /* a summary again: its processes, as they are */
-		if (summary_load(j->paths[i], &ps, &n, &cap, j->errs[i], sizeof(j->errs[i])) < 0)
+		if (summary_load(j->paths[i], &ps, &n, &cap, j->errs[i], sizeof(j->errs[i])) < 0) {
+			free(ps);
 			return;
+		}
 	} else {
 		if (!(ps = calloc(1, sizeof(*ps)))) {
 			snprintf(j->errs[i], sizeof(j->errs[i]), "out of memory");
