@@ -19,7 +19,7 @@ static const struct {
 	{"export", cmd_export, "--format chrome|speedscope|pprof|sqlite -o FILE: timelines and profiles"},
 	{"html", cmd_html, "one self-contained HTML report: tables, flame graphs, charts"},
 	{"diff", cmd_diff, "what changed between two runs, or two moments RUN@T1 RUN@T2; --json"},
-	{"summarize", cmd_summarize, "-o FILE: a compact summary of traces, which every command reads"},
+	{"summarize", cmd_summarize, "-o FILE: a compact summary of traces, read in their place (README)"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
 	{"mark-exit", cmd_mark_exit, "record a signal death in a trace (prof-run does this)"},
 };
