@@ -101,8 +101,8 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
  * a summary (summary.h) the processes it holds; on error prints it and returns -1 (nothing
  * to free); *nout: how many processes. Each trace's process
  * is reduced to its summary's as soon as it is loaded (memory bounded by the summaries and
- * one trace per worker), unless processes_reduce_set(0) was called (commands that read more
- * than the reports do: CUDA, the timeline). */
+ * one trace per worker), unless processes_reduce_set(0) was called (commands that read the
+ * records again: the sqlite export). */
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout);
 void processes_reduce_set(int on);
 /* Summaries refused from now on, with a message saying that `why` ("prof export --format

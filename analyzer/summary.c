@@ -914,10 +914,10 @@ static const struct cmd_spec spec = {
 	"summarize", CMD_OUTPUT, 0,
 	"usage: prof summarize [options] TRACE... -o FILE\n"
 	"Writes one summary of the TRACE arguments (trace files, run directories, summaries):\n"
-	"each process's aggregates, stacks and symbols, which report, leaks, flame, diff, html\n"
-	"and export (pprof, speedscope) read in place of the traces, merged with others: run it\n"
-	"where the traces are (srun prof summarize on each node), then prof report *.sum.\n"
-	"Needs no binaries to be read. Traces with CUDA data cannot be summarized yet.\n\n"
+	"each process's aggregates, stacks and symbols, which report, leaks, flame, diff, html,\n"
+	"kernels and export (pprof, speedscope) read in place of the traces, merged with\n"
+	"others: run it where the traces are (srun prof summarize on each node), then\n"
+	"prof report *.sum. Needs no binaries to be read.\n\n"
 	"  -o FILE      the summary (needed)\n",
 };
 

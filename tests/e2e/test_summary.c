@@ -151,6 +151,41 @@ Test(summary, summaries_merged_give_what_the_traces_give)
 		    (const char *const[]){ tree, wall, NULL }, (const char *const[]){ s1, s2, NULL });
 }
 
+/* CUDA (the fake driver, with kernels timed by events, device memory, and the real cudart
+ * over it): prof kernels, report and leaks the same from the summary. */
+Test(summary, cuda_from_its_summary)
+{
+	char drv[PATH_MAX], rt[PATH_MAX], env[PATH_MAX + 32], s[PATH_MAX];
+	snprintf(drv, sizeof(drv), "%s/cuda/drv_test", e2e_build());
+	snprintf(rt, sizeof(rt), "%s/cuda/rt_shared", e2e_build());
+	if (access(drv, X_OK) != 0 || access(rt, X_OK) != 0)
+		cr_skip_test("%s or %s not built (no CUDA toolkit?)", drv, rt);
+	snprintf(env, sizeof(env), "LD_LIBRARY_PATH=%s/cuda", e2e_build());
+	const char *run = e2e_tmpdir(), *d = e2e_tmpdir();
+	const char *e[] = { env, "PROF_CUDA_TIMING=events", NULL };
+	const char *a1[] = { drv, "gpa", "4", NULL }, *a2[] = { rt, NULL };
+	e2e_profile(run, a1, e, NULL, NULL);
+	e2e_profile(run, a2, e, NULL, NULL);
+	snprintf(s, sizeof(s), "%s/cuda.sum", d);
+	summarize(s, (const char *const[]){ run, NULL });
+	expect_all_same((const char *const[]){ run, NULL }, (const char *const[]){ s, NULL });
+	static const char *const cmds[][6] = {
+		{ "kernels", NULL }, { "kernels", "--json", NULL }, { "kernels", "--csv", NULL },
+		{ "flame", "--kind", "cuda", "--folded", NULL },
+	};
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		expect_same(cmds[i], (const char *const[]){ run, NULL },
+			    (const char *const[]){ s, NULL });
+	json_t *doc = e2e_prof_json("report", s);
+	cr_assert_not_null(doc);
+	int api = 0;
+	for (size_t i = 0; e2e_process(doc, i); i++)
+		api += json_array_size(json_object_get(json_object_get(e2e_process(doc, i), "cuda"),
+						       "api")) > 0;
+	cr_expect_eq(api, 2, "both processes' CUDA calls are in the summary");
+	json_decref(doc);
+}
+
 /* Ranks 0 and 1 on this host, 2 and 3 on another (a UTS namespace with its own name): each
  * host summarizes its own traces, as `srun prof summarize` would; one report of the two
  * summaries is the job's. */
