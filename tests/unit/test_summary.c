@@ -151,3 +151,60 @@ Test(summary, every_family_has_both_hooks)
 		cr_expect(f->sum_write && f->sum_read && f->sum_version > 0, "%s", f->name);
 	}
 }
+
+/* The compatibility paths: a section of a tag this prof does not know is skipped; a family
+ * this prof does not know is skipped; a known family's section at another version, and a
+ * summary of another version, are refused in one line. */
+Test(summary, unknown_sections_skipped_other_versions_refused)
+{
+	struct process p;
+	load(&p);
+	struct sum_out w = { 0 };
+	char err[512];
+	summary_put_header(&w);
+	cr_assert_eq(summary_write_process(&w, &p, err, sizeof(err)), 0, "%s", err);
+	process_free(&p);
+	size_t whole = w.len;
+	/* a future section: tag 200, 16 bytes */
+	sum_put_u32(&w, 200);
+	sum_put_u32(&w, 1);
+	sum_put_u64(&w, 16);
+	sum_put_u64(&w, 0x1122334455667788ull);
+	sum_put_u64(&w, 0);
+	/* a future family, after the process it belongs to */
+	sum_put_u32(&w, 2);
+	sum_put_u32(&w, 7);
+	sum_put_u64(&w, 4 + 6 + 8);
+	sum_put_str(&w, "future");
+	sum_put_u64(&w, 42);
+	cr_assert(!w.oom);
+	struct process *ps = NULL;
+	size_t n = 0, cap = 0;
+	cr_expect_eq(summary_parse(w.buf, w.len, "x.sum", &ps, &n, &cap, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_expect_eq(n, 1);
+	processes_free(ps, n);
+
+	/* the heap's section at version 99 */
+	w.len = whole;
+	sum_put_u32(&w, 2);
+	sum_put_u32(&w, 99);
+	sum_put_u64(&w, 4 + 4);
+	sum_put_str(&w, "heap");
+	ps = NULL;
+	n = cap = 0;
+	cr_expect_eq(summary_parse(w.buf, w.len, "x.sum", &ps, &n, &cap, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "x.sum") && strstr(err, "version"), "%s", err);
+	cr_expect_eq(n, 0);
+	processes_free(ps, n);
+
+	/* summary version 2 */
+	w.len = whole;
+	w.buf[8] = 2;
+	ps = NULL;
+	n = cap = 0;
+	cr_expect_eq(summary_parse(w.buf, w.len, "x.sum", &ps, &n, &cap, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "version 2"), "%s", err);
+	processes_free(ps, n);
+	free(w.buf);
+}
