@@ -182,7 +182,7 @@ real-fast: all $(BUILD)/progs/hammer $(BUILD)/progs/hostile_names
 
 # libFuzzer (clang) on the trace reader and each command's input path (tests/fuzz/fuzz.c):
 # replays tests/fuzz/regressions/, then fuzzes each target FUZZ_SECONDS from tests/fuzz/seeds/.
-FUZZ_TARGETS := reader report leaks flame export html kernels diff
+FUZZ_TARGETS := reader report leaks flame export html kernels diff summary
 FUZZ_SECONDS ?= 30
 $(BUILD)/fuzz-%: tests/fuzz/fuzz.c $(ANALYZER_OBJ)
 	$(CC) $(ANALYZER_CFLAGS) -fsanitize=fuzzer -DFUZZ_$* $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)

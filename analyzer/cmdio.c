@@ -260,6 +260,32 @@ int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n)
 	return 0;
 }
 
+/* processes_load(), then --pid and --exe again: a summary's processes were not selected by
+ * cmd_inputs() (which reads trace headers only). */
+static int load_selected(const struct cmd_opts *o, char **paths, size_t npaths,
+			 struct process **ps, size_t *n)
+{
+	if (processes_load(paths, npaths, ps, n) < 0)
+		return -1;
+	if (!o->pid && !o->exe)
+		return 0;
+	size_t kept = 0;
+	for (size_t i = 0; i < *n; i++) {
+		struct process *p = &(*ps)[i];
+		if (selected(o, &p->hdr, p->exe, p->argc ? p->argv[0] : NULL))
+			(*ps)[kept++] = *p;
+		else
+			process_free(p);
+	}
+	*n = kept;
+	if (kept)
+		return 0;
+	prof_error("no process matches the --pid and --exe given");
+	free(*ps);
+	*ps = NULL;
+	return -1;
+}
+
 int cmd_parse_time(const char *s, uint64_t *ns)
 {
 	/* By hand, digit by digit: the same in every locale. */
@@ -320,7 +346,7 @@ int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps,
 	int rc = cmd_inputs(&one, &paths, n);
 	if (rc == 0) {
 		process_window_set(one.from_ns, one.to_ns);
-		rc = processes_load(paths, *n, ps);
+		rc = load_selected(o, paths, *n, ps, n);
 		process_window_set(0, UINT64_MAX);
 		inputs_free(paths);
 	}
@@ -340,7 +366,7 @@ int cmd_open(struct cmd_io *io, const struct cmd_opts *o)
 		if (cmd_inputs(o, &paths, &io->n) < 0)
 			return -1;
 		process_window_set(o->from_ns, o->to_ns);
-		loaded = processes_load(paths, io->n, &io->ps);
+		loaded = load_selected(o, paths, io->n, &io->ps, &io->n);
 		process_window_set(0, UINT64_MAX);
 		inputs_free(paths);
 	}

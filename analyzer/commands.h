@@ -30,7 +30,7 @@ void family_totals_print(FILE *out, struct process *ps, size_t n, const struct f
 			 size_t top);
 
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
- * (sorted). Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
+ * (sorted), or its *.sum files when it has no trace. Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
  * and returns -1 (nothing given, nothing found, unreadable). Free with inputs_free(). */
 int inputs_expand(char *const *args, int nargs, char ***out, size_t *count);
 void inputs_free(char **paths);

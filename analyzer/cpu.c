@@ -6,14 +6,17 @@
  * of it the thread spent off the CPU: its duration less the sampled CPU time inside it (a read
  * from the page cache is CPU time, not a wait). Samples are matched to calls per thread with a
  * short ring of the thread's latest samples: records end calls (LOCK_WAIT, THREAD_JOIN,
- * CPU_BLOCKED carry their end time, after the samples inside them), except I/O calls, which
- * carry their start and wait in a short queue until a later record of the thread shows that
- * every sample inside them has been seen. */
+ * CPU_BLOCKED carry their end time, after the samples inside them), except I/O and MPI calls,
+ * which carry their start and wait in a short queue until a later record of the thread shows
+ * that every sample inside them has been seen. An MPI call's time off the CPU is a wait for
+ * the job's other ranks (cause "mpi"): a rank blocked in MPI_Allreduce is blocked, not
+ * computing. */
 #include "exports.h"
 #include "family.h"
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 #include "u64map.h"
@@ -34,7 +37,10 @@ struct pending_call {
 struct cpu_thread {
 	uint64_t samples, sampled_ns, blocked_ns[PROF_CAUSE_COUNT];
 	uint64_t ring_t[RING], ring_ns[RING];
-	uint32_t ring_pos, npending;
+	/* The latest blocked calls (end, ns off the CPU): what an MPI call's own waits inside it
+	 * (a poll, a lock) already count, in whichever order their records came. */
+	uint64_t bring_t[RING], bring_ns[RING];
+	uint32_t ring_pos, npending, bring_pos, pad;
 	struct pending_call pending[PENDING];
 };
 
@@ -96,13 +102,28 @@ static uint64_t sampled_in(const struct cpu_thread *t, uint64_t start, uint64_t 
 	return ns;
 }
 
+/* Time off the CPU already counted for calls that ended in (start, end]. */
+static uint64_t blocked_in(const struct cpu_thread *t, uint64_t start, uint64_t end)
+{
+	uint64_t ns = 0;
+	for (uint32_t i = 0; i < RING; i++)
+		if (t->bring_t[i] > start && t->bring_t[i] <= end)
+			ns += t->bring_ns[i];
+	return ns;
+}
+
 static int add_blocked(struct cpu_state *s, struct cpu_thread *t, uint64_t start, uint64_t end,
 		       uint32_t stack, unsigned cause)
 {
 	uint64_t dur = end > start ? end - start : 0, cpu = sampled_in(t, start, end);
+	if (cause == PROF_CAUSE_MPI)  /* MPI's own blocking calls inside it: counted once */
+		cpu += blocked_in(t, start, end);
 	uint64_t off = dur > cpu ? dur - cpu : 0;
 	if (!off)
 		return 0;
+	t->bring_t[t->bring_pos] = end;
+	t->bring_ns[t->bring_pos] = off;
+	t->bring_pos = (t->bring_pos + 1) % RING;
 	t->blocked_ns[cause] += off;
 	s->blocked_ns[cause] += off;
 	uint64_t *w = u64map_put(&s->blocked, (uint64_t)cause << 32 | stack, NULL);
@@ -115,17 +136,22 @@ static int add_blocked(struct cpu_state *s, struct cpu_thread *t, uint64_t start
 /* I/O calls whose end is at or before now: every sample inside them has been seen. */
 static int settle(struct cpu_state *s, struct cpu_thread *t, uint64_t now)
 {
-	uint32_t kept = 0;
 	int rc = 0;
-	for (uint32_t i = 0; i < t->npending; i++) {
-		struct pending_call *c = &t->pending[i];
-		if (c->end <= now)
-			rc |= add_blocked(s, t, c->start, c->end, c->stack, c->cause);
-		else
-			t->pending[kept++] = *c;
+	/* The earliest end first: a call made inside an MPI call is counted before it. */
+	for (;;) {
+		uint32_t first = t->npending;
+		for (uint32_t i = 0; i < t->npending; i++)
+			if (t->pending[i].end <= now &&
+			    (first == t->npending || t->pending[i].end < t->pending[first].end))
+				first = i;
+		if (first == t->npending)
+			return rc;
+		struct pending_call c = t->pending[first];
+		memmove(&t->pending[first], &t->pending[first + 1],
+			(t->npending - first - 1) * sizeof(c));
+		t->npending--;
+		rc |= add_blocked(s, t, c.start, c.end, c.stack, c.cause);
 	}
-	t->npending = kept;
-	return rc;
 }
 
 /* The state of the record's thread. Records come in runs of one thread: the last one found is
@@ -183,7 +209,27 @@ static int cpu_on_record(struct process *p, void *state, const struct trace_even
 	       add_blocked(s, t, start, end, r->stack, prof_block_op_cause(r->h.flags)) < 0 ? -1 : 0;
 }
 
-/* Lock waits, joins and I/O calls, read after the lock and I/O families have. */
+/* An I/O or MPI call (h.time its start): settled at once without sampling, else queued until
+ * the samples inside it have been read. */
+static int add_call(struct process *p, struct cpu_state *s, const struct trace_event *ev,
+		    uint64_t duration_ns, uint32_t stack, unsigned cause)
+{
+	uint64_t start = ev->rec->time;
+	struct cpu_thread *t = thread_of(s, ev);
+	if (!t || settle(s, t, start) < 0)
+		return -1;
+	/* No samples will come: settled at once; but an MPI call waits for the blocking calls
+	 * made inside it, whose records may come after its own. */
+	if (!p->hdr.cpu_hz && cause != PROF_CAUSE_MPI)
+		return add_blocked(s, t, start, start + duration_ns, stack, cause);
+	if (t->npending == PENDING && settle(s, t, UINT64_MAX) < 0)  /* full: settle early */
+		return -1;
+	t->pending[t->npending++] = (struct pending_call){ start, start + duration_ns, stack,
+							   (uint8_t)cause };
+	return 0;
+}
+
+/* Lock waits, joins, I/O and MPI calls, read after their own families have. */
 static int cpu_observe(struct process *p, void *state, const struct trace_event *ev)
 {
 	struct cpu_state *s = state;
@@ -216,16 +262,11 @@ static int cpu_observe(struct process *p, void *state, const struct trace_event 
 		const struct prof_rec_io_call *r = (const void *)h;
 		if (prof_io_op_class(h->flags) == 'n' || !r->duration_ns)
 			return 0;
-		struct cpu_thread *t = thread_of(s, ev);
-		if (!t || settle(s, t, h->time) < 0)
-			return -1;
-		if (!p->hdr.cpu_hz)  /* no samples will come: settled at once */
-			return add_blocked(s, t, h->time, h->time + r->duration_ns, r->stack, PROF_CAUSE_IO);
-		if (t->npending == PENDING && settle(s, t, UINT64_MAX) < 0)  /* full: settle early */
-			return -1;
-		t->pending[t->npending++] = (struct pending_call){ h->time, h->time + r->duration_ns,
-								   r->stack, PROF_CAUSE_IO };
-		return 0;
+		return add_call(p, s, ev, r->duration_ns, r->stack, PROF_CAUSE_IO);
+	}
+	case PROF_REC_MPI_CALL: {
+		const struct prof_rec_mpi_call *r = (const void *)h;
+		return r->duration_ns ? add_call(p, s, ev, r->duration_ns, r->stack, PROF_CAUSE_MPI) : 0;
 	}
 	default:
 		return 0;
@@ -589,7 +630,7 @@ static const char *const cause_leaf[] = {
 	[PROF_CAUSE_LOCK] = "[lock wait]", [PROF_CAUSE_COND] = "[condition wait]",
 	[PROF_CAUSE_JOIN] = "[join]", [PROF_CAUSE_IO] = "[I/O]", [PROF_CAUSE_SLEEP] = "[sleep]",
 	[PROF_CAUSE_POLL] = "[poll]", [PROF_CAUSE_WAIT] = "[child wait]",
-	[PROF_CAUSE_SIGNAL] = "[signal wait]",
+	[PROF_CAUSE_SIGNAL] = "[signal wait]", [PROF_CAUSE_MPI] = "[MPI wait]",
 };
 _Static_assert(sizeof(cause_leaf) / sizeof(cause_leaf[0]) == PROF_CAUSE_COUNT,
 	       "a flame frame for every cause");
@@ -731,12 +772,51 @@ static void cpu_thread_times(struct process *p, const struct thread_info *t,
 		add(ctx, prof_block_cause_name((unsigned)c), ct->blocked_ns[c]);
 }
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int cpu_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct cpu_state *s = state;
+	(void)p;
+	sum_put_u64(w, s->samples);
+	sum_put_u64(w, s->sampled_ns);
+	sum_put_u64(w, s->in_prof);
+	sum_put_fixed(w, s->blocked_ns, sizeof(s->blocked_ns));
+	sum_put_map(w, &s->threads);
+	sum_put_map(w, &s->stacks);
+	sum_put_map(w, &s->pcs);
+	sum_put_map(w, &s->blocked);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&s->pcs, &pos, &key, &val))  /* named by addr_symbolize() */
+		sum_want_addr(w, key);
+	return 0;
+}
+
+static int cpu_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct cpu_state *s = state;
+	(void)p;
+	s->samples = sum_get_u64(r);
+	s->sampled_ns = sum_get_u64(r);
+	s->in_prof = sum_get_u64(r);
+	sum_get_fixed(r, s->blocked_ns, sizeof(s->blocked_ns));
+	if (sum_get_map(r, &s->threads) < 0 || sum_get_map(r, &s->stacks) < 0 ||
+	    sum_get_map(r, &s->pcs) < 0 || sum_get_map(r, &s->blocked) < 0)
+		return -1;
+	s->last = NULL;
+	return 0;
+}
+
 const struct family cpu_family = {
 	.name = "cpu",
 	.first_type = PROF_CPU_TYPE_FIRST,
 	.last_type = PROF_CPU_TYPE_LAST,
 	.observe_first = PROF_LOCK_TYPE_FIRST,
 	.observe_last = PROF_IO_TYPE_LAST,
+	.observe_more_first = PROF_MPI_TYPE_FIRST,
+	.observe_more_last = PROF_MPI_TYPE_LAST,
 	.state_size = sizeof(struct cpu_state),
 	.init = cpu_init,
 	.free = cpu_free,
@@ -761,4 +841,7 @@ const struct family cpu_family = {
 	" period_ns INTEGER, stack INTEGER);\n",
 	.sql_row = cpu_sql_row,
 	.thread_times = cpu_thread_times,
+	.sum_version = 1,
+	.sum_write = cpu_sum_write,
+	.sum_read = cpu_sum_read,
 };

@@ -7,6 +7,7 @@
 #include "process.h"
 #include "format.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "trace.h"
 
 #include <math.h>
@@ -1274,5 +1275,232 @@ int cuda_flame(struct process *p, const char *by,
 	while (u64map_next(&cuda_of(p)->gpu_by_stack, &pos, &key, &val))
 		if (*(uint64_t *)val)
 			emit(ctx, (uint32_t)key, *(uint64_t *)val);
+	return 0;
+}
+
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+/* A histogram: its plain fields, then its non-empty buckets (present once n > CUDA_EXACT). */
+static void hist_put(struct sum_out *w, const struct cuda_hist *h)
+{
+	struct cuda_hist plain = *h;
+	plain.buckets = NULL;
+	sum_put_fixed(w, &plain, sizeof(plain));
+	uint32_t used = 0;
+	for (unsigned b = 0; h->buckets && b < HIST_BUCKETS; b++)
+		used += h->buckets[b] != 0;
+	sum_put_u32(w, used);
+	for (unsigned b = 0; h->buckets && b < HIST_BUCKETS; b++)
+		if (h->buckets[b]) {
+			sum_put_u32(w, b);
+			sum_put_u32(w, h->buckets[b]);
+		}
+}
+
+static int hist_get(struct sum_in *r, struct cuda_hist *h)
+{
+	sum_get_fixed(r, h, sizeof(*h));
+	h->buckets = NULL;
+	uint32_t used = sum_get_u32(r);
+	if (r->bad || used > HIST_BUCKETS) {
+		r->bad = 1;
+		return 0;
+	}
+	if (h->n > CUDA_EXACT && !(h->buckets = calloc(HIST_BUCKETS, sizeof(uint32_t))))
+		return -1;
+	if (used && !h->buckets)  /* buckets only past the exact values */
+		r->bad = 1;
+	for (uint32_t i = 0; i < used && !r->bad; i++) {
+		uint32_t b = sum_get_u32(r), c = sum_get_u32(r);
+		if (b >= HIST_BUCKETS)
+			r->bad = 1;
+		else
+			h->buckets[b] = c;
+	}
+	return 0;
+}
+
+int cuda_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct cuda_stats *s = state;
+	(void)p;
+	const uint64_t v[] = { s->records, s->now, s->wait_seq, s->pend_seq, s->xcorr_seq, s->npend,
+			       s->open_limit, s->pend_limit, s->pending_peak, s->expired,
+			       s->alloc_calls, s->free_calls, s->bytes_allocated, s->current,
+			       s->peak, s->peak_ns, s->leaked_bytes, s->leaked_blocks,
+			       s->last_free_ptr, s->last_free_corr, s->timing,
+			       (uint64_t)s->have_state, s->kernel_ns, s->correlated, s->api_ns };
+	sum_put_fixed(w, v, sizeof(v));
+	sum_put_str(w, s->timing_detail);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	sum_put_u64(w, s->names.count);
+	while (u64map_next(&s->names, &pos, &key, &val)) {
+		const struct cuda_name_ent *e = val;
+		sum_put_u64(w, key);
+		sum_put_str(w, e->str);
+		sum_put_str(w, e->demangled);
+		sum_put_u32(w, e->kind);
+	}
+	sum_put_u64(w, s->nvtx.count);
+	for (pos = 0; u64map_next(&s->nvtx, &pos, &key, &val);) {
+		const struct cuda_nvtx_row *n = val;
+		sum_put_u64(w, key);
+		sum_put_str(w, n->message);
+		sum_put_u32(w, n->domain);
+		sum_put_u32(w, n->kind);
+		hist_put(w, &n->h);
+	}
+	sum_put_u64(w, s->api.count);
+	for (pos = 0; u64map_next(&s->api, &pos, &key, &val);) {
+		const struct cuda_api_row *a = val;
+		sum_put_u64(w, key);
+		sum_put_u32(w, a->name);
+		sum_put_u32(w, a->layer);
+		sum_put_u64(w, a->errors);
+		hist_put(w, &a->h);
+	}
+	sum_put_u64(w, s->nkernels);
+	for (size_t i = 0; i < s->nkernels; i++) {
+		struct cuda_kernel_row plain = s->kernels[i];
+		plain.h = (struct cuda_hist){ 0 };
+		sum_put_fixed(w, &plain, sizeof(plain));
+		hist_put(w, &s->kernels[i].h);
+	}
+	for (int i = 0; i < PROF_CUDA_COPY_KIND_COUNT; i++) {
+		struct cuda_copy_row plain = s->copy[i];
+		plain.h = (struct cuda_hist){ 0 };
+		sum_put_fixed(w, &plain, sizeof(plain));
+		hist_put(w, &s->copy[i].h);
+	}
+	sum_put_map(w, &s->thread_api);
+	sum_put_map(w, &s->gpu_by_stack);
+	sum_put_map(w, &s->leak_sites);
+	return 0;
+}
+
+/* The names and NVTX rows: a key twice, or a name without its string, is bad input. */
+static int read_names(struct sum_in *r, struct cuda_stats *s)
+{
+	int oom = 0;
+	size_t n = sum_get_count(r, 20);
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		uint64_t key = sum_get_u64(r);
+		char *str = sum_get_str(r, &oom), *dem = sum_get_str(r, &oom);
+		unsigned kind = sum_get_u32(r);
+		int created = 0;
+		struct cuda_name_ent *e = NULL;
+		if (!oom && !r->bad && str && !(e = u64map_put(&s->names, key, &created)))
+			oom = 1;
+		if (!e || !created) {
+			free(str);
+			free(dem);
+			if (oom)
+				return -1;
+			r->bad = 1;
+			break;
+		}
+		*e = (struct cuda_name_ent){ str, dem, kind };
+	}
+	n = sum_get_count(r, 28);
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		uint64_t key = sum_get_u64(r);
+		char *msg = sum_get_str(r, &oom);
+		int created = 0;
+		struct cuda_nvtx_row *row = NULL;
+		if (!oom && !r->bad && !(row = u64map_put(&s->nvtx, key, &created)))
+			oom = 1;
+		if (!row || !created) {
+			free(msg);
+			if (oom)
+				return -1;
+			r->bad = 1;
+			break;
+		}
+		row->message = msg;
+		row->domain = sum_get_u32(r);
+		row->kind = sum_get_u32(r);
+		if (hist_get(r, &row->h) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int cuda_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct cuda_stats *s = state;
+	(void)p;
+	uint64_t v[25];
+	int oom = 0;
+	sum_get_fixed(r, v, sizeof(v));
+	s->records = v[0];
+	s->now = v[1];
+	s->wait_seq = v[2];
+	s->pend_seq = v[3];
+	s->xcorr_seq = v[4];
+	s->npend = v[5];
+	s->open_limit = (size_t)v[6];
+	s->pend_limit = (size_t)v[7];
+	s->pending_peak = v[8];
+	s->expired = v[9];
+	s->alloc_calls = v[10];
+	s->free_calls = v[11];
+	s->bytes_allocated = v[12];
+	s->current = v[13];
+	s->peak = v[14];
+	s->peak_ns = v[15];
+	s->leaked_bytes = v[16];
+	s->leaked_blocks = v[17];
+	s->last_free_ptr = v[18];
+	s->last_free_corr = v[19];
+	s->timing = (unsigned)v[20];
+	s->have_state = (int)v[21];
+	s->kernel_ns = v[22];
+	s->correlated = v[23];
+	s->api_ns = v[24];
+	s->timing_detail = sum_get_str(r, &oom);
+	if (oom || read_names(r, s) < 0)
+		return -1;
+	size_t n = sum_get_count(r, 28);
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		uint64_t key = sum_get_u64(r);
+		int created;
+		struct cuda_api_row *a = u64map_put(&s->api, key, &created);
+		if (!a)
+			return -1;
+		if (!created) {
+			r->bad = 1;
+			break;
+		}
+		a->name = sum_get_u32(r);
+		a->layer = sum_get_u32(r);
+		a->errors = sum_get_u64(r);
+		if (hist_get(r, &a->h) < 0)
+			return -1;
+	}
+	n = sum_get_count(r, sizeof(struct cuda_kernel_row));
+	if (n && !r->bad) {
+		if (!(s->kernels = calloc(n, sizeof(*s->kernels))))
+			return -1;
+		s->kernels_cap = n;
+	}
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		struct cuda_kernel_row *k = &s->kernels[i];
+		sum_get_fixed(r, k, sizeof(*k));
+		k->h = (struct cuda_hist){ 0 };
+		s->nkernels = i + 1;
+		if (hist_get(r, &k->h) < 0)
+			return -1;
+	}
+	for (int i = 0; i < PROF_CUDA_COPY_KIND_COUNT && !r->bad; i++) {
+		sum_get_fixed(r, &s->copy[i], sizeof(s->copy[i]));
+		s->copy[i].h = (struct cuda_hist){ 0 };
+		if (hist_get(r, &s->copy[i].h) < 0)
+			return -1;
+	}
+	if (sum_get_map(r, &s->thread_api) < 0 || sum_get_map(r, &s->gpu_by_stack) < 0 ||
+	    sum_get_map(r, &s->leak_sites) < 0)
+		return -1;
 	return 0;
 }

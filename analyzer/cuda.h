@@ -130,6 +130,11 @@ void cuda_kernels_print(FILE *out, struct process *p, size_t top);
 struct leak_view;
 void cuda_leaks_json(struct process *p, json_t *proc, json_t *leaks, const struct leak_view *view);
 void cuda_leaks_print(FILE *out, struct process *p, const struct leak_view *view);
+/* Summaries (summary.h): what the reports read of the state after cuda_finish(). */
+struct sum_out;
+struct sum_in;
+int cuda_sum_write(struct sum_out *w, const struct process *p, const void *state);
+int cuda_sum_read(struct sum_in *r, struct process *p, void *state);
 /* Flame graph weights: GPU time caused by each launching CPU stack. */
 int cuda_flame(struct process *p, const char *by,
 	       void (*emit)(void *ctx, uint32_t stack, uint64_t weight), void *ctx);

@@ -9,6 +9,7 @@
 #include "io.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 
@@ -390,8 +391,88 @@ static int db_sql_row(struct sql_out *o, struct process *p, const struct trace_e
 		       (int64_t)r->status, (int64_t)r->stack);
 }
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int db_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct db_stats *s = state;
+	(void)p;
+	sum_put_u64(w, s->calls);
+	sum_put_u64(w, s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		struct db_query q = s->q[i];
+		q.hist.buckets = NULL;
+		sum_put_fixed(w, &q, sizeof(q));
+		io_hist_put(w, &s->q[i].hist);
+	}
+	sum_put_map(w, &s->by_sql);
+	sum_put_map(w, &s->by_stack);
+	sum_put_u64(w, s->texts.count);
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (u64map_next(&s->texts, &pos, &key, &val)) {
+		sum_put_u64(w, key);
+		sum_put_str(w, *(char **)val);
+	}
+	sum_put_u64(w, s->nslow);
+	sum_put_fixed(w, s->slow, sizeof(s->slow));
+	return 0;
+}
+
+static int db_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct db_stats *s = state;
+	(void)p;
+	int oom = 0;
+	s->calls = sum_get_u64(r);
+	size_t n = sum_get_count(r, sizeof(struct db_query));
+	if (n && !r->bad) {
+		if (!(s->q = calloc(n, sizeof(*s->q))))
+			return -1;
+		s->cap = n;
+	}
+	for (size_t i = 0; i < n && !r->bad && !oom; i++) {
+		sum_get_fixed(r, &s->q[i], sizeof(s->q[i]));
+		s->q[i].hist.buckets = NULL;
+		s->n = i + 1;
+		oom = io_hist_get(r, &s->q[i].hist) < 0;
+	}
+	if (oom || sum_get_map(r, &s->by_sql) < 0 || sum_get_map(r, &s->by_stack) < 0)
+		return -1;
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (!r->bad && u64map_next(&s->by_sql, &pos, &key, &val))
+		r->bad = *(uint32_t *)val >= s->n;
+	size_t nt = sum_get_count(r, 12);
+	for (size_t i = 0; i < nt && !r->bad; i++) {
+		key = sum_get_u64(r);
+		char *text = sum_get_str(r, &oom);
+		int created;
+		char **slot = oom || r->bad ? NULL : u64map_put(&s->texts, key, &created);
+		if (!slot) {
+			free(text);
+			if (oom || !r->bad)
+				return -1;
+			break;
+		}
+		if (!created)
+			free(*slot);
+		*slot = text;
+	}
+	s->nslow = sum_get_u64(r);
+	sum_get_fixed(r, s->slow, sizeof(s->slow));
+	if (s->nslow > DB_SLOWEST_KEPT)
+		r->bad = 1;
+	return 0;
+}
+
 const struct family db_family = {
 	.name = "db",
+	.sum_version = 1,
+	.sum_write = db_sum_write,
+	.sum_read = db_sum_read,
 	.first_type = PROF_DB_TYPE_FIRST,
 	.last_type = PROF_DB_TYPE_LAST,
 	.state_size = sizeof(struct db_stats),

@@ -10,6 +10,7 @@
 #include "stackfmt.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,15 +236,18 @@ static json_t *table_json(const char *family, const char *title, const char *met
 
 /* ---- totals over one run (prof report) ------------------------------------------------------ */
 
-/* The rows of a family's totals and of each of its lists, per process, made on one worker
- * per core: the costly part (every site, its stack symbolized) runs in parallel, and each
- * process's JSON is freed as soon as its rows are out of it. tabs[i * (1 + ndiffs) + k]:
- * process i's totals (k = 0) or list k - 1. */
+/* The rows of a family's totals and of each of its lists, made per process on one worker per
+ * core: the costly part (every site, its stack symbolized) runs in parallel, and each
+ * process's rows are added into the run's tables (rows of one key merged now and then) as soon
+ * as they are out of its JSON, which is freed at once: memory follows the run's distinct rows,
+ * not the sum of every process's. tabs[k]: the totals (k = 0) or list k - 1. */
 struct per_process {
 	struct process *ps;
 	const struct family *f;
 	struct table *tabs;
+	size_t *settled;  /* rows of tabs[k] when it was last settled */
 	size_t n;
+	pthread_mutex_t lock;
 };
 
 static void rows_one(void *ctx, size_t i)
@@ -252,39 +256,55 @@ static void rows_one(void *ctx, size_t i)
 	if (!c->f->has_data(&c->ps[i]))
 		return;
 	json_t *j = c->f->json(&c->ps[i], SIZE_MAX);
-	for (size_t k = 0; k <= c->f->ndiffs; k++)
-		fill_json(&c->tabs[i * (1 + c->f->ndiffs) + k], j, 1, k ? &c->f->diffs[k - 1] : NULL);
+	for (size_t k = 0; k <= c->f->ndiffs; k++) {
+		struct table mine = { 0 };
+		fill_json(&mine, j, 1, k ? &c->f->diffs[k - 1] : NULL);
+		pthread_mutex_lock(&c->lock);
+		struct table *t = &c->tabs[k];
+		for (size_t r = 0; r < mine.n; r++)
+			add(t, mine.rows[r].key, 1, mine.rows[r].v[1]);  /* frees the key if it fails */
+		if (t->n > 2 * c->settled[k] + 1024) {
+			settle(t);
+			c->settled[k] = t->n;
+		}
+		pthread_mutex_unlock(&c->lock);
+		free(mine.rows);
+	}
 	json_decref(j);
 	process_symbols_release(&c->ps[i]);
 }
 
 static int rows_make(struct per_process *c, struct process *ps, size_t n, const struct family *f)
 {
-	*c = (struct per_process){ ps, f, calloc(n * (1 + f->ndiffs) + 1, sizeof(struct table)), n };
-	if (!c->tabs)
+	*c = (struct per_process){ ps, f, calloc(1 + f->ndiffs, sizeof(struct table)),
+				   calloc(1 + f->ndiffs, sizeof(size_t)), n,
+				   PTHREAD_MUTEX_INITIALIZER };
+	if (!c->tabs || !c->settled) {
+		free(c->tabs);
+		free(c->settled);
 		return -1;
+	}
 	process_parallel(n, rows_one, c);
 	return 0;
 }
 
 static void rows_free(struct per_process *c)
 {
-	for (size_t i = 0; i < c->n * (1 + c->f->ndiffs); i++)
-		table_free(&c->tabs[i]);
+	for (size_t k = 0; k <= c->f->ndiffs; k++)
+		table_free(&c->tabs[k]);
 	free(c->tabs);
+	free(c->settled);
 }
 
 /* The run as the NEW side against nothing: every row's change is its value. Totals (d: 0)
  * leave out what the family says does not add up. k: 0 totals, else list k - 1. */
 static int fill_one(struct table *t, struct per_process *c, size_t k)
 {
-	for (size_t i = 0; i < c->n; i++) {
-		struct table *from = &c->tabs[i * (1 + c->f->ndiffs) + k];
-		for (size_t r = 0; r < from->n; r++) {
-			if (add(t, from->rows[r].key, 1, from->rows[r].v[1]) < 0)
-				return -1;
-			from->rows[r].key = NULL;  /* t has it now */
-		}
+	struct table *from = &c->tabs[k];
+	for (size_t r = 0; r < from->n; r++) {
+		if (add(t, from->rows[r].key, 1, from->rows[r].v[1]) < 0)
+			return -1;
+		from->rows[r].key = NULL;  /* t has it now */
 	}
 	settle(t);
 	size_t o = 0;

@@ -1,6 +1,7 @@
 /* prof dump: the header and every record of a trace, one line each in merged time order, for
  * debugging the format (the uftrace `dump` idea). */
 #include "commands.h"
+#include "summary.h"
 #include "family.h"
 #include "format.h"
 
@@ -205,6 +206,10 @@ static void dump_fields(const struct prof_rec *r)
 static int dump_one(const char *path)
 {
 	char err[1024];
+	if (summary_is(path)) {
+		prof_error("%s: a summary (prof summarize): prof dump needs the traces", path);
+		return -1;
+	}
 	struct trace *t = trace_open(path, err, sizeof(err));
 	if (!t) {
 		prof_error("%s", err);

@@ -8,6 +8,7 @@
 #include "exports.h"
 #include "family.h"
 #include "process.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 
@@ -86,6 +87,11 @@ static int export_pass(struct trace *t, struct timeline *tl, void **state, int e
 static int export_trace(struct timeline *tl, const char *path)
 {
 	char err[512];
+	if (summary_is(path)) {
+		prof_error("%s: a summary (prof summarize): the chrome timeline needs the traces",
+			   path);
+		return -1;
+	}
 	struct trace *t = trace_open(path, err, sizeof(err));
 	if (!t) {
 		prof_error("%s", err);
@@ -185,6 +191,10 @@ int cmd_export(int argc, char **argv)
 		struct cmd_io io;
 		struct cmd_opts in = o;
 		in.outfile = writer ? o.outfile : NULL;  /* sqlite opens its file itself */
+		if (!writer) {  /* it reads every record again */
+			processes_need_traces("prof export --format sqlite");
+			processes_reduce_set(0);
+		}
 		if (cmd_open(&io, &in) < 0)
 			return 1;
 		rc = writer ? writer(&o, io.ps, io.n, io.out) : export_sqlite(&o, io.ps, io.n);

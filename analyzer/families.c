@@ -31,6 +31,9 @@ void family_route_init(void)
 		for (unsigned t = f->observe_first; f->observe && t <= f->observe_last &&
 		     t < FAMILY_TYPES; t++)
 			family_observer[t] = (unsigned char)(i + 1);
+		for (unsigned t = f->observe_more_first; f->observe && t &&
+		     t <= f->observe_more_last && t < FAMILY_TYPES; t++)
+			family_observer[t] = (unsigned char)(i + 1);
 	}
 	family_routed = 1;
 }

@@ -18,6 +18,8 @@ struct timeline;
 struct series;
 struct sql_out;
 struct thread_info;
+struct sum_out;
+struct sum_in;
 
 /* Flame graphs: emit(ctx, stack id, weight) once per stack. The labeled form puts a frame of
  * its own (leaf, when not NULL: "[sleep]") under the stack's innermost one. */
@@ -95,6 +97,7 @@ struct family {
 	/* Records of other families it reads too, types [observe_first, observe_last]: given to
 	 * observe() after their owner's on_record (one observer per type). */
 	unsigned observe_first, observe_last;
+	unsigned observe_more_first, observe_more_last;  /* a second range; 0, 0: none */
 	int (*observe)(struct process *p, void *state, const struct trace_event *ev);
 
 	/* prof report: a section when has_data(); the JSON value under json_key (always, so
@@ -145,6 +148,16 @@ struct family {
 
 	/* prof dump: the fields of one record it owns, after the common columns. */
 	void (*dump)(FILE *out, const struct prof_rec *r);
+
+	/* prof summarize (summary.h): the state after finish(), written by sum_write and read
+	 * back by sum_read into a state made by init(), such that every hook above but timeline,
+	 * sql_row and dump (which read the records) gives the same output from either. What
+	 * sum_write writes changes only with sum_version. NULL: the family's data cannot be
+	 * summarized (a process with some stays a trace). 0, or -1 (out of memory; sum_read:
+	 * also bad input, with r->bad set). */
+	unsigned sum_version;
+	int (*sum_write)(struct sum_out *w, const struct process *p, const void *state);
+	int (*sum_read)(struct sum_in *r, struct process *p, void *state);
 };
 
 /* Every family, NULL-terminated, in the order reports show them (families.c). */

@@ -16,6 +16,7 @@
  * belong to no site (SITE_NONE). */
 #include "heap.h"
 #include "grow.h"
+#include "summary.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -363,6 +364,73 @@ int heap_finish(struct heap_stats *h, int execd)
 		}
 		h->class_bytes[cls] += b->size;
 		h->class_blocks[cls]++;
+	}
+	return 0;
+}
+
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+int heap_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct heap_stats *h = state;
+	(void)p;
+	const uint64_t v[] = { h->alloc_calls, h->free_calls, h->bytes_allocated, h->current,
+			       h->peak, h->peak_ns, h->leaked_bytes, h->leaked_blocks, h->temporary,
+			       h->unmatched_frees, (uint64_t)h->snapped, (uint64_t)h->leak_scanned,
+			       h->leak_flags, h->leak_listed, h->leak_got, h->live_count, h->sample };
+	sum_put_fixed(w, v, sizeof(v));
+	sum_put_fixed(w, h->class_bytes, sizeof(h->class_bytes));
+	sum_put_fixed(w, h->class_blocks, sizeof(h->class_blocks));
+	sum_put_fixed(w, &h->in_use, sizeof(h->in_use));
+	sum_put_u64(w, h->nsites);
+	for (size_t i = 0; i < h->nsites; i++)
+		sum_put_fixed(w, &h->sites[i], sizeof(h->sites[i]));
+	return 0;
+}
+
+int heap_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct heap_stats *h = state;
+	(void)p;
+	uint64_t v[17];
+	sum_get_fixed(r, v, sizeof(v));
+	h->alloc_calls = v[0];
+	h->free_calls = v[1];
+	h->bytes_allocated = v[2];
+	h->current = v[3];
+	h->peak = v[4];
+	h->peak_ns = v[5];
+	h->leaked_bytes = v[6];
+	h->leaked_blocks = v[7];
+	h->temporary = v[8];
+	h->unmatched_frees = v[9];
+	h->snapped = (int)v[10];
+	h->leak_scanned = (int)v[11];
+	h->leak_flags = (unsigned)v[12];
+	h->leak_listed = v[13];
+	h->leak_got = v[14];
+	h->live_count = v[15];  /* the blocks themselves are not kept: their sites have them */
+	h->sample = v[16];      /* the sites' estimates are made already; this says they are */
+	sum_get_fixed(r, h->class_bytes, sizeof(h->class_bytes));
+	sum_get_fixed(r, h->class_blocks, sizeof(h->class_blocks));
+	sum_get_fixed(r, &h->in_use, sizeof(h->in_use));
+	if (h->in_use.n > SERIES_POINTS)
+		r->bad = 1;
+	size_t n = sum_get_count(r, sizeof(struct heap_site));
+	for (size_t i = 0; i < n && !r->bad; i++) {
+		struct heap_site s;
+		sum_get_fixed(r, &s, sizeof(s));
+		if (r->bad)
+			break;
+		if (heap_site_of(h, s.stack)) {  /* a stack twice: not what a writer makes */
+			r->bad = 1;
+			break;
+		}
+		int64_t k = site_index(h, s.stack);
+		if (k < 0)
+			return -1;
+		s.dirty = 0;
+		h->sites[k] = s;
 	}
 	return 0;
 }

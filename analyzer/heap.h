@@ -85,6 +85,11 @@ int heap_finish(struct heap_stats *h, int execd);
 /* The site of an allocation stack, or NULL if it allocated nothing. */
 const struct heap_site *heap_site_of(const struct heap_stats *h, uint32_t stack);
 
+/* Summaries (summary.h): what the reports read of h, written and read back. */
+struct sum_out;
+struct sum_in;
+int heap_sum_write(struct sum_out *w, const struct process *p, const void *state);
+int heap_sum_read(struct sum_in *r, struct process *p, void *state);
 /* The heap of a loaded process. */
 struct heap_stats *heap_of(const struct process *p);
 extern const struct family heap_family;

@@ -628,4 +628,7 @@ const struct family heap_family = {
 	" size INTEGER, stack INTEGER, function TEXT);\n"
 	"CREATE TABLE frees(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER);\n",
 	.sql_row = heap_sql_row,
+	.sum_version = 1,
+	.sum_write = heap_sum_write,
+	.sum_read = heap_sum_read,
 };

@@ -309,7 +309,7 @@ static const char *cause_color(const char *cause)
 	static const struct { const char *name, *color; } known[] = {
 		{ "running", "#4a4" }, { "lock", "#d33" }, { "cond", "#e90" }, { "join", "#88c" },
 		{ "io", "#39c" }, { "sleep", "#bbb" }, { "poll", "#a7d" }, { "wait", "#c8a" },
-		{ "signal", "#866" }, { "cuda api", "#7b2" },
+		{ "signal", "#866" }, { "mpi", "#d84" }, { "cuda api", "#7b2" },
 	};
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (!strcmp(known[i].name, cause))

@@ -8,6 +8,7 @@
 #include "io.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 
@@ -302,8 +303,66 @@ static int http_sql_row(struct sql_out *o, struct process *p, const struct trace
 		       (int64_t)r->bytes, (int64_t)r->duration_ns, (int64_t)r->stack);
 }
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int http_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct http_stats *s = state;
+	(void)p;
+	sum_put_u64(w, s->calls);
+	sum_put_u64(w, s->n);
+	for (size_t i = 0; i < s->n; i++) {
+		struct http_row row = s->rows[i];
+		row.target = NULL;
+		row.hist.buckets = NULL;
+		sum_put_fixed(w, &row, sizeof(row));
+		sum_put_str(w, s->rows[i].target);
+		io_hist_put(w, &s->rows[i].hist);
+	}
+	sum_put_map(w, &s->by_key);
+	sum_put_map(w, &s->by_stack);
+	return 0;
+}
+
+static int http_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct http_stats *s = state;
+	(void)p;
+	int oom = 0;
+	s->calls = sum_get_u64(r);
+	size_t n = sum_get_count(r, sizeof(struct http_row));
+	if (n && !r->bad) {
+		if (!(s->rows = calloc(n, sizeof(*s->rows))))
+			return -1;
+		s->cap = n;
+	}
+	for (size_t i = 0; i < n && !r->bad && !oom; i++) {
+		struct http_row *row = &s->rows[i];
+		sum_get_fixed(r, row, sizeof(*row));
+		row->target = NULL;
+		row->hist.buckets = NULL;
+		row->method[sizeof(row->method) - 1] = '\0';
+		s->n = i + 1;
+		row->target = sum_get_str(r, &oom);
+		if (!row->target && !oom)
+			r->bad = 1;
+		oom = oom || io_hist_get(r, &row->hist) < 0;
+	}
+	if (oom || sum_get_map(r, &s->by_key) < 0 || sum_get_map(r, &s->by_stack) < 0)
+		return -1;
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (!r->bad && u64map_next(&s->by_key, &pos, &key, &val))
+		r->bad = *(uint32_t *)val >= s->n;
+	return 0;
+}
+
 const struct family http_family = {
 	.name = "http",
+	.sum_version = 1,
+	.sum_write = http_sum_write,
+	.sum_read = http_sum_read,
 	.first_type = PROF_HTTP_TYPE_FIRST,
 	.last_type = PROF_HTTP_TYPE_LAST,
 	.state_size = sizeof(struct http_stats),

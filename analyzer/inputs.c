@@ -1,4 +1,4 @@
-/* Turns the TRACE arguments of every command into a list of trace files. */
+/* Turns the TRACE arguments of every command into a list of files: traces and summaries. */
 #include "commands.h"
 
 #include <dirent.h>
@@ -49,17 +49,18 @@ static int has_suffix(const char *s, const char *suffix)
 	return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-static int expand_dir(const char *dir, char ***paths, size_t *n, size_t *cap)
+/* The files of dir named *suffix, added to paths; -1 after a message. */
+static int expand_dir_suffix(const char *dir, const char *suffix, char ***paths, size_t *n,
+			     size_t *cap)
 {
 	DIR *d = opendir(dir);
 	if (!d) {
 		prof_error("%s: %s", dir, strerror(errno));
 		return -1;
 	}
-	size_t first = *n;
 	struct dirent *de;
 	while ((de = readdir(d))) {
-		if (!has_suffix(de->d_name, ".trace") && !has_suffix(de->d_name, ".trace.zst"))
+		if (!has_suffix(de->d_name, suffix))
 			continue;
 		char *p;
 		if (asprintf(&p, "%s/%s", dir, de->d_name) < 0 || push(paths, n, cap, p) < 0) {
@@ -69,8 +70,22 @@ static int expand_dir(const char *dir, char ***paths, size_t *n, size_t *cap)
 		}
 	}
 	closedir(d);
+	return 0;
+}
+
+/* A run directory: its traces; or, when it has none, its summaries (the files that `srun
+ * prof summarize` left on each node, gathered). Never both: a summary of the traces beside
+ * it would count them twice. */
+static int expand_dir(const char *dir, char ***paths, size_t *n, size_t *cap)
+{
+	size_t first = *n;
+	if (expand_dir_suffix(dir, ".trace", paths, n, cap) < 0 ||
+	    expand_dir_suffix(dir, ".trace.zst", paths, n, cap) < 0)
+		return -1;
+	if (*n == first && expand_dir_suffix(dir, ".sum", paths, n, cap) < 0)
+		return -1;
 	if (*n == first) {
-		prof_error("%s: no .trace (or .trace.zst) files in this directory", dir);
+		prof_error("%s: no .trace, .trace.zst or .sum files in this directory", dir);
 		return -1;
 	}
 	qsort(*paths + first, *n - first, sizeof(char *), cmp_str);

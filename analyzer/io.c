@@ -8,6 +8,7 @@
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 
@@ -85,6 +86,47 @@ void io_hist_free(struct io_hist *h)
 {
 	free(h->buckets);
 	memset(h, 0, sizeof(*h));
+}
+
+void io_hist_put(struct sum_out *w, const struct io_hist *h)
+{
+	sum_put_u64(w, h->count);
+	sum_put_u64(w, h->max);
+	uint32_t used = 0;
+	for (unsigned b = 0; h->buckets && b < IO_HIST_BUCKETS; b++)
+		used += h->buckets[b] != 0;
+	sum_put_u32(w, h->buckets ? used + 1 : 0);  /* 0: no buckets yet */
+	for (unsigned b = 0; h->buckets && b < IO_HIST_BUCKETS; b++)
+		if (h->buckets[b]) {
+			sum_put_u32(w, b);
+			sum_put_u64(w, h->buckets[b]);
+		}
+}
+
+int io_hist_get(struct sum_in *r, struct io_hist *h)
+{
+	h->count = sum_get_u64(r);
+	h->max = sum_get_u64(r);
+	uint32_t used = sum_get_u32(r);
+	if (!used && h->count)  /* counts without buckets: not what a writer makes */
+		r->bad = 1;
+	if (!used || r->bad)
+		return 0;
+	if (used - 1 > IO_HIST_BUCKETS) {
+		r->bad = 1;
+		return 0;
+	}
+	if (!(h->buckets = calloc(IO_HIST_BUCKETS, sizeof(uint64_t))))
+		return -1;
+	for (uint32_t i = 0; i + 1 < used && !r->bad; i++) {
+		uint32_t b = sum_get_u32(r);
+		uint64_t c = sum_get_u64(r);
+		if (b >= IO_HIST_BUCKETS)
+			r->bad = 1;
+		else
+			h->buckets[b] = c;
+	}
+	return 0;
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -754,8 +796,87 @@ static int io_sql_row(struct sql_out *o, struct process *p, const struct trace_e
 		       (int64_t)r->stack);
 }
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int io_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct io_stats *s = state;
+	(void)p;
+	sum_put_u64(w, s->records);
+	sum_put_u64(w, s->calls);
+	sum_put_u64(w, s->nfiles);
+	for (size_t i = 0; i < s->nfiles; i++) {
+		struct io_file f = s->files[i];  /* its plain fields; the path and histograms after */
+		f.path = NULL;
+		for (int c = 0; c < IO_CLS_COUNT; c++)
+			f.hist[c].buckets = NULL;
+		sum_put_fixed(w, &f, sizeof(f));
+		sum_put_str(w, s->files[i].path);
+		for (int c = 0; c < IO_CLS_COUNT; c++)
+			io_hist_put(w, &s->files[i].hist[c]);
+	}
+	sum_put_map(w, &s->by_name);
+	sum_put_map(w, &s->ids);
+	sum_put_map(w, &s->by_stack);
+	sum_put_u64(w, s->nslow);
+	sum_put_fixed(w, s->slow, sizeof(s->slow));
+	return 0;
+}
+
+static int io_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct io_stats *s = state;
+	(void)p;
+	int oom = 0;
+	s->records = sum_get_u64(r);
+	s->calls = sum_get_u64(r);
+	size_t n = sum_get_count(r, sizeof(struct io_file));
+	if (n && !r->bad) {
+		if (!(s->files = calloc(n, sizeof(*s->files))))
+			return -1;
+		s->files_cap = n;
+	}
+	for (size_t i = 0; i < n && !r->bad && !oom; i++) {
+		struct io_file *f = &s->files[i];
+		sum_get_fixed(r, f, sizeof(*f));
+		f->path = NULL;
+		for (int c = 0; c < IO_CLS_COUNT; c++)
+			f->hist[c].buckets = NULL;
+		s->nfiles = i + 1;
+		f->path = sum_get_str(r, &oom);
+		if (!f->path && !oom)
+			r->bad = 1;
+		if (f->merged_into < -1 || f->merged_into >= (int32_t)n)
+			r->bad = 1;
+		for (int c = 0; c < IO_CLS_COUNT && !oom; c++)
+			oom = io_hist_get(r, &f->hist[c]) < 0;
+	}
+	if (oom || sum_get_map(r, &s->by_name) < 0 || sum_get_map(r, &s->ids) < 0 ||
+	    sum_get_map(r, &s->by_stack) < 0)
+		return -1;
+	s->nslow = sum_get_u64(r);
+	sum_get_fixed(r, s->slow, sizeof(s->slow));
+	if (s->nslow > IO_SLOWEST_KEPT)
+		r->bad = 1;
+	for (size_t i = 0; i < s->nslow && !r->bad; i++)
+		if (s->slow[i].file < 0 || (size_t)s->slow[i].file >= s->nfiles)
+			r->bad = 1;
+	/* the maps' indexes point into files */
+	size_t pos = 0;
+	uint64_t key;
+	void *val;
+	while (!r->bad && u64map_next(&s->by_name, &pos, &key, &val))
+		r->bad = *(uint32_t *)val >= s->nfiles;
+	for (pos = 0; !r->bad && u64map_next(&s->ids, &pos, &key, &val);)
+		r->bad = *(uint32_t *)val >= s->nfiles;
+	return 0;
+}
+
 const struct family io_family = {
 	.name = "io",
+	.sum_version = 1,
+	.sum_write = io_sum_write,
+	.sum_read = io_sum_read,
 	.first_type = PROF_IO_TYPE_FIRST,
 	.last_type = PROF_IO_TYPE_LAST,
 	.state_size = sizeof(struct io_stats),

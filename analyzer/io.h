@@ -29,6 +29,11 @@ int io_hist_merge(struct io_hist *dst, const struct io_hist *src);
  * max itself when the rank is the last value. */
 uint64_t io_hist_quantile(const struct io_hist *h, double q);
 void io_hist_free(struct io_hist *h);
+/* A histogram in a summary (summary.h): its count, max and non-empty buckets. */
+struct sum_out;
+struct sum_in;
+void io_hist_put(struct sum_out *w, const struct io_hist *h);
+int io_hist_get(struct sum_in *r, struct io_hist *h);  /* 0, or -1 out of memory */
 
 enum { IO_CLS_READ, IO_CLS_WRITE, IO_CLS_OTHER, IO_CLS_COUNT };
 

@@ -13,6 +13,7 @@
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "timeline.h"
 #include "trace.h"
 
@@ -425,6 +426,32 @@ static int locks_sql_row(struct sql_out *o, struct process *p, const struct trac
 		       (int64_t)r->wait_ns, (int64_t)r->result, (int64_t)r->stack);
 }
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int locks_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct lock_stats *s = state;
+	(void)p;
+	sum_put_u64(w, s->records);
+	sum_put_map(w, &s->locks);
+	sum_put_map(w, &s->wait_stacks);
+	sum_put_u64(w, s->joins);
+	sum_put_u64(w, s->detaches);
+	return 0;
+}
+
+static int locks_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct lock_stats *s = state;
+	(void)p;
+	s->records = sum_get_u64(r);
+	if (sum_get_map(r, &s->locks) < 0 || sum_get_map(r, &s->wait_stacks) < 0)
+		return -1;
+	s->joins = sum_get_u64(r);
+	s->detaches = sum_get_u64(r);
+	return 0;
+}
+
 const struct family locks_family = {
 	.name = "locks",
 	.first_type = PROF_LOCK_TYPE_FIRST,
@@ -432,6 +459,9 @@ const struct family locks_family = {
 	.state_size = sizeof(struct lock_stats),
 	.init = locks_init,
 	.free = locks_free,
+	.sum_version = 1,
+	.sum_write = locks_sum_write,
+	.sum_read = locks_sum_read,
 	.on_record = locks_on_record,
 	.has_data = locks_has_data,
 	.json_key = "locks",

@@ -1,5 +1,6 @@
 /* prof: the offline analyzer's entry point; dispatches to one file per command. */
 #include "commands.h"
+#include "summary.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +19,7 @@ static const struct {
 	{"export", cmd_export, "--format chrome|speedscope|pprof|sqlite -o FILE: timelines and profiles"},
 	{"html", cmd_html, "one self-contained HTML report: tables, flame graphs, charts"},
 	{"diff", cmd_diff, "what changed between two runs, or two moments RUN@T1 RUN@T2; --json"},
+	{"summarize", cmd_summarize, "-o FILE: a compact summary of traces, read in their place (README)"},
 	{"dump", cmd_dump, "the raw records of a trace, for debugging the format"},
 	{"pack", cmd_pack, "compress finished traces with zstd (every command reads both)"},
 	{"mark-exit", cmd_mark_exit, "record a signal death in a trace (prof-run does this)"},
@@ -26,11 +28,12 @@ static const struct {
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: prof COMMAND [options] TRACE...\n"
-		     "A TRACE is a trace file, raw or compressed (.trace.zst), or a run directory (all\n"
-		     "*.trace and *.trace.zst files in it).\n\n"
+		     "A TRACE is a trace file, raw or compressed (.trace.zst), a run directory (all\n"
+		     "*.trace and *.trace.zst files in it) or a summary (prof summarize; a directory of\n"
+		     "them); several are merged.\n\n"
 		     "commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(out, "\n`prof COMMAND --help` describes a command's options; `prof --version`.\n");
 }
 

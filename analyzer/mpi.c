@@ -6,6 +6,7 @@
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "summary.h"
 #include "trace.h"
 
 #include <inttypes.h>
@@ -207,6 +208,33 @@ static const struct family_diff mpi_diffs[] = {
 	{ "MPI time per call site", "sites", "name,stack", "total_ns" },
 };
 
+/* ---- summaries ---------------------------------------------------------------------------- */
+
+static int mpi_sum_write(struct sum_out *w, const struct process *p, const void *state)
+{
+	const struct mpi_stats *s = state;
+	(void)p;
+	sum_put_fixed(w, s->ops, sizeof(s->ops));
+	sum_put_map(w, &s->sites);
+	sum_put_u64(w, s->calls);
+	sum_put_u64(w, s->bytes);
+	sum_put_u64(w, s->total_ns);
+	return 0;
+}
+
+static int mpi_sum_read(struct sum_in *r, struct process *p, void *state)
+{
+	struct mpi_stats *s = state;
+	(void)p;
+	sum_get_fixed(r, s->ops, sizeof(s->ops));
+	if (sum_get_map(r, &s->sites) < 0)
+		return -1;
+	s->calls = sum_get_u64(r);
+	s->bytes = sum_get_u64(r);
+	s->total_ns = sum_get_u64(r);
+	return 0;
+}
+
 const struct family mpi_family = {
 	.name = "mpi",
 	.first_type = PROF_MPI_TYPE_FIRST,
@@ -227,4 +255,7 @@ const struct family mpi_family = {
 	.ndiffs = sizeof(mpi_diffs) / sizeof(mpi_diffs[0]),
 	.figures = mpi_figures,
 	.nfigures = sizeof(mpi_figures) / sizeof(mpi_figures[0]),
+	.sum_version = 1,
+	.sum_write = mpi_sum_write,
+	.sum_read = mpi_sum_read,
 };

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "family.h"
 #include "grow.h"
+#include "summary.h"
 #include "trace.h"
 
 #include <inttypes.h>
@@ -416,7 +417,7 @@ static void progress_end(struct progress *pg)
 		fputs("\r\033[K", stderr);  /* the line cleared: nothing stays behind */
 }
 
-int process_load(const char *path, struct process *p, char *err, size_t errlen)
+int process_init(struct process *p, const char *path)
 {
 	memset(p, 0, sizeof(*p));
 	u64map_init(&p->stacks, sizeof(struct stack_info));
@@ -428,7 +429,29 @@ int process_load(const char *path, struct process *p, char *err, size_t errlen)
 		else
 			ok = 0;
 	}
-	if (!ok) {
+	return ok ? 0 : -1;
+}
+
+int process_add_module(struct process *p, const struct module_info *m)
+{
+	if (GROW(p->modules, p->nmodules, p->modules_cap) < 0)
+		return -1;
+	uint32_t i = (uint32_t)p->nmodules++;
+	p->modules[i] = *m;
+	if (index_add(p, &p->seen, i) < 0)
+		return -1;
+	return m->present && index_add(p, &p->loaded, i) < 0 ? -1 : 0;
+}
+
+int process_load(const char *path, struct process *p, char *err, size_t errlen)
+{
+	if (summary_is(path)) {
+		memset(p, 0, sizeof(*p));
+		snprintf(err, errlen, "%s: a summary (prof summarize), not a trace: this needs the "
+			 "traces", path);
+		return -1;
+	}
+	if (process_init(p, path) < 0) {
 		snprintf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
@@ -505,6 +528,8 @@ void process_free(struct process *p)
 		}
 	if (p->sym)
 		sym_free(p->sym);
+	if (p->symtab)
+		sum_symbols_free(p->symtab);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -550,48 +575,115 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
 		pthread_join(tids[k], NULL);
 }
 
+static int reduce = 1;
+static const char *traces_only;
+
+void processes_reduce_set(int on)
+{
+	reduce = on;
+}
+
+void processes_need_traces(const char *why)
+{
+	traces_only = why;
+}
+
+/* What one path gave: a trace's process, or a summary's. */
+struct loaded {
+	struct process *ps;
+	size_t n, cap;
+	char err[512];
+};
+
 struct load_ctx {
 	char **paths;
-	struct process *ps;
-	char (*errs)[512];
+	struct loaded *got;
 };
 
 static void load_one(void *ctx, size_t i)
 {
 	struct load_ctx *c = ctx;
-	if (process_load(c->paths[i], &c->ps[i], c->errs[i], sizeof(c->errs[i])) == 0)
-		c->errs[i][0] = '\0';
+	struct loaded *l = &c->got[i];
+	l->err[0] = '\0';
+	if (summary_is(c->paths[i])) {
+		if (traces_only)
+			snprintf(l->err, sizeof(l->err), "%s: a summary (prof summarize): %s needs "
+				 "the traces", c->paths[i], traces_only);
+		else if (window_from != 0 || window_to != UINT64_MAX)
+			snprintf(l->err, sizeof(l->err), "%s: a summary holds whole runs: a time "
+				 "window (--from, --to, RUN@T) needs the traces", c->paths[i]);
+		else
+			summary_load(c->paths[i], &l->ps, &l->n, &l->cap, l->err, sizeof(l->err));
+		return;
+	}
+	if (!(l->ps = calloc(1, sizeof(*l->ps)))) {
+		snprintf(l->err, sizeof(l->err), "out of memory");
+		return;
+	}
+	l->n = l->cap = 1;
+	if (process_load(c->paths[i], l->ps, l->err, sizeof(l->err)) < 0) {
+		processes_free(l->ps, 1);
+		l->ps = NULL;
+		l->n = 0;
+		return;
+	}
+	/* Only what the reports read stays: the symbolizer, live blocks and the like go
+	 * before this worker takes the next trace. */
+	const char *env = getenv("PROF_REDUCE");
+	int on = reduce && !(env && !strcmp(env, "0"));
+	if (on && summary_reduce(l->ps, l->err, sizeof(l->err)) < 0) {
+		processes_free(l->ps, 1);
+		l->ps = NULL;
+		l->n = 0;
+	}
 }
 
-int processes_load(char **paths, size_t n, struct process **out)
+int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
 {
-	struct process *ps = calloc(n ? n : 1, sizeof(*ps));
-	char (*errs)[512] = calloc(n ? n : 1, sizeof(*errs));
-	if (!ps || !errs) {
+	struct loaded *got = calloc(n ? n : 1, sizeof(*got));
+	if (!got) {
 		prof_error("out of memory");
-		free(ps);
-		free(errs);
 		return -1;
 	}
-	struct load_ctx ctx = { paths, ps, errs };
+	struct load_ctx ctx = { paths, got };
 	process_parallel(n, load_one, &ctx);
 	int rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (errs[i][0]) {
-			prof_error("%s", errs[i]);
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (got[i].err[0] && rc == 0) {
+			prof_error("%s", got[i].err);
 			rc = -1;
-		} else if (ps[i].cut_bytes) {
-			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
-				   "reporting what it holds", paths[i], ps[i].cut_bytes);
 		}
+		total += got[i].n;
+		for (size_t k = 0; rc == 0 && k < got[i].n; k++)
+			if (got[i].ps[k].cut_bytes)
+				prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its "
+					   "end); reporting what it holds", got[i].ps[k].path,
+					   got[i].ps[k].cut_bytes);
 	}
-	free(errs);
+	struct process *ps = rc == 0 ? calloc(total ? total : 1, sizeof(*ps)) : NULL;
+	if (rc == 0 && !ps) {
+		prof_error("out of memory");
+		rc = -1;
+	}
+	size_t at = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ps)
+			memcpy(ps + at, got[i].ps, got[i].n * sizeof(*ps));
+		else
+			for (size_t k = 0; k < got[i].n; k++)
+				process_free(&got[i].ps[k]);
+		at += got[i].n;
+		free(got[i].ps);
+	}
+	free(got);
 	if (rc < 0) {
-		processes_free(ps, n);
+		free(ps);
 		return -1;
 	}
-	qsort(ps, n, sizeof(*ps), cmp_start);  /* in the order they started */
+	qsort(ps, total, sizeof(*ps), cmp_start);  /* in the order they started */
 	*out = ps;
+	*nout = total;
 	return 0;
 }
 

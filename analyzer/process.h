@@ -74,6 +74,7 @@ struct process {
 	size_t nchildren, children_cap;
 
 	void *family_state[FAMILY_MAX];  /* each event family's analysis, as families[] */
+	struct sum_symbols *symtab; /* read from a summary: its frames' symbols (no symbolizer) */
 	struct symbolizer *sym;     /* made by the first stack, or on first use */
 	size_t sym_modules;         /* modules[0..sym_modules) are declared to sym */
 	struct py_codes *python;    /* Python code objects (PY_CODE), python.c; NULL if none */
@@ -84,6 +85,11 @@ struct process {
  * threads, modules and stacks are read whole. (0, UINT64_MAX): everything, the default. */
 void process_window_set(uint64_t from_ns, uint64_t to_ns);
 
+/* p empty, named path, each family's state made: 0, or -1 when out of memory. */
+int process_init(struct process *p, const char *path);
+/* Appends module m (path taken) to p, as a MODULE record would, unloaded when !m->present. */
+int process_add_module(struct process *p, const struct module_info *m);
+
 /* Reads the whole trace at path. On error returns -1 with a one-line message in err. */
 int process_load(const char *path, struct process *p, char *err, size_t errlen);
 void process_free(struct process *p);
@@ -92,9 +98,17 @@ void process_free(struct process *p);
  * this thread only): each i must touch only its own data (one process). */
 void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
 
-/* Loads every path, one worker per trace (process_parallel()); on error prints it and
- * returns -1 (nothing to free). */
-int processes_load(char **paths, size_t n, struct process **out);
+/* Loads every path, one worker per trace (process_parallel()): a trace gives its process,
+ * a summary (summary.h) the processes it holds; on error prints it and returns -1 (nothing
+ * to free); *nout: how many processes. Each trace's process
+ * is reduced to its summary's as soon as it is loaded (memory bounded by the summaries and
+ * one trace per worker), unless processes_reduce_set(0) was called (commands that read the
+ * records again: the sqlite export). */
+int processes_load(char **paths, size_t n, struct process **out, size_t *nout);
+void processes_reduce_set(int on);
+/* Summaries refused from now on, with a message saying that `why` ("prof export --format
+ * sqlite") needs the traces. */
+void processes_need_traces(const char *why);
 void processes_free(struct process *ps, size_t n);
 /* Frees p's symbolizer (its debug information, the bulk of a loaded process), made again on
  * the next lookup: a run of many processes keeps one per worker, not one per process. */

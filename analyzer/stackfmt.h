@@ -13,6 +13,9 @@
 
 struct process;
 
+/* p's symbolizer, made on first use, every module of p declared to it; NULL when out of
+ * memory. */
+struct symbolizer *process_symbolizer(struct process *p);
 /* Every frame of a stack, inlined calls expanded, libprof's own frames left out. */
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);
 /* The frames shown in text and flame graphs: the innermost ones that --fold names (library

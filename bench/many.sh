@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # bench/many.sh: `prof report` on a run directory of many traces (BENCH_TRACES, default 64),
-# one worker per trace on all cores (the default) against one after the other (PROF_JOBS=1):
-# wall time and peak RSS, median of BENCH_ROUNDS (default 3). Each trace is one run of
-# bench/alloc_bench (1 thread, BENCH_OPS operations). The table goes to stdout and to
-# $BUILD/bench/many.txt.
+# one worker per trace on all cores (the default) against one after the other (PROF_JOBS=1),
+# each trace reduced to its summary as it is loaded (the default) against every trace kept
+# whole (PROF_REDUCE=0, as before summaries); then `prof summarize` of the directory and
+# `prof report` of that summary. Wall time and peak RSS, median of BENCH_ROUNDS (default 3).
+# Each trace is one run of bench/alloc_bench (1 thread, BENCH_OPS operations). The table goes
+# to stdout and to $BUILD/bench/many.txt.
 set -euo pipefail
 export LC_ALL=C
 
@@ -34,26 +36,38 @@ for ((i = 0; i < N; i++)); do
 done
 bytes=$(du -sb "$tmp/run" | cut -f1)
 
-# One measurement: "seconds max_rss_kib" of prof report --json on the run.
-measure() { # jobs
-	/usr/bin/time -f '%e %M' -o "$tmp/t" env PROF_JOBS="$1" "$prof" report "$tmp/run" >/dev/null
+# One measurement: "seconds max_rss_kib" of a prof command with environment settings.
+measure() { # VAR=VALUE... -- prof arguments
+	local env=()
+	while [[ $1 != -- ]]; do env+=("$1"); shift; done
+	shift
+	/usr/bin/time -f '%e %M' -o "$tmp/t" env "${env[@]}" "$prof" "$@" >/dev/null
 	cat "$tmp/t"
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# One row: the label, then what measure() takes; the median of ROUNDS runs.
+row() {
+	local label=$1
+	shift
+	: >"$tmp/s"
+	: >"$tmp/m"
+	for ((r = 0; r < ROUNDS; r++)); do
+		read -r s m < <(measure "$@")
+		echo "$s" >>"$tmp/s"
+		echo "$m" >>"$tmp/m"
+	done
+	printf '%-44s %8s %13s\n' "$label" "$(median <"$tmp/s")" "$(( $(median <"$tmp/m") >> 10 ))"
+}
 cores=$(nproc)
 {
-	printf 'prof report on %d traces (%d MiB in all), %d cores, median of %d rounds\n' \
+	printf 'prof on %d traces (%d MiB in all), %d cores, median of %d rounds\n' \
 		"$N" $((bytes >> 20)) "$cores" "$ROUNDS"
-	printf '%-24s %10s %14s\n' workers seconds 'peak RSS MiB'
-	for jobs in 1 "$cores"; do
-		: >"$tmp/s"
-		: >"$tmp/m"
-		for ((r = 0; r < ROUNDS; r++)); do
-			read -r s m < <(measure "$jobs")
-			echo "$s" >>"$tmp/s"
-			echo "$m" >>"$tmp/m"
-		done
-		printf '%-24s %10s %14s\n' "$([[ $jobs == 1 ]] && echo '1 (PROF_JOBS=1)' || echo "$jobs (default)")" \
-			"$(median <"$tmp/s")" "$(( $(median <"$tmp/m") >> 10 ))"
-	done
+	printf '%-44s %8s %13s\n' 'command (workers)' seconds 'peak RSS MiB'
+	row "report, 1 worker, traces kept whole" PROF_JOBS=1 PROF_REDUCE=0 -- report "$tmp/run"
+	row "report, $cores workers, traces kept whole" PROF_REDUCE=0 -- report "$tmp/run"
+	row "report, 1 worker (trace -> summary)" PROF_JOBS=1 -- report "$tmp/run"
+	row "report, $cores workers (trace -> summary)" PROF_REDUCE=1 -- report "$tmp/run"
+	row "summarize, $cores workers" PROF_REDUCE=1 -- summarize -o "$tmp/run.sum" "$tmp/run"
+	row "report of the summary" PROF_REDUCE=1 -- report "$tmp/run.sum"
+	printf 'summary: %d KiB\n' $(( $(stat -c %s "$tmp/run.sum") >> 10 ))
 } | tee "$outdir/many.txt"

@@ -62,7 +62,7 @@ enum prof_block_op {
 };
 
 /* Why a thread was off the CPU, as reports group it: the records above and those of the
- * lock, thread and I/O families. X(NAME, "name", value). */
+ * lock, thread, I/O and MPI families. X(NAME, "name", value). */
 #define PROF_BLOCK_CAUSES(X)   \
 	X(LOCK, "lock", 0)     \
 	X(COND, "cond", 1)     \
@@ -71,7 +71,8 @@ enum prof_block_op {
 	X(SLEEP, "sleep", 4)   \
 	X(POLL, "poll", 5)     \
 	X(WAIT, "wait", 6)     \
-	X(SIGNAL, "signal", 7)
+	X(SIGNAL, "signal", 7) \
+	X(MPI, "mpi", 8)
 enum prof_block_cause {
 #define PROF_X(name, str, v) PROF_CAUSE_##name = (v),
 	PROF_BLOCK_CAUSES(PROF_X)

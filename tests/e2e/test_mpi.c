@@ -102,6 +102,24 @@ Test(mpi, four_ranks_under_prof_run)
 		cr_expect(peak[r] - peak[r - 1] > (1 << 20) * 9 / 10 &&
 			  peak[r] - peak[r - 1] < (1 << 20) * 11 / 10, "peaks %ld %ld", peak[r - 1], peak[r]);
 	cr_expect_eq(mpi_call(process_of_rank(doc, 0), "MPI_Send", "bytes"), 400);
+	/* Time waiting in MPI is blocked time (cause "mpi"), not computing: rank 0, with the
+	 * least work, waits longest for the others (3 units more than rank 3, if nothing else
+	 * ran; a loaded machine blurs it). */
+	long mpi_wait[4];
+	for (int r = 0; r < 4; r++) {
+		mpi_wait[r] = e2e_int(json_object_get(process_of_rank(doc, r), "cpu"), "blocked.mpi");
+		cr_expect_gt(mpi_wait[r], 0, "rank %d blocked in MPI", r);
+	}
+	cr_expect_gt(mpi_wait[0], mpi_wait[3] + 100000000, "rank 0 waited %ld ns, rank 3 %ld ns",
+		     mpi_wait[0], mpi_wait[3]);
+	char folded[PATH_MAX + 16];
+	snprintf(folded, sizeof(folded), "%s/offcpu.folded", e2e_tmpdir());
+	const char *fl[] = { e2e_prof(), "flame", "--kind", "offcpu", "--folded", run, NULL };
+	cr_assert_eq(e2e_run(fl, NULL, folded, NULL), 0);
+	char *text = e2e_read_file(folded);
+	cr_expect(text && strstr(text, ";main;[MPI wait] "), "the off-CPU flame graph: %s",
+		  text ? text : "");
+	free(text);
 	cr_expect_eq(mpi_call(process_of_rank(doc, 1), "MPI_Recv", "bytes"), 400);
 	/* Work 1:2:3:4 units (and MPI_Init's time, not work): rank 3 is the slowest, 1.6x the
 	 * mean if nothing else ran; a loaded machine blurs it, never below 1.15x. */

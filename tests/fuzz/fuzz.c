@@ -1,9 +1,11 @@
 /* libFuzzer harnesses (issue 16), one binary per FUZZ_TARGET: "reader" opens the input as a
  * trace and reads every record; the others run a prof command on it as the command line
- * would (its output to /dev/null). Built by `make fuzz` with clang -fsanitize=fuzzer,address,
- * undefined; an input that crashes one is kept in tests/fuzz/regressions/ and replayed by
- * `make fuzz` before fuzzing. */
+ * would (its output to /dev/null); "summary" reads it as a summary's sections (prof
+ * summarize). Built by `make fuzz` with clang -fsanitize=fuzzer,address,undefined; an input
+ * that crashes one is kept in tests/fuzz/regressions/ and replayed by `make fuzz` before
+ * fuzzing. */
 #include "commands.h"
+#include "summary.h"
 #include "trace.h"
 
 #include <fcntl.h>
@@ -45,6 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *f = fopen(path, "wb");
 	if (!f)
 		return 0;
+#if defined(FUZZ_summary)
+	/* past the header at once: the sections are what there is to get wrong */
+	static const unsigned char head[16] = "PROFSUM\n\1\0\0\0\4\3\2\1";
+	if (size < 8 || memcmp(data, head, 8))
+		fwrite(head, 1, sizeof(head), f);
+#endif
 	fwrite(data, 1, size, f);
 	fclose(f);
 #define CMD(name, ...) do { static const char *const a[] = { __VA_ARGS__, NULL }; run(name, a); } while (0)
@@ -72,11 +80,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CMD(cmd_html, "html", "-o", "/dev/null");
 #elif defined(FUZZ_kernels)
 	CMD(cmd_kernels, "kernels", "--csv");
+#elif defined(FUZZ_summary)
+	CMD(cmd_report, "report", "--json");
+	CMD(cmd_flame, "flame", "--kind", "wall", "--folded");
+	CMD(cmd_summarize, "summarize", "-o", "/dev/null");
 #elif defined(FUZZ_diff)
 	static const char *const a[] = { "diff", path, NULL };
 	run(cmd_diff, a);
 #else
-#error "FUZZ_TARGET: reader report leaks flame export html kernels diff"
+#error "FUZZ_TARGET: reader report leaks flame export html kernels diff summary"
 #endif
 	return 0;
 }

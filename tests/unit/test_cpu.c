@@ -184,3 +184,38 @@ Test(cpu_analysis, records_have_names_and_sizes)
 	cr_expect_eq(family_observer[PROF_REC_IO_CALL], family_index(&cpu_family) + 1);
 	cr_expect_eq(family_observer[PROF_REC_ALLOC], 0);
 }
+
+/* An MPI call is blocked time of cause "mpi": 100 ms in MPI_Allreduce, 10 ms of it sampled on
+ * the CPU, 30 ms of it in a poll MPI made inside (recorded before the MPI call, as the
+ * writer does: the poll ends first): mpi 60 ms, poll 30 ms, nothing counted twice. Without
+ * sampling, the same less nothing sampled. */
+static void load_mpi(struct process *p, unsigned hz)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->cpu_hz = hz;
+	const uint64_t f1[] = { 0x1000, 0x2000 };
+	tg_stack(tg, 2, T0, 1, f1, 2);
+	tg_thread_start(tg, 2, T0, 1, 100, ~0u, 0, 0);
+	for (int i = 1; i <= 10 && hz; i++)
+		sample(tg, T0 + 10 * MS + (uint64_t)i * MS, 1, MS, 0);
+	blocked(tg, T0 + 80 * MS, PROF_BLOCK_POLL, 30 * MS, 1);
+	struct prof_rec_mpi_call m = { .duration_ns = 100 * MS, .peer = -1, .stack = 1 };
+	tg_rec(tg, 2, PROF_REC_MPI_CALL, PROF_MPI_Allreduce, T0 + 5 * MS, PAYLOAD(m));
+	tg_thread_end(tg, 2, T0 + 120 * MS, 1, 100, 20 * MS, "t");
+	tg_exit(tg, 2, T0 + 120 * MS, 0, 0);
+	char err[512];
+	cr_assert_eq(tg_load(tg, dir, p, err, sizeof(err)), 0, "%s", err);
+}
+
+Test(cpu_analysis, mpi_calls_are_blocked_time_counted_once)
+{
+	for (unsigned hz = 0; hz <= 999; hz += 999) {
+		struct process p;
+		load_mpi(&p, hz);
+		json_t *cpu = cpu_family.json(&p, SIZE_MAX);
+		cr_expect_eq(jint(cpu, "blocked", "poll"), (long)(30 * MS), "hz %u", hz);
+		cr_expect_eq(jint(cpu, "blocked", "mpi"), (long)((hz ? 60 : 70) * MS), "hz %u", hz);
+		json_decref(cpu);
+		process_free(&p);
+	}
+}
