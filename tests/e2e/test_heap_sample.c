@@ -129,6 +129,14 @@ Test(heap_sample, other_seed_coarser)
 	struct heap_fig sa = figures(dir);
 	cr_assert_eq(sa.sample, 32768);
 	cr_assert_eq(sa.alloc_calls, sa.free_calls);  /* all freed */
+	/* a summary of the run gives the same estimates, and says they are */
+	char sum[512];
+	snprintf(sum, sizeof(sum), "%s/run.sum", dir);
+	const char *cmd[] = { e2e_prof(), "summarize", dir, "-o", sum, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, NULL, NULL), 0, "prof summarize failed");
+	struct heap_fig from_sum = figures(sum);
+	cr_assert_eq(memcmp(&from_sum, &sa, sizeof(sa)), 0, "the summary's heap differs (sample %ld)",
+		     from_sum.sample);
 	long want[NSITES] = { 19200000, 30000000, 32768000, 3000 * 262144L, 9600000 };
 	for (int k = 1; k < 4; k++) {
 		double err = (double)labs(sa.site_bytes[k] - want[k]) / (double)want[k];

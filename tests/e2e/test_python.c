@@ -52,14 +52,21 @@ static int has_numpy(const char *python)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-/* The folded CPU (or other kind) flame graph of dir, as text. */
-static char *folded(const char *dir, const char *kind, const char *fold)
+/* The folded CPU (or other kind) flame graph of input (a run directory or a summary), as
+ * text, by way of a file in dir. */
+static char *folded_of(const char *dir, const char *input, const char *kind, const char *fold)
 {
 	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/%s.folded", dir, kind);
-	const char *argv[] = { e2e_prof(), "flame", "--kind", kind, "--folded", "--fold", fold, dir, NULL };
+	snprintf(out, sizeof(out), "%s/%s%s.folded", dir, kind, input == dir ? "" : "-of-input");
+	const char *argv[] = { e2e_prof(), "flame", "--kind", kind, "--folded", "--fold", fold, input,
+			       NULL };
 	cr_assert_eq(e2e_run(argv, NULL, out, NULL), 0, "prof flame --kind %s", kind);
 	return e2e_read_file(out);
+}
+
+static char *folded(const char *dir, const char *kind, const char *fold)
+{
+	return folded_of(dir, dir, kind, fold);
 }
 
 /* The weight of the folded lines holding `frames` (a ";"-joined run of frames, outermost
@@ -295,6 +302,14 @@ static void newer(const char *version)
 	char *text = folded(dir, "cpu", "python");
 	cr_expect_gt(weight_of(text, "main;hot_b;spin"), 0, "%s: %s", version, text);
 	cr_expect_gt(weight_then(text, ";consume;", ";gen_body"), 0, "%s: the generator", version);
+	/* a summary keeps the Python frames, named as the trace names them */
+	char sum[PATH_MAX];
+	snprintf(sum, sizeof(sum), "%s/run.sum", dir);
+	const char *cmd[] = { e2e_prof(), "summarize", dir, "-o", sum, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, NULL, NULL), 0, "prof summarize");
+	char *from_sum = folded_of(dir, sum, "cpu", "python");
+	cr_expect_str_eq(from_sum, text, "%s: the summary's CPU flame graph differs", version);
+	free(from_sum);
 	free(text);
 	int at;
 	json_t *site = site_in(proc, "make_blocks", &at);
