@@ -9,23 +9,18 @@
 #   BENCH_ROUNDS  interleaved rounds (default 7)
 #   BENCH_ITERS   calls per thread (default 200000, about 1 s per thread)
 #   BUILD         build directory (default build)
-set -euo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-
-BUILD=${BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-7}
 ITERS=${BENCH_ITERS:-200000}
 
-die() { echo "bench/cpu: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive number, not '$ROUNDS'"
-[[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ITERS must be a positive number, not '$ITERS'"
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_ITERS "$ITERS"
 [[ -f $BUILD/libprof.so ]] || make -s all >/dev/null || die "build failed"
 lib=$root/$BUILD/libprof.so
 
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG
+unset_prof_env
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
@@ -69,8 +64,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		echo "$cpu" >>"$tmp/$c.cpu"
 	done
 done
-
-median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 {
 	echo "CPU sampling overhead: bench/cpu_bench.c, 2 threads x $ITERS calls, $ROUNDS interleaved rounds,"

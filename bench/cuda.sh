@@ -3,23 +3,18 @@
 # fake driver (no GPU needed). Each call kind runs untraced, traced with PROF_CUDA_TIMING=none
 # (interception and records only) and traced with event-pair timing; medians of BENCH_ROUNDS
 # runs (default 5) of BENCH_CALLS calls (default 200000). Writes build/bench/cuda.txt.
-set -euo pipefail
-export LC_ALL=C
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-BUILD=${BUILD:-build}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-5}
 CALLS=${BENCH_CALLS:-200000}
 lib=$root/$BUILD/libprof.so
 fake=$root/$BUILD/cuda
-[[ -f $lib && -f $fake/libcuda.so.1 ]] || { echo "bench: build first (make all cuda-progs)" >&2; exit 1; }
+[[ -f $lib && -f $fake/libcuda.so.1 ]] || die "build first (make all cuda-progs)"
 mkdir -p "$BUILD/bench"
 bin=$BUILD/bench/cuda_bench
 cc -O2 -g -Wall -Wextra -Werror bench/cuda_bench.c -o "$bin" -L"$fake" -l:libcuda.so.1 -Wl,-rpath,"$fake"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
 run() {  # kind mode -> ns/call
 	local kind=$1 mode=$2 i
@@ -30,7 +25,7 @@ run() {  # kind mode -> ns/call
 		   PROF_CUDA_TIMING=$mode PROF_EVENTS=cuda PROF_OUTPUT="$tmp/b.%p.trace" \
 			LD_PRELOAD=$lib "$bin" "$kind" "$CALLS" ;;
 		esac
-	done | median
+	done | median_low
 }
 
 out=$BUILD/bench/cuda.txt

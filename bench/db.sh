@@ -8,23 +8,18 @@
 #   BENCH_ROUNDS  interleaved rounds (default 5)
 #   BENCH_N       operations per run (default 200000; http and sqlite-text use 1/4, libpq 1/10)
 #   BUILD         build directory (default build)
-set -euo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-
-BUILD=${BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-5}
 N=${BENCH_N:-200000}
 
-die() { echo "bench/db: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive number, not '$ROUNDS'"
-[[ $N =~ ^[1-9][0-9]*$ ]] || die "BENCH_N must be a positive number, not '$N'"
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_N "$N"
 [[ -f $BUILD/libprof.so ]] || make -s all >/dev/null || die "build failed"
 lib=$root/$BUILD/libprof.so
 
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_DB_LITERALS
+unset_prof_env PROF_DB_LITERALS
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
@@ -65,9 +60,6 @@ if [[ -n $pgbin && -x $pgbin/initdb ]]; then
 	fi
 fi
 
-
-median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-
 {
 	printf '%-16s %8s %9s %-8s %10s %14s %7s\n' "benchmark" "ops" "plain s" "events" "libprof s" \
 		"cost per op" "ratio"
@@ -83,9 +75,9 @@ median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 			all+=("$(PROF_OUTPUT="$tmp/prof.%p.trace" LD_PRELOAD=$lib "$bench" "${a[@]}")")
 			rm -f "$tmp"/*.trace
 		done
-		p=$(printf '%s\n' "${plain[@]}" | median)
+		p=$(printf '%s\n' "${plain[@]}" | median_low)
 		for ev in "$family" all; do
-			if [[ $ev == all ]]; then l=$(printf '%s\n' "${all[@]}" | median); else l=$(printf '%s\n' "${alone[@]}" | median); fi
+			if [[ $ev == all ]]; then l=$(printf '%s\n' "${all[@]}" | median_low); else l=$(printf '%s\n' "${alone[@]}" | median_low); fi
 			awk -v n="$name" -v ops="$ops" -v p="$p" -v l="$l" -v u="$unit" -v ev="$ev" 'BEGIN {
 				printf "%-16s %8d %9.4f %-8s %10.4f %8.0f ns/%s %6.2fx\n", n, ops, p, ev, l, (l - p) * 1e9 / ops, u, l / p }'
 		done

@@ -6,19 +6,14 @@
 #   BENCH_ROUNDS  rounds per configuration (default 5)
 #   BENCH_OPS     calls per workload (default 200000)
 #   BUILD         build directory (default build)
-set -euo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-
-BUILD=${BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-5}
 OPS=${BENCH_OPS:-200000}  # strace -c -f runs 50-100x slower: keep its rounds short
 
-die() { echo "bench/io: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive number, not '$ROUNDS'"
-[[ $OPS =~ ^[1-9][0-9]*$ ]] || die "BENCH_OPS must be a positive number, not '$OPS'"
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_OPS "$OPS"
 lib=$root/$BUILD/libprof.so
 prof=$root/$BUILD/prof
 [[ -f $lib ]] || die "$lib not found (run make first)"
@@ -26,7 +21,7 @@ prof=$root/$BUILD/prof
 command -v strace >/dev/null || scripts/install-deps --bench || die "strace missing"
 command -v python3 >/dev/null || die "python3 not found"
 
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG
+unset_prof_env
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"

@@ -6,23 +6,18 @@
 #   BENCH_ROUNDS  interleaved rounds (default 5)
 #   BENCH_ITERS   lock/unlock pairs per thread (default 5000000; contended runs use 1/5)
 #   BUILD         build directory (default build)
-set -euo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-
-BUILD=${BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-5}
 ITERS=${BENCH_ITERS:-5000000}
 
-die() { echo "bench/locks: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive number, not '$ROUNDS'"
-[[ $ITERS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ITERS must be a positive number, not '$ITERS'"
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_ITERS "$ITERS"
 [[ -f $BUILD/libprof.so ]] || make -s all >/dev/null || die "build failed"
 lib=$root/$BUILD/libprof.so
 
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_LOCK_HOLD_SAMPLE
+unset_prof_env PROF_LOCK_HOLD_SAMPLE
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
@@ -72,8 +67,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
 		done
 	done
 done
-
-median() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 {
 	echo "libprof lock overhead: bench/lock_bench.c, $ROUNDS interleaved rounds, median loop time"

@@ -6,23 +6,18 @@
 # `prof report` of that summary. Wall time and peak RSS, median of BENCH_ROUNDS (default 3).
 # Each trace is one run of bench/alloc_bench (1 thread, BENCH_OPS operations). The table goes
 # to stdout and to $BUILD/bench/many.txt.
-set -euo pipefail
-export LC_ALL=C
-
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-BUILD=${BUILD:-build}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 N=${BENCH_TRACES:-64}
 ROUNDS=${BENCH_ROUNDS:-3}
 OPS=${BENCH_OPS:-20000}
-die() { echo "bench/many: $*" >&2; exit 1; }
-[[ $N =~ ^[1-9][0-9]*$ && $ROUNDS =~ ^[1-9][0-9]*$ && $OPS =~ ^[1-9][0-9]*$ ]] ||
+is_positive "$N" "$ROUNDS" "$OPS" ||
 	die "BENCH_TRACES, BENCH_ROUNDS and BENCH_OPS must be positive numbers"
 lib=$root/$BUILD/libprof.so
 prof=$root/$BUILD/prof
 [[ -f $lib && -x $prof ]] || die "run make first"
 [[ -x /usr/bin/time ]] || scripts/install-deps --bench || die "/usr/bin/time missing"
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_JOBS
+unset_prof_env PROF_JOBS
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
@@ -44,7 +39,6 @@ measure() { # VAR=VALUE... -- prof arguments
 	/usr/bin/time -f '%e %M' -o "$tmp/t" env "${env[@]}" "$prof" "$@" >/dev/null
 	cat "$tmp/t"
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 # One row: the label, then what measure() takes; the median of ROUNDS runs.
 row() {
 	local label=$1
@@ -56,7 +50,7 @@ row() {
 		echo "$s" >>"$tmp/s"
 		echo "$m" >>"$tmp/m"
 	done
-	printf '%-44s %8s %13s\n' "$label" "$(median <"$tmp/s")" "$(( $(median <"$tmp/m") >> 10 ))"
+	printf '%-44s %8s %13s\n' "$label" "$(median_low <"$tmp/s")" "$(( $(median_low <"$tmp/m") >> 10 ))"
 }
 cores=$(nproc)
 {

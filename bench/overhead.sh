@@ -7,16 +7,12 @@
 # Environment:
 #   BENCH_ROUNDS  rounds (default 3)     BUILD  build directory (default build)
 #   BENCH_NO_HEAPTRACK=1  leave heaptrack out     BENCH_CACHE_OFF=1  add PROF_STACK_CACHE=0
-set -euo pipefail
-export LC_ALL=C
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-BUILD=${BUILD:-build}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-3}
 lib=$root/$BUILD/libprof.so
-[[ -f $lib ]] || { echo "overhead: $lib not found (run make first)" >&2; exit 1; }
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_STACK_CACHE \
-	PROF_HEAP_SAMPLE PROF_HEAP_SAMPLE_SEED PROF_LEAK_CHECK PROF_CUDA_TIMING
+[[ -f $lib ]] || die "$lib not found (run make first)"
+unset_prof_env PROF_STACK_CACHE PROF_HEAP_SAMPLE PROF_HEAP_SAMPLE_SEED PROF_LEAK_CHECK PROF_CUDA_TIMING
 out=$root/$BUILD/bench/overhead
 mkdir -p "$out"
 trap 'rm -rf "$out/traces"' EXIT

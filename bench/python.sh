@@ -10,25 +10,20 @@
 #   BENCH_SCALE   py_bench.py's scale (default 4, about 0.3 s of CPU plain)
 #   BENCH_PYTHON  the interpreter (default /usr/bin/python3, else python3)
 #   BUILD         build directory (default build)
-set -euo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-
-BUILD=${BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-5}
 SCALE=${BENCH_SCALE:-4}
 PY=${BENCH_PYTHON:-/usr/bin/python3}
 [[ -x $PY ]] || PY=$(command -v python3)
 
-die() { echo "bench/python: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive number, not '$ROUNDS'"
-[[ $SCALE =~ ^[1-9][0-9]*$ ]] || die "BENCH_SCALE must be a positive number, not '$SCALE'"
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_SCALE "$SCALE"
 [[ -f $BUILD/libprof.so ]] || make -s all >/dev/null || die "build failed"
 lib=$root/$BUILD/libprof.so
 
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_PYTHON PYTHONMALLOC
+unset_prof_env PROF_PYTHON PYTHONMALLOC
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
@@ -67,21 +62,19 @@ declare -A walls cpus
 for ((r = 0; r < ROUNDS; r++)); do
 	for c in "${configs[@]}"; do
 		read -r w u < <(run "$c")
-		walls[$c]+="$w "
-		cpus[$c]+="$u "
+		walls[$c]+=$w$'\n'
+		cpus[$c]+=$u$'\n'
 	done
 done
-
-median() { tr ' ' '\n' | grep . | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 {
 	echo "pure-Python benchmark: $PY bench/py_bench.py $SCALE ($($PY -c 'import sys; print(sys.version.split()[0])')), $ROUNDS interleaved rounds, medians"
 	printf '%-22s %10s %8s %10s %8s\n' config wall_s ratio cpu_s ratio
-	pw=$(echo "${walls[plain]}" | median)
-	pc=$(echo "${cpus[plain]}" | median)
+	pw=$(printf %s "${walls[plain]}" | median)
+	pc=$(printf %s "${cpus[plain]}" | median)
 	for c in "${configs[@]}"; do
-		w=$(echo "${walls[$c]}" | median)
-		u=$(echo "${cpus[$c]}" | median)
+		w=$(printf %s "${walls[$c]}" | median)
+		u=$(printf %s "${cpus[$c]}" | median)
 		printf '%-22s %10.3f %8.2f %10.3f %8.2f\n' "$c" "$w" "$(echo "$w / $pw" | bc -l)" "$u" "$(echo "$u / $pc" | bc -l)"
 	done
 	echo "libprof: all events, Python frames in every stack; libprof-native: PROF_PYTHON=0;"

@@ -4,21 +4,18 @@
 #   BENCH_ROUNDS  interleaved rounds per configuration (default 5; medians are reported)
 #   BENCH_OPS     operations per thread (default: alloc_bench's own, about 0.5-1 s)
 #   BUILD         build directory (default build)
-set -euo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
+# Its messages all begin "bench: ".
+me=bench
 
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-
-BUILD=${BUILD:-build}
 ROUNDS=${BENCH_ROUNDS:-5}
 OPS=${BENCH_OPS:-1000000}
 THREADS_LIST=(1 2)
 ANALYZE_RUNS=3
 
-die() { echo "bench: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive number, not '$ROUNDS'"
-[[ $OPS =~ ^[1-9][0-9]*$ ]] || die "BENCH_OPS must be a positive number, not '$OPS'"
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_OPS "$OPS"
 
 lib=$root/$BUILD/libprof.so
 prof=$root/$BUILD/prof
@@ -30,8 +27,7 @@ if ! command -v heaptrack >/dev/null || ! command -v heaptrack_print >/dev/null 
 fi
 command -v python3 >/dev/null || die "python3 not found (needed to read prof report --json)"
 
-# Nothing of the caller's profiling setup may leak into the runs.
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG
+unset_prof_env
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"

@@ -7,12 +7,11 @@
 #   TABLE_SCALE   workload size factor (default 1: each plain run is about 0.2-1 s)
 #   TABLE_EVENTS  events in the analyzer's trace (default 50000000; about 2 GB in TMPDIR)
 #   BUILD         build directory (default build)
-set -uo pipefail
-export LC_ALL=C
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
+# No -e: a tool that fails or is missing gives n/a in its cell.
+set +e
 export PATH=/usr/bin:/bin:$PATH  # Debian's python3, not a wrapper script found first
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-BUILD=${BUILD:-build}
 ROUNDS=${TABLE_ROUNDS:-1}
 SCALE=${TABLE_SCALE:-1}
 EVENTS=${TABLE_EVENTS:-50000000}
@@ -22,7 +21,7 @@ out=$root/$BUILD/bench
 mkdir -p "$out"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof-table.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
-[[ -f $lib && -x $prof ]] || { echo "bench/table: run make first" >&2; exit 1; }
+[[ -f $lib && -x $prof ]] || die "run make first"
 scripts/install-deps --bench >/dev/null || echo "bench/table: some tools missing, their cells say n/a" >&2
 
 for b in alloc_bench lock_bench io_bench cpu_bench; do

@@ -6,21 +6,16 @@
 # the wall time of alloc_bench under libprof with PROF_CLOCK=tsc against PROF_CLOCK=monotonic
 # (and without libprof), median of BENCH_ROUNDS (default 5) interleaved runs. The table goes to
 # stdout and to $BUILD/bench/tracesize.txt.
-set -euo pipefail
-export LC_ALL=C
-
-root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
-cd "$root"
-BUILD=${BUILD:-build}
+# shellcheck source=bench/lib.sh
+. "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-5}
 OPS=${BENCH_OPS:-1000000}
-die() { echo "bench/tracesize: $*" >&2; exit 1; }
-[[ $ROUNDS =~ ^[1-9][0-9]*$ && $OPS =~ ^[1-9][0-9]*$ ]] ||
+is_positive "$ROUNDS" "$OPS" ||
 	die "BENCH_ROUNDS and BENCH_OPS must be positive numbers"
 lib=$root/$BUILD/libprof.so
 prof=$root/$BUILD/prof
 [[ -f $lib && -x $prof ]] || die "run make first"
-unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG PROF_CLOCK
+unset_prof_env PROF_CLOCK
 
 outdir=$root/$BUILD/bench
 mkdir -p "$outdir"

@@ -1,0 +1,39 @@
+# shellcheck shell=bash
+# bench/lib.sh: what every bench script begins with, sourced first. Strict mode, the C
+# locale, the repository root as $root and working directory, BUILD (default build), and
+# the helpers: die (its prefix, $me, is bench/NAME for bench/NAME.sh), is_positive,
+# positive, unset_prof_env, median and median_low.
+set -euo pipefail
+export LC_ALL=C
+
+# Before the cd: the script's path may be relative.
+me=bench/$(basename "$(readlink -f "${BASH_SOURCE[1]}")" .sh)
+die() { echo "$me: $*" >&2; exit 1; }
+
+root=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd)
+cd "$root"
+
+BUILD=${BUILD:-build}
+
+# is_positive VALUE...: whether every VALUE is a positive integer (no sign, no leading 0).
+is_positive() {
+	local v
+	for v; do [[ $v =~ ^[1-9][0-9]*$ ]] || return 1; done
+}
+# positive NAME VALUE: dies unless VALUE, the setting NAME, is a positive integer.
+positive() { is_positive "$2" || die "$1 must be a positive number, not '$2'"; }
+
+# Nothing of the caller's profiling setup may leak into the runs; a script names its own
+# extra variables.
+# shellcheck disable=SC2120  # the arguments are optional
+unset_prof_env() { unset LD_PRELOAD PROF_OUTPUT PROF_EVENTS PROF_STACK_DEPTH PROF_CPU_HZ PROF_DEBUG "$@"; }
+
+# median [FILE...]: the median of the numbers, one a line, in FILEs or on stdin; of an even
+# count, the mean of the middle two.
+# shellcheck disable=SC2120  # the files are optional
+median() { sort -g "$@" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2];
+	else printf "%.6g\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# median_low [FILE...]: the same, but of an even count the lower middle one: always one of
+# the numbers, so an integer stays an integer.
+# shellcheck disable=SC2120  # the files are optional
+median_low() { sort -g "$@" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
