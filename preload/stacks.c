@@ -129,7 +129,8 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 
 #define INDEX_SLOTS 16384       /* per thread: chains of entries, by call site, sp0, callers */
 #define RULE_SLOTS 1024         /* per thread: frame rules learned, by code address */
-#define CHAIN_MAX 64            /* entries tried per lookup */
+#define CHAIN_MAX 16            /* entries tried per lookup */
+#define CHAIN_CLOSED UINT32_MAX /* an index slot whose calls go uncached (cache_find) */
 #define CACHE_STACK_NEEDED (64u << 10)  /* stack left for a recording unwind */
 #define ARENA_BYTES (4u << 20)  /* entries, appended; all dropped when it is full */
 
@@ -156,8 +157,10 @@ struct frame_rule {
 
 /* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
  * masks signals on every step) costs up to ten unw_backtrace calls: a thread records only as
- * long as its hits pay for that, and one miss in RECORD_EVERY otherwise (so the cache still
- * fills where it will pay later). The first DEBT_MAX / RECORD_COST recordings are free. */
+ * long as its hits pay for that; otherwise one miss in RECORD_EVERY times the debt in units
+ * of DEBT_MAX (so the cache still fills where it will pay later, and records ever less where
+ * it does not: a working set of stacks larger than the arena). The first DEBT_MAX /
+ * RECORD_COST recordings are free. */
 #define RECORD_COST 16    /* hits a recording must be paid back with */
 #define DEBT_MAX 1024
 #define RECORD_EVERY 16
@@ -213,20 +216,36 @@ static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp
 
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp);
 
+/* The entry that holds for this call, or NULL. *coarse is set where the chain is CHAIN_MAX
+ * entries long without one that holds: its key cannot tell this call's paths apart (the
+ * callers' frames could not be read for it, as where the call site's frame is rbp-based), so
+ * the chain is closed (CHAIN_CLOSED) and its calls unwind without the cache from then on,
+ * rather than walk and record again and again. */
 static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, uintptr_t sp,
-				       uintptr_t bp)
+				       uintptr_t bp, int *coarse)
 {
 	struct stack_cache *c = th->stack_cache;
+	*coarse = 0;
 	if (!c)
 		return NULL;
-	uint32_t at = *cache_chain(c, site, sp);
-	for (int i = 0; at && i < CHAIN_MAX; i++) {
+	uint32_t *chain = cache_chain(c, site, sp);
+	uint32_t at = *chain;
+	if (at == CHAIN_CLOSED) {
+		*coarse = 1;
+		return NULL;
+	}
+	int i = 0;
+	for (; at && i < CHAIN_MAX; i++) {
 		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
 		if (cached_holds(e, site, sp, bp)) {
 			c->debt -= c->debt > 0;
 			return e;
 		}
 		at = e->next;
+	}
+	if (i == CHAIN_MAX) {
+		*chain = CHAIN_CLOSED;
+		*coarse = 1;
 	}
 	return NULL;
 }
@@ -292,6 +311,8 @@ static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 {
 	struct stack_cache *c = th->stack_cache;
 	uint32_t *chain = cache_chain(c, e->site, e->sp);
+	if (*chain == CHAIN_CLOSED)
+		return;
 	e->next = *chain;
 	*chain = c->used + 1;
 	c->used += (uint32_t)((sizeof(*e) + e->n * sizeof(e->word[0]) + 15) & ~(size_t)15);
@@ -495,8 +516,9 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	/* The Python frames live outside the stack: a hit that went through the interpreter's
 	 * loop holds only with the same ones. Else the native part is known to unwind well:
 	 * the fast unwind, not a second recording of it (which would hide this entry). */
-	if ((e = cache_find(th, call_site, sp0, bp0)) && e->pychain &&
-	    e->pychain != prof_py_chain_now(th))
+	int coarse;
+	if (((e = cache_find(th, call_site, sp0, bp0, &coarse)) && e->pychain &&
+	     e->pychain != prof_py_chain_now(th)) || coarse)
 		return prof_stack_at_uncached(th, call_site, guess);
 	if (e) {
 		*guess = e->hash;
@@ -516,7 +538,7 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	if (!(e = cache_room(th)))
 		return prof_stack_at_uncached(th, call_site, guess);
 	struct stack_cache *c = th->stack_cache;
-	if (c->debt > DEBT_MAX && ++c->unrecorded % RECORD_EVERY)
+	if (c->debt > DEBT_MAX && ++c->unrecorded % (RECORD_EVERY * (uint32_t)(c->debt / DEBT_MAX)))
 		return prof_stack_at_uncached(th, call_site, guess);
 	if (!recording_begin())
 		return prof_stack_at_uncached(th, call_site, guess);
