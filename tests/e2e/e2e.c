@@ -262,3 +262,18 @@ int e2e_count_lines(const char *text)
 		n += *p == '\n';
 	return n;
 }
+
+double e2e_folded_weight(const char *text, const char *a, const char *b)
+{
+	double sum = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l);
+		const char *sp = end;  /* the weight, after the line's last space */
+		while (sp > l && sp[-1] != ' ')
+			sp--;
+		const char *pa = strstr(l, a);
+		if (pa && pa < sp && (!b || (strstr(pa, b) && strstr(pa, b) < sp)))
+			sum += atof(sp);
+	}
+	return sum;
+}

@@ -177,17 +177,7 @@ static char *folded(const char *dir, const char *kind)
 /* The weight of the folded lines that hold every one of the given frames (in order). */
 static double weight_of(const char *text, const char *a, const char *b)
 {
-	double sum = 0;
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l);
-		const char *sp = end;
-		while (sp > l && sp[-1] != ' ')
-			sp--;
-		const char *pa = strstr(l, a);
-		if (pa && pa < sp && (!b || (strstr(pa, b) && strstr(pa, b) < sp)))
-			sum += atof(sp);
-	}
-	return sum;
+	return e2e_folded_weight(text, a, b);
 }
 
 Test(cpu, blocked_time_by_cause_and_wall_clock_view)

@@ -73,17 +73,7 @@ static char *folded(const char *dir, const char *kind, const char *fold)
  * first, as folded lines write them), and then `then` further on, where not NULL. */
 static double weight_then(const char *text, const char *frames, const char *then)
 {
-	double sum = 0;
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l);
-		const char *sp = end;
-		while (sp > l && sp[-1] != ' ')
-			sp--;
-		const char *hit = strstr(l, frames);
-		if (hit && hit < sp && (!then || (strstr(hit, then) && strstr(hit, then) < sp)))
-			sum += atof(sp);
-	}
-	return sum;
+	return e2e_folded_weight(text, frames, then);
 }
 
 static double weight_of(const char *text, const char *frames)
