@@ -255,7 +255,9 @@ static void rows_one(void *ctx, size_t i)
 	struct per_process *c = ctx;
 	if (!c->f->has_data(&c->ps[i]))
 		return;
+	stack_json_limit(STACK_KEY_FRAMES);  /* all the rows' keys read of a stack */
 	json_t *j = c->f->json(&c->ps[i], SIZE_MAX);
+	stack_json_limit(0);
 	for (size_t k = 0; k <= c->f->ndiffs; k++) {
 		struct table mine = { 0 };
 		fill_json(&mine, j, 1, k ? &c->f->diffs[k - 1] : NULL);

@@ -326,10 +326,20 @@ json_t *jstr(const char *s)
 	return j ? j : json_null();
 }
 
+/* Frames of each stack_json() array on this thread; 0: all (stack_json_limit). */
+static __thread int json_frames_max;
+
+void stack_json_limit(int frames)
+{
+	json_frames_max = frames;
+}
+
 json_t *stack_json(struct process *p, uint32_t stack_id)
 {
 	struct sym_frame frames[PROF_MAX_STACK_DEPTH * 2];
 	int n = stack_symbolize(p, stack_id, frames, PROF_MAX_STACK_DEPTH * 2);
+	if (json_frames_max > 0 && n > json_frames_max)
+		n = json_frames_max;
 	json_t *arr = json_array();
 	for (int i = 0; i < n; i++) {
 		const struct sym_frame *f = &frames[i];

@@ -45,5 +45,8 @@ const char *frame_label(const struct sym_frame *f, char *buf, size_t len);
 json_t *jstr(const char *s);
 /* A symbolized stack as SPEC.md's list of frames, innermost first. */
 json_t *stack_json(struct process *p, uint32_t stack_id);
+/* Caps the frames of the stacks stack_json() makes on this thread (0: no cap), for JSON that
+ * only a few frames of each stack are read from (the run's totals). */
+void stack_json_limit(int frames);
 
 #endif
