@@ -23,7 +23,7 @@ static const char core_schema[] =
 	" cpu_ns INTEGER, lock_wait_ns INTEGER, cond_wait_ns INTEGER, join_wait_ns INTEGER);\n"
 	"CREATE TABLE stacks(pid INTEGER, stack INTEGER, depth INTEGER, PRIMARY KEY(pid, stack));\n"
 	"CREATE TABLE frames(pid INTEGER, stack INTEGER, level INTEGER, function TEXT, file TEXT,"
-	" line INTEGER, module TEXT, address INTEGER, inlined INTEGER);\n";
+	" line INTEGER, module TEXT, address INTEGER, inlined INTEGER, kind TEXT);\n";
 
 #define SQL_TABLES 32
 
@@ -110,10 +110,11 @@ static int model_rows(struct sql_out *o, struct process *p)
 		int nf = stack_symbolize(p, (uint32_t)id, frames, PROF_MAX_STACK_DEPTH * 2);
 		rc = sql_row(o, "stacks", "iii", o->pid, (int64_t)id, (int64_t)nf);
 		for (int f = 0; rc == 0 && f < nf; f++)
-			rc = sql_row(o, "frames", "iiittitii", o->pid, (int64_t)id,
+			rc = sql_row(o, "frames", "iiittitiit", o->pid, (int64_t)id,
 				     (int64_t)f, frames[f].function, frames[f].file,
 				     (int64_t)frames[f].line, frames[f].module,
-				     (int64_t)frames[f].address, (int64_t)frames[f].inlined);
+				     (int64_t)frames[f].address, (int64_t)frames[f].inlined,
+				     frames[f].python ? "python" : "native");
 	}
 	return rc;
 }

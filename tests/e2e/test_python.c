@@ -3,6 +3,7 @@
  * (pyenv's, where present), and an older one (3.10) that must fall back to native stacks with
  * one note. An interpreter that is not installed skips its test. */
 #include <criterion/criterion.h>
+#include <sqlite3.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,6 +304,22 @@ static void newer(const char *version)
 	char *from_sum = folded_of(dir, sum, "cpu", "python");
 	cr_expect_str_eq(from_sum, text, "%s: the summary's CPU flame graph differs", version);
 	free(from_sum);
+	/* the sqlite export says which frames are Python's */
+	char db_path[PATH_MAX];
+	snprintf(db_path, sizeof(db_path), "%s/run.sqlite", dir);
+	const char *exp[] = { e2e_prof(), "export", "--format", "sqlite", "-o", db_path, dir, NULL };
+	cr_assert_eq(e2e_run(exp, NULL, NULL, NULL), 0, "prof export --format sqlite");
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	cr_assert_eq(sqlite3_open(db_path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "SELECT sum(kind = 'python' AND function = 'hot_b'),"
+				       " sum(kind = 'python' AND function LIKE '_PyEval%') FROM frames",
+				       -1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_expect_gt(sqlite3_column_int64(st, 0), 0, "%s: hot_b's frames of kind python", version);
+	cr_expect_eq(sqlite3_column_int64(st, 1), 0, "%s: the interpreter's frames are native", version);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
 	free(text);
 	int at;
 	json_t *site = site_in(proc, "make_blocks", &at);
