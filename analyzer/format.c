@@ -120,3 +120,21 @@ const char *fmt_sgr(const char *code)
 	snprintf(b, sizeof(buf[0]), "\033[%sm", code ? code : "0");
 	return b;
 }
+
+void fmt_where_verror(char *err, size_t len, const char *where, const char *fmt, va_list ap)
+{
+	if (!err || !len)
+		return;
+	int n = snprintf(err, len, "%s: ", where);
+	if (n < 0 || (size_t)n >= len)
+		return;
+	vsnprintf(err + n, len - (size_t)n, fmt, ap);
+}
+
+void fmt_where_error(char *err, size_t len, const char *where, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fmt_where_verror(err, len, where, fmt, ap);
+	va_end(ap);
+}

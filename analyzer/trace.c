@@ -9,12 +9,14 @@
  * both chunk layouts: fixed-size chunks, and runs of units (PROF_FEAT_CHUNK_RUNS). Rules:
  * shared/FORMAT.md. */
 #include "trace.h"
+#include "format.h"
 #include "prof_short.h"
 #include "zpack.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,18 +111,14 @@ struct trace {
 static void __attribute__((format(printf, 5, 6)))
 seterr(char *err, size_t errlen, const char *path, uint64_t off, const char *fmt, ...)
 {
-	if (!err || !errlen)
-		return;
-	int n;
+	char where[PATH_MAX + 48];
 	if (off == NO_OFFSET)
-		n = snprintf(err, errlen, "%s: ", path);
+		snprintf(where, sizeof(where), "%s", path);
 	else
-		n = snprintf(err, errlen, "%s: offset %" PRIu64 ": ", path, off);
-	if (n < 0 || (size_t)n >= errlen)
-		return;
+		snprintf(where, sizeof(where), "%s: offset %" PRIu64, path, off);
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+	fmt_where_verror(err, errlen, where, fmt, ap);
 	va_end(ap);
 }
 

@@ -4,6 +4,7 @@
  * reader's memory is the index (8 bytes a frame) and at most CACHE_SLOTS decompressed frames,
  * whatever the trace's size. */
 #include "zpack.h"
+#include "format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,20 +39,6 @@ struct zsrc {
 	struct slot slots[CACHE_SLOTS];
 	uint64_t clock;
 };
-
-static void __attribute__((format(printf, 4, 5)))
-zerr(char *err, size_t errlen, const char *path, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	int n = snprintf(err, errlen, "%s: ", path);
-	if (n < 0 || (size_t)n >= errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-}
 
 int zpack_is_compressed(const void *head, size_t n)
 {
@@ -109,7 +96,7 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 	struct zsrc *z = calloc(1, sizeof(*z));
 	uint32_t *csize = NULL;
 	if (!z) {
-		zerr(err, errlen, path, "out of memory");
+		fmt_where_error(err, errlen, path, "out of memory");
 		return NULL;
 	}
 	z->fd = fd;
@@ -120,23 +107,23 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 	const uint64_t tail = 8 + sizeof(*f);  /* skippable frame header + footer */
 	int rc;
 	if (size < tail || (rc = pread_full(fd, f, sizeof(*f), size - sizeof(*f))) == -1) {
-		zerr(err, errlen, path, size < tail ? "compressed, but too short for prof's frame index"
+		fmt_where_error(err, errlen, path, size < tail ? "compressed, but too short for prof's frame index"
 						    : "read: %s", strerror(errno));
 		goto fail;
 	}
 	if (rc < 0 || f->magic != ZPACK_MAGIC) {
-		zerr(err, errlen, path, "zstd-compressed, but not by prof pack (no frame index): "
+		fmt_where_error(err, errlen, path, "zstd-compressed, but not by prof pack (no frame index): "
 			  "decompress it with zstd -d, or compress the raw trace with prof pack");
 		goto fail;
 	}
 	uint32_t fr = f->frame_raw;
 	if (fr < ZPACK_FRAME_MIN || fr > ZPACK_FRAME_MAX || (fr & (fr - 1))) {
-		zerr(err, errlen, path, "bad frame index: frame size %u", fr);
+		fmt_where_error(err, errlen, path, "bad frame index: frame size %u", fr);
 		goto fail;
 	}
 	uint64_t n = f->nframes, want = f->raw_size / fr + (f->raw_size % fr != 0);
 	if (n != want || n > (size - tail) / 4) {
-		zerr(err, errlen, path, "bad frame index: %" PRIu64 " frames for %" PRIu64
+		fmt_where_error(err, errlen, path, "bad frame index: %" PRIu64 " frames for %" PRIu64
 			  " raw bytes in a file of %" PRIu64, n, f->raw_size, size);
 		goto fail;
 	}
@@ -144,30 +131,30 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 	uint32_t skip[2];
 	if (idx < 8 || pread_full(fd, skip, 8, idx - 8) < 0 || skip[0] != ZPACK_SKIPPABLE ||
 	    skip[1] != 4 * n + sizeof(*f)) {
-		zerr(err, errlen, path, "bad frame index: no index frame at offset %" PRIu64,
+		fmt_where_error(err, errlen, path, "bad frame index: no index frame at offset %" PRIu64,
 		     idx >= 8 ? idx - 8 : 0);
 		goto fail;
 	}
 	if (!(csize = malloc(n ? 4 * n : 1)) || !(z->coff = malloc(8 * (n + 1)))) {
-		zerr(err, errlen, path, "out of memory (index of %" PRIu64 " frames)", n);
+		fmt_where_error(err, errlen, path, "out of memory (index of %" PRIu64 " frames)", n);
 		goto fail;
 	}
 	if (n && pread_full(fd, csize, 4 * n, idx) < 0) {
-		zerr(err, errlen, path, "cannot read the frame index: %s", strerror(errno));
+		fmt_where_error(err, errlen, path, "cannot read the frame index: %s", strerror(errno));
 		goto fail;
 	}
 	size_t bound = ZSTD_compressBound(fr);
 	z->coff[0] = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		if (csize[i] == 0 || csize[i] > bound) {
-			zerr(err, errlen, path, "bad frame index: frame %" PRIu64 " of %u bytes", i,
+			fmt_where_error(err, errlen, path, "bad frame index: frame %" PRIu64 " of %u bytes", i,
 			     csize[i]);
 			goto fail;
 		}
 		z->coff[i + 1] = z->coff[i] + csize[i];
 	}
 	if (z->coff[n] != idx - 8) {
-		zerr(err, errlen, path, "bad frame index: frames add up to %" PRIu64
+		fmt_where_error(err, errlen, path, "bad frame index: frames add up to %" PRIu64
 			  " bytes, the index is at %" PRIu64, z->coff[n], idx - 8);
 		goto fail;
 	}
@@ -175,7 +162,7 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 	csize = NULL;
 	z->cbuf_cap = bound;
 	if (!(z->cbuf = malloc(bound)) || !(z->dctx = ZSTD_createDCtx())) {
-		zerr(err, errlen, path, "out of memory");
+		fmt_where_error(err, errlen, path, "out of memory");
 		goto fail;
 	}
 	return z;
@@ -208,19 +195,19 @@ static const uint8_t *frame(struct zsrc *z, uint64_t i, char *err, size_t errlen
 	uint64_t clen = z->coff[i + 1] - z->coff[i];
 	victim->frame = UINT64_MAX;
 	if (!victim->buf && !(victim->buf = malloc(fr))) {
-		zerr(err, errlen, z->path, "out of memory (a frame of %u bytes)", fr);
+		fmt_where_error(err, errlen, z->path, "out of memory (a frame of %u bytes)", fr);
 		return NULL;
 	}
 	int rc = pread_full(z->fd, z->cbuf, (size_t)clen, z->coff[i]);
 	if (rc < 0) {
-		zerr(err, errlen, z->path, "compressed offset %" PRIu64 ": %s", z->coff[i],
+		fmt_where_error(err, errlen, z->path, "compressed offset %" PRIu64 ": %s", z->coff[i],
 		     rc == -2 ? "short read (file truncated or changed while reading)"
 			      : strerror(errno));
 		return NULL;
 	}
 	size_t got = ZSTD_decompressDCtx(z->dctx, victim->buf, fr, z->cbuf, (size_t)clen);
 	if (ZSTD_isError(got) || got != raw) {
-		zerr(err, errlen, z->path, "compressed offset %" PRIu64 ": frame %" PRIu64 " %s%s",
+		fmt_where_error(err, errlen, z->path, "compressed offset %" PRIu64 ": frame %" PRIu64 " %s%s",
 		     z->coff[i], i, ZSTD_isError(got) ? "is corrupt: " : "has the wrong length",
 		     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "");
 		return NULL;
@@ -233,7 +220,7 @@ static const uint8_t *frame(struct zsrc *z, uint64_t i, char *err, size_t errlen
 int zsrc_read(struct zsrc *z, void *buf, size_t len, uint64_t off, char *err, size_t errlen)
 {
 	if (off > z->f.raw_size || len > z->f.raw_size - off) {
-		zerr(err, errlen, z->path, "offset %" PRIu64 ": short read: past the end of the trace",
+		fmt_where_error(err, errlen, z->path, "offset %" PRIu64 ": short read: past the end of the trace",
 		     off);
 		return -1;
 	}
@@ -268,25 +255,25 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 	in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st, st2;
 	if (in < 0 || fstat(in, &st) < 0) {
-		zerr(err, errlen, path, "%s", strerror(errno));
+		fmt_where_error(err, errlen, path, "%s", strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		zerr(err, errlen, path, "not a regular file");
+		fmt_where_error(err, errlen, path, "not a regular file");
 		goto out;
 	}
 	uint64_t magic = 0;
 	if (st.st_size >= 8 && pread_full(in, &magic, 8, 0) < 0) {
-		zerr(err, errlen, path, "read: %s", strerror(errno));
+		fmt_where_error(err, errlen, path, "read: %s", strerror(errno));
 		goto out;
 	}
 	if (zpack_is_compressed(&magic, st.st_size >= 4 ? 4 : 0)) {
-		zerr(err, errlen, path, "already compressed");
+		fmt_where_error(err, errlen, path, "already compressed");
 		rc = 0;
 		goto out;
 	}
 	if (magic != PROF_MAGIC) {
-		zerr(err, errlen, path, "not a libprof trace (bad magic); left as it is");
+		fmt_where_error(err, errlen, path, "not a libprof trace (bad magic); left as it is");
 		goto out;
 	}
 	/* A trace whose process still runs (state RUNNING, its pid alive here) is still being
@@ -296,22 +283,22 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 	if ((uint64_t)st.st_size >= sizeof(h) && pread_full(in, &h, sizeof(h), 0) == 0 &&
 	    h.state == PROF_STATE_RUNNING && h.pid > 0 && h.pid != (uint32_t)getpid() &&
 	    (kill((pid_t)h.pid, 0) == 0 || errno == EPERM)) {
-		zerr(err, errlen, path, "its process (pid %u) still runs; left as it is", h.pid);
+		fmt_where_error(err, errlen, path, "its process (pid %u) still runs; left as it is", h.pid);
 		rc = 0;
 		goto out;
 	}
 	uint64_t size = (uint64_t)st.st_size, n = size / fr + (size % fr != 0);
 	if (n > UINT32_MAX) {
-		zerr(err, errlen, path, "too large to compress");
+		fmt_where_error(err, errlen, path, "too large to compress");
 		goto out;
 	}
 	if (asprintf(&dst, "%s.zst", path) < 0 || asprintf(&tmp, "%s.zst.tmp", path) < 0) {
 		dst = tmp = NULL;
-		zerr(err, errlen, path, "out of memory");
+		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
 	if (access(dst, F_OK) == 0) {
-		zerr(err, errlen, path, "%s exists already; left as it is", dst);
+		fmt_where_error(err, errlen, path, "%s exists already; left as it is", dst);
 		goto out;
 	}
 	size_t bound = ZSTD_compressBound(fr);
@@ -322,12 +309,12 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 	cctx = ZSTD_createCCtx();
 	dctx = ZSTD_createDCtx();
 	if (!src || !cbuf || !check || !csize || !cctx || !dctx) {
-		zerr(err, errlen, path, "out of memory");
+		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
 	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0) {
-		zerr(err, errlen, tmp, "%s", strerror(errno));
+		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
 		goto out;
 	}
 	uint64_t total = 0;
@@ -335,24 +322,24 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		size_t len = i + 1 < n ? fr : (size_t)(size - i * fr);
 		int r = pread_full(in, src, len, i * fr);
 		if (r < 0) {
-			zerr(err, errlen, path, "offset %" PRIu64 ": read: %s", i * fr,
+			fmt_where_error(err, errlen, path, "offset %" PRIu64 ": read: %s", i * fr,
 			     r == -2 ? "the file shrank while being compressed" : strerror(errno));
 			goto out;
 		}
 		size_t c = ZSTD_compressCCtx(cctx, cbuf, bound, src, len, level);
 		if (ZSTD_isError(c)) {
-			zerr(err, errlen, path, "zstd: %s", ZSTD_getErrorName(c));
+			fmt_where_error(err, errlen, path, "zstd: %s", ZSTD_getErrorName(c));
 			goto out;
 		}
 		/* Every frame is read back before the raw trace can go. */
 		size_t d = ZSTD_decompressDCtx(dctx, check, fr, cbuf, c);
 		if (ZSTD_isError(d) || d != len || memcmp(check, src, len)) {
-			zerr(err, errlen, path, "offset %" PRIu64 ": the compressed frame does not "
+			fmt_where_error(err, errlen, path, "offset %" PRIu64 ": the compressed frame does not "
 				  "decompress to the original; left as it is", i * fr);
 			goto out;
 		}
 		if (write_full(out, cbuf, c) < 0) {
-			zerr(err, errlen, tmp, "write: %s", strerror(errno));
+			fmt_where_error(err, errlen, tmp, "write: %s", strerror(errno));
 			goto out;
 		}
 		csize[i] = (uint32_t)c;
@@ -363,27 +350,27 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 	uint32_t skip[2] = { ZPACK_SKIPPABLE, (uint32_t)(4 * n + sizeof(f)) };
 	if (write_full(out, skip, sizeof(skip)) < 0 || write_full(out, csize, 4 * n) < 0 ||
 	    write_full(out, &f, sizeof(f)) < 0 || fsync(out) < 0) {
-		zerr(err, errlen, tmp, "write: %s", strerror(errno));
+		fmt_where_error(err, errlen, tmp, "write: %s", strerror(errno));
 		goto out;
 	}
 	/* A trace still being written (its process alive) changes under us: keep it raw. */
 	if (fstat(in, &st2) < 0 || st2.st_size != st.st_size ||
 	    st2.st_mtim.tv_sec != st.st_mtim.tv_sec || st2.st_mtim.tv_nsec != st.st_mtim.tv_nsec) {
-		zerr(err, errlen, path, "changed while being compressed (still written?); left as it is");
+		fmt_where_error(err, errlen, path, "changed while being compressed (still written?); left as it is");
 		goto out;
 	}
 	if (fchmod(out, st.st_mode & 0777) < 0 || close(out) < 0) {
 		out = -1;
-		zerr(err, errlen, tmp, "%s", strerror(errno));
+		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
 		goto out;
 	}
 	out = -1;
 	if (rename(tmp, dst) < 0) {
-		zerr(err, errlen, dst, "rename: %s", strerror(errno));
+		fmt_where_error(err, errlen, dst, "rename: %s", strerror(errno));
 		goto out;
 	}
 	if (unlink(path) < 0) {
-		zerr(err, errlen, path, "compressed to %s, but cannot remove it: %s", dst,
+		fmt_where_error(err, errlen, path, "compressed to %s, but cannot remove it: %s", dst,
 		     strerror(errno));
 		unlink(dst);
 		goto out;
