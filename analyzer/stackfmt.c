@@ -33,31 +33,32 @@ static int is_libprof(const struct sym_frame *f)
 	return !strcmp(base_name(f->module), "libprof.so");
 }
 
-/* sym_lookup(), or a summary's symbols where p was read from one. */
-static int lookup(struct process *p, struct symbolizer *sym, uint32_t module, uint64_t address,
-		  int is_ret, struct sym_frame *out, int max)
+int stack_frame_lookup(struct process *p, uint32_t module, uint64_t address, int is_ret,
+		       struct sym_frame *out, int max)
 {
-	if (p->symtab)
+	if (p->symtab)  /* read from a summary: its symbols hold both kinds of frame */
 		return sum_symbols_lookup(p->symtab, module, address, is_ret, out, max);
-	return sym_lookup(sym, module, address, is_ret, out, max);
+	if (max <= 0)
+		return 0;
+	if (prof_py_frame_is(address)) {  /* an interpreted frame, spliced in */
+		python_frame(p, address, out);
+		return 1;
+	}
+	struct symbolizer *sym = process_symbolizer(p);
+	return sym ? sym_lookup(sym, module, address, is_ret, out, max) : 0;
 }
 
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max)
 {
 	const struct stack_info *s = process_stack(p, stack_id);
-	struct symbolizer *sym = p->symtab ? NULL : process_symbolizer(p);
-	if (!s || (!sym && !p->symtab))
+	if (!s)
 		return 0;
 	int n = 0;
 	for (uint32_t i = 0; i < s->depth && n < max; i++) {
-		if (prof_py_frame_is(s->frames[i]) && !p->symtab) {  /* interpreted, spliced in */
-			python_frame(p, s->frames[i], &out[n++]);
-			continue;
-		}
 		/* a return address looks up the call before it; an exact leaf PC (a CPU
 		 * sample's) is looked up as it is */
-		int got = lookup(p, sym, s->modules[i], s->frames[i], i > 0 || !s->leaf_exact,
-				 out + n, max - n);
+		int got = stack_frame_lookup(p, s->modules[i], s->frames[i], i > 0 || !s->leaf_exact,
+					     out + n, max - n);
 		if (got > 0 && is_libprof(&out[n + got - 1]))
 			continue;
 		n += got;
@@ -241,8 +242,7 @@ const char *shorten_templates(const char *name, char *buf, size_t len)
 
 int addr_symbolize(struct process *p, uint64_t addr, struct sym_frame *out)
 {
-	struct symbolizer *sym = p->symtab ? NULL : process_symbolizer(p);
-	return (sym || p->symtab) && lookup(p, sym, process_module_at(p, addr, 0), addr, 0, out, 1) >= 1;
+	return stack_frame_lookup(p, process_module_at(p, addr, 0), addr, 0, out, 1) >= 1;
 }
 
 const char *addr_label(struct process *p, uint64_t addr, char *buf, size_t len)

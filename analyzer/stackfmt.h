@@ -16,6 +16,11 @@ struct process;
 /* p's symbolizer, made on first use, every module of p declared to it; NULL when out of
  * memory. */
 struct symbolizer *process_symbolizer(struct process *p);
+/* The source frames of one stack entry (a return address when is_ret, its inlined calls
+ * expanded): a Python frame named by its code, a native one by the symbolizer, either from a
+ * summary's symbols where p was read from one. */
+int stack_frame_lookup(struct process *p, uint32_t module, uint64_t address, int is_ret,
+		       struct sym_frame *out, int max);
 /* Every frame of a stack, inlined calls expanded, libprof's own frames left out. */
 int stack_symbolize(struct process *p, uint32_t stack_id, struct sym_frame *out, int max);
 /* The frames shown in text and flame graphs: the innermost ones that --fold names (library

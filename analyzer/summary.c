@@ -1,7 +1,6 @@
 /* Summaries: a process written as its aggregates, stacks and symbols (summary.h), read back
  * as a struct process that every report renders as it would the trace's. */
 #include "summary.h"
-#include "python.h"
 #include "commands.h"
 #include "family.h"
 #include "grow.h"
@@ -321,7 +320,6 @@ struct lookup {
 /* Symbolizes what p's reports will ask: every frame of every stack, and wanted addresses. */
 static int write_symbols(struct sum_out *w, struct process *p, const struct u64map *want)
 {
-	struct symbolizer *sym = process_symbolizer(p);
 	struct lookup *lk = NULL;
 	size_t nlk = 0, lkcap = 0;
 	struct sym_frame *frames = NULL;
@@ -330,7 +328,7 @@ static int write_symbols(struct sum_out *w, struct process *p, const struct u64m
 	struct strtab st = { 0 };
 	u64map_init(&seen, sizeof(uint32_t));
 	u64map_init(&st.index, sizeof(uint32_t));
-	int rc = sym ? 0 : -1;
+	int rc = p->symtab || process_symbolizer(p) ? 0 : -1;  /* a summary's symbols, or binaries */
 	struct sym_frame buf[64];
 
 	size_t pos = 0, wpos = 0;
@@ -380,13 +378,7 @@ static int write_symbols(struct sum_out *w, struct process *p, const struct u64m
 		}
 		if (dup)
 			continue;
-		int n;
-		if (prof_py_frame_is(address)) {  /* an interpreted frame: named by its code */
-			python_frame(p, address, &buf[0]);
-			n = 1;
-		} else {
-			n = sym_lookup(sym, module, address, is_ret, buf, 64);
-		}
+		int n = stack_frame_lookup(p, module, address, is_ret, buf, 64);
 		if (GROW(lk, nlk, lkcap) < 0) {
 			rc = -1;
 			break;

@@ -304,6 +304,15 @@ static void newer(const char *version)
 	char *from_sum = folded_of(dir, sum, "cpu", "python");
 	cr_expect_str_eq(from_sum, text, "%s: the summary's CPU flame graph differs", version);
 	free(from_sum);
+	/* and so does a summary of that summary (its symbols come from the first, not from a
+	 * process the analyzer can read Python code objects of) */
+	char sum2[PATH_MAX];
+	snprintf(sum2, sizeof(sum2), "%s/run2.sum", dir);
+	const char *cmd2[] = { e2e_prof(), "summarize", sum, "-o", sum2, NULL };
+	cr_assert_eq(e2e_run(cmd2, NULL, NULL, NULL), 0, "prof summarize of a summary");
+	from_sum = folded_of(dir, sum2, "cpu", "python");
+	cr_expect_str_eq(from_sum, text, "%s: the summary of the summary differs", version);
+	free(from_sum);
 	/* the sqlite export says which frames are Python's */
 	char db_path[PATH_MAX];
 	snprintf(db_path, sizeof(db_path), "%s/run.sqlite", dir);
