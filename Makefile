@@ -19,7 +19,7 @@ CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c pre
 		preload/python.c $(wildcard preload/python_3*.c)
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
 PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
-		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/libdeep.so
+		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/many_paths_O2 $(BUILD)/progs/libdeep.so
 
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
@@ -100,6 +100,13 @@ $(BUILD)/progs/%: tests/progs/%.cpp
 $(BUILD)/progs/stack_paths_O2: tests/progs/stack_paths.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -g -O2 -Wall -Wextra -Werror $< -o $@ -lpthread
+# Many call paths, optimised (no frame pointers) and with frame pointers.
+$(BUILD)/progs/many_paths_O2: tests/progs/many_paths.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O2 -Wall -Wextra -Werror $< -o $@
+$(BUILD)/progs/many_paths: tests/progs/many_paths.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O2 -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
 $(BUILD)/progs/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O1 -Wall -Wextra -Werror -pthread $< -o $@

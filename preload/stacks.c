@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -127,12 +128,13 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
  * stack-realigning (DRAP) function reads its CFA from its frame, a word not among those
  * checked. The program's sp0 and rbp at the call come from libprof's own frame pointers. */
 
-#define INDEX_SLOTS 16384       /* per thread: chains of entries, by call site, sp0, callers */
+#define INDEX_BITS 14           /* per thread: chains of entries, by call site, sp0, callers */
+#define INDEX_SLOTS (1u << INDEX_BITS)
 #define RULE_SLOTS 1024         /* per thread: frame rules learned, by code address */
 #define CHAIN_MAX 16            /* entries tried per lookup */
 #define CHAIN_CLOSED UINT32_MAX /* an index slot whose calls go uncached (cache_find) */
 #define CACHE_STACK_NEEDED (64u << 10)  /* stack left for a recording unwind */
-#define ARENA_BYTES (4u << 20)  /* entries, appended; all dropped when it is full */
+#define ARENA_BYTES (16u << 20)  /* entries, appended; all dropped when it is full */
 
 struct cached_stack {
 	uintptr_t site, sp, bp;  /* key: call site, sp0; bp compared only if need_bp */
@@ -146,29 +148,42 @@ struct cached_stack {
 
 /* Many call paths reach a call site at the same depth (a helper called from everywhere): the
  * callers' return addresses tell them apart. Chains are keyed by the first KEY_FRAMES of them,
- * read where an unwind reads them as long as each frame's CFA is known to lie at a fixed offset
- * from its stack pointer (learned per code address from the unwinds made, as below). */
+ * read where an unwind reads them: at a fixed offset from the frame's stack pointer where its
+ * CFA is rsp-based, or through its frame pointer (rbp + 8, the caller's rbp at rbp) where the
+ * CFA is rbp + 16, as learned per code address from the unwinds made (below). A frame pointer
+ * is the program's data until proven otherwise, so it is followed only inside the thread's own
+ * stack, above the frame's stack pointer: there every word is mapped. The key only picks a
+ * chain; cached_holds() decides. */
 #define KEY_FRAMES 8
 
 struct frame_rule {
 	uintptr_t ip;
-	intptr_t ra_at;  /* offset of the return address from the frame's sp; 0 = not fixed */
+	intptr_t ra_at;  /* offset of the return address from the frame's sp, or RA_AT_RBP */
 };
+#define RA_AT_RBP (-1)            /* the frame's CFA is rbp + 16 */
+#define RA_AT_VARIES INTPTR_MIN   /* seen both ways, or at two offsets: a realigned frame */
 
 /* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
- * masks signals on every step) costs up to ten unw_backtrace calls: a thread records only as
- * long as its hits pay for that; otherwise one miss in RECORD_EVERY times the debt in units
- * of DEBT_MAX (so the cache still fills where it will pay later, and records ever less where
- * it does not: a working set of stacks larger than the arena). The first DEBT_MAX /
- * RECORD_COST recordings are free. */
+ * masks signals on every step) costs up to ten unw_backtrace calls, so it is spent only where
+ * it will be paid back. A call is recorded the second time its key is seen (a bit per key in
+ * seen[], the first sighting unwinds fast): a call path that comes once is never recorded.
+ * Once the arena has overflowed (a working set of stacks larger than it, where entries are
+ * dropped before they pay) a thread records only as long as its hits pay for that: otherwise
+ * one miss in RECORD_EVERY times the debt in units of DEBT_MAX, so the cache still fills
+ * where it will pay later and records ever less where it does not. */
 #define RECORD_COST 16    /* hits a recording must be paid back with */
 #define DEBT_MAX 1024
 #define RECORD_EVERY 16
+#define SEEN_BITS (1u << 16)
 
 struct stack_cache {
 	uint32_t used;                /* bytes of arena taken */
 	int32_t debt;                 /* RECORD_COST per recording, less one per hit */
 	uint32_t unrecorded;          /* misses not recorded, for RECORD_EVERY */
+	uint32_t overflowed;          /* the arena was full once: debt counts */
+	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
+	uint64_t hits, recorded, first_seen, throttled, closed;  /* said with PROF_DEBUG=1 */
+	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
 	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
 	struct frame_rule rules[RULE_SLOTS];
 	_Alignas(16) char arena[ARENA_BYTES];
@@ -176,42 +191,102 @@ struct stack_cache {
 
 static _Atomic uint64_t cache_hits, cache_misses, cache_wrong;  /* PROF_STACK_CACHE=check */
 
-static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
+/* Rules live in sets of RULE_WAYS by a hash of the code address: a program's hot call sites
+ * are a few dozen, and a direct-mapped table let two of them (often a function's call and
+ * its caller's, a page apart) evict each other on every unwind, which left the callers out
+ * of every key. */
+#define RULE_WAYS 4
+
+static struct frame_rule *rule_set(struct stack_cache *c, uintptr_t ip)
 {
-	return &c->rules[(ip ^ (ip >> 12)) & (RULE_SLOTS - 1)];
+	uint64_t h = (uint64_t)ip * 0x9e3779b97f4a7c15ull;
+	return &c->rules[(h >> 40) & (RULE_SLOTS - RULE_WAYS)];
 }
 
-/* An unwind found the return address of the frame at ip, sp at ra: where the frame's CFA is
- * not rbp + 16, it is rsp-based, and the offset holds for every frame at ip. An ip seen with
- * two offsets (a realigned frame) is marked not fixed for good. */
+static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
+{
+	struct frame_rule *set = rule_set(c, ip);
+	for (int i = 0; i < RULE_WAYS; i++)
+		if (set[i].ip == ip)
+			return &set[i];
+	return NULL;
+}
+
+/* An unwind found the return address of the frame at ip, sp at ra, its CFA rsp- or rbp-based:
+ * the same holds for every frame at ip, unless it realigns its stack. A new ip takes a free
+ * way of its set, else one picked by its address. */
 static void frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp, uintptr_t ra,
 			int rsp_based)
 {
+	intptr_t at = rsp_based ? (intptr_t)(ra - sp) : RA_AT_RBP;
 	struct frame_rule *r = frame_rule(c, ip);
-	intptr_t at = rsp_based ? (intptr_t)(ra - sp) : 0;
-	if (r->ip != ip)
+	if (!r) {
+		struct frame_rule *set = rule_set(c, ip);
+		r = &set[(ip >> 4) % RULE_WAYS];
+		for (int i = 0; i < RULE_WAYS; i++)
+			if (!set[i].ip) {
+				r = &set[i];
+				break;
+			}
 		*r = (struct frame_rule){ ip, at };
-	else if (r->ra_at && at && r->ra_at != at)
-		r->ra_at = INTPTR_MIN;
-	else if (!r->ra_at)
-		r->ra_at = at;
+	} else if (r->ra_at != at) {
+		r->ra_at = RA_AT_VARIES;
+	}
 }
 
-static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp)
+static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
+			     uint64_t *key)
 {
 	uint64_t h = (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-	uintptr_t ip = site;
+	uintptr_t ip = site, hi = c->stack_lo <= sp && sp < c->stack_hi ? c->stack_hi : 0;
 	for (int i = 0; i < KEY_FRAMES; i++) {
 		struct frame_rule *r = frame_rule(c, ip);
-		if (r->ip != ip || r->ra_at <= 0)
+		uintptr_t *ra;
+		if (!r || r->ra_at == RA_AT_VARIES)
 			break;
-		uintptr_t *ra = (uintptr_t *)(sp + (uintptr_t)r->ra_at);
+		if (r->ra_at != RA_AT_RBP) {
+			ra = (uintptr_t *)(sp + (uintptr_t)r->ra_at);
+			if (hi && (uintptr_t)ra >= hi - 8)
+				break;
+		} else if (hi && bp >= sp && bp < hi - 16 && !(bp & 7)) {
+			ra = (uintptr_t *)(bp + 8);
+			bp = *(volatile uintptr_t *)bp;
+		} else {
+			break;
+		}
 		ip = *(volatile uintptr_t *)ra;
 		sp = (uintptr_t)(ra + 1);
 		h = (h ^ ip) * 0xc2b2ae3d27d4eb4full;
 		h ^= h >> 29;
 	}
-	return &c->index[h >> 50];
+	*key = h;
+	return &c->index[h >> (64 - INDEX_BITS)];
+}
+
+/* The thread's own stack: [sp, stack_hi) is mapped for any sp inside it. glibc describes a
+ * thread's without allocating; the first thread's is the rlimit below where it began. */
+static void stack_bounds(struct prof_thread *th, struct stack_cache *c)
+{
+	extern void *__libc_stack_end;
+	struct rlimit rl;
+	if (th->tid == (uint32_t)getpid()) {
+		if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur < (1ull << 34) && (uintptr_t)__libc_stack_end > rl.rlim_cur) {
+			c->stack_hi = (uintptr_t)__libc_stack_end;
+			c->stack_lo = c->stack_hi - rl.rlim_cur;
+		}
+		return;
+	}
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &attr) != 0)
+		return;
+	if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+		c->stack_lo = (uintptr_t)addr;
+		c->stack_hi = (uintptr_t)addr + size;
+	}
+	pthread_attr_destroy(&attr);
 }
 
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp);
@@ -222,16 +297,18 @@ static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t 
  * the chain is closed (CHAIN_CLOSED) and its calls unwind without the cache from then on,
  * rather than walk and record again and again. */
 static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, uintptr_t sp,
-				       uintptr_t bp, int *coarse)
+				       uintptr_t bp, int *coarse, uint64_t *key)
 {
 	struct stack_cache *c = th->stack_cache;
 	*coarse = 0;
+	*key = 0;
 	if (!c)
 		return NULL;
-	uint32_t *chain = cache_chain(c, site, sp);
+	uint32_t *chain = cache_chain(c, site, sp, bp, key);
 	uint32_t at = *chain;
 	if (at == CHAIN_CLOSED) {
 		*coarse = 1;
+		c->closed++;
 		return NULL;
 	}
 	int i = 0;
@@ -239,6 +316,7 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
 		if (cached_holds(e, site, sp, bp)) {
 			c->debt -= c->debt > 0;
+			c->hits++;
 			return e;
 		}
 		at = e->next;
@@ -297,12 +375,14 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 			return NULL;
 		}
 		th->stack_cache = c;
+		stack_bounds(th, c);
 	}
 	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
 	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
 	if (c->used + most > sizeof(c->arena)) {
 		memset(c->index, 0, sizeof(c->index));
 		c->used = 0;
+		c->overflowed = 1;
 	}
 	return (struct cached_stack *)(c->arena + c->used);
 }
@@ -310,7 +390,8 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 {
 	struct stack_cache *c = th->stack_cache;
-	uint32_t *chain = cache_chain(c, e->site, e->sp);
+	uint64_t key;
+	uint32_t *chain = cache_chain(c, e->site, e->sp, e->bp, &key);
 	if (*chain == CHAIN_CLOSED)
 		return;
 	e->next = *chain;
@@ -324,6 +405,12 @@ void prof_stacks_thread_done(struct prof_thread *th)
 	th->stack_cache_done = 1;
 	th->stack_cache = NULL;
 	if (c) {
+		if (prof_cfg.debug)
+			prof_log("stack cache of thread %d: %llu hits, %llu recorded, %llu first seen, "
+				 "%llu throttled, %llu closed, %u KiB", th->tid,
+				 (unsigned long long)c->hits, (unsigned long long)c->recorded,
+				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
+				 (unsigned long long)c->closed, c->used >> 10);
 		madvise(c, sizeof(*c), MADV_DONTNEED);
 		size_t i = (size_t)(c - all);
 		atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
@@ -517,7 +604,8 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	 * loop holds only with the same ones. Else the native part is known to unwind well:
 	 * the fast unwind, not a second recording of it (which would hide this entry). */
 	int coarse;
-	if (((e = cache_find(th, call_site, sp0, bp0, &coarse)) && e->pychain &&
+	uint64_t key;
+	if (((e = cache_find(th, call_site, sp0, bp0, &coarse, &key)) && e->pychain &&
 	     e->pychain != prof_py_chain_now(th)) || coarse)
 		return prof_stack_at_uncached(th, call_site, guess);
 	if (e) {
@@ -538,11 +626,21 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	if (!(e = cache_room(th)))
 		return prof_stack_at_uncached(th, call_site, guess);
 	struct stack_cache *c = th->stack_cache;
-	if (c->debt > DEBT_MAX && ++c->unrecorded % (RECORD_EVERY * (uint32_t)(c->debt / DEBT_MAX)))
+	uint64_t *seen = &c->seen[(key >> 16) % (SEEN_BITS / 64)], bit = 1ull << (key & 63);
+	if (key && !(*seen & bit)) {
+		*seen |= bit;
+		c->first_seen++;
 		return prof_stack_at_uncached(th, call_site, guess);
+	}
+	if (c->overflowed && c->debt > DEBT_MAX &&
+	    ++c->unrecorded % (RECORD_EVERY * (uint32_t)(c->debt / DEBT_MAX))) {
+		c->throttled++;
+		return prof_stack_at_uncached(th, call_site, guess);
+	}
 	if (!recording_begin())
 		return prof_stack_at_uncached(th, call_site, guess);
 	c->debt += RECORD_COST;
+	c->recorded++;
 	if (table && *guess)
 		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
 	void *buf[PROF_MAX_STACK_DEPTH];

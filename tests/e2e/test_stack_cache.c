@@ -64,6 +64,41 @@ Test(stack_cache, hits_equal_unwinds_optimised) { checked_run("stack_paths_O2");
 Test(stack_cache, same_stacks_with_frame_pointers) { same_flames("stack_paths"); }
 Test(stack_cache, same_stacks_optimised) { same_flames("stack_paths_O2"); }
 
+/* A program with a few thousand call paths, each taken many times in a random order: the
+ * cache serves nearly every allocation, whether its frames have frame pointers (followed in
+ * the key) or not (rsp-based, at offsets learned per code address). PROF_DEBUG=1 says, per
+ * thread, how lookups went. */
+static void mostly_hits(const char *prog)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog(prog), NULL };
+	const char *env[] = { "PROF_DEBUG=1", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	unsigned long long hits = 0, recorded = 0, first = 0, throttled = 0, closed = 0, h, r, f, t, c;
+	for (const char *p = text; (p = strstr(p, "stack cache of thread ")); p++)
+		if (sscanf(p, "stack cache of thread %*d: %llu hits, %llu recorded, %llu first seen, "
+			      "%llu throttled, %llu closed", &h, &r, &f, &t, &c) == 5) {
+			hits += h;
+			recorded += r;
+			first += f;
+			throttled += t;
+			closed += c;
+		}
+	unsigned long long lookups = hits + recorded + first + throttled + closed;
+	/* 120,000 allocations from 3,000 paths: at most two misses per path */
+	cr_expect_geq(lookups, 120000, "%s", text);
+	cr_expect_geq(hits, lookups - 2 * 3000 - 100, "%s: %llu hits of %llu:\n%s", prog, hits,
+		      lookups, text);
+	free(text);
+}
+
+Test(stack_cache, mostly_hits_optimised) { mostly_hits("many_paths_O2"); }
+Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); }
+
 /* Recording unwinds block every signal for their length: the program's own mask and its
  * signals are as if libprof were not there. */
 Test(stack_cache, program_signal_mask_kept)
