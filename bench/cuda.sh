@@ -3,6 +3,9 @@
 # fake driver (no GPU needed). Each call kind runs untraced, traced with PROF_CUDA_TIMING=none
 # (interception and records only) and traced with event-pair timing; medians of BENCH_ROUNDS
 # runs (default 5) of BENCH_CALLS calls (default 200000). Writes build/bench/cuda.txt.
+# The fake driver runs each operation in the calling thread (FAKE_CUDA_SYNC=1): with its
+# default worker thread per stream, what a traced call adds is mostly the worker's wake-ups,
+# which depend on how fast the caller submits (a real driver's queue has none).
 # shellcheck source=bench/lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-5}
@@ -18,6 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 run() {  # kind mode -> ns/call
 	local kind=$1 mode=$2 i
+	export FAKE_CUDA_SYNC=1
 	for ((i = 0; i < ROUNDS; i++)); do
 		case $mode in
 		plain) "$bin" "$kind" "$CALLS" ;;
@@ -30,7 +34,7 @@ run() {  # kind mode -> ns/call
 
 out=$BUILD/bench/cuda.txt
 {
-	echo "libprof CUDA driver-call overhead, fake driver, $CALLS calls, median of $ROUNDS runs"
+	echo "libprof CUDA driver-call overhead, fake driver (FAKE_CUDA_SYNC=1), $CALLS calls, median of $ROUNDS runs"
 	echo "host: $(nproc) CPUs, $(uname -r)"
 	printf '%-8s %12s %14s %14s %14s %14s\n' call plain_ns traced_ns added_ns events_ns added_ns
 	for kind in init memset launch; do

@@ -97,10 +97,10 @@ percall() {  # name mode
 	lock_2t) v=$("${pre[@]}" "$out/lock_bench" uncontended 2 3000000 | sed 's/.*ns_per_pair=//') ;;
 	read_4k) v=$("${pre[@]}" "$out/io_bench" read "$out/read.dat" 300000)
 		 v=$(awk -v t="$v" 'BEGIN { printf "%.1f", t / 300000 }') ;;
-	cuda_launch) v=$("${pre[@]}" env PROF_EVENTS=cuda PROF_CUDA_TIMING=none \
+	cuda_launch) v=$("${pre[@]}" env FAKE_CUDA_SYNC=1 PROF_EVENTS=cuda PROF_CUDA_TIMING=none \
 			 "$out/cuda_bench" launch 100000) ;;
-	cuda_launch_events) v=$("${pre[@]}" env PROF_EVENTS=cuda PROF_CUDA_TIMING=events \
-				"$out/cuda_bench" launch 100000) ;;
+	cuda_launch_events) v=$("${pre[@]}" env FAKE_CUDA_SYNC=1 PROF_EVENTS=cuda \
+				PROF_CUDA_TIMING=events "$out/cuda_bench" launch 100000) ;;
 	esac
 	echo "$v"
 }
@@ -150,8 +150,9 @@ for n in dict.fromkeys(k[1] for k in t if k[0] == "call"):
     b = statistics.median(t["call", n, "libprof"])
     print("%-20s %10.1f %10.1f %10.1f %7.2fx   %s" % (n, a, b, b - a, b / a if a else 0, goals.get(n, "")))
 print("lock_*: an uncontended lock/unlock pair (bench/lock_bench.c); read_4k: a cached 4 KiB read;")
-print("cuda_*: cuLaunchKernel against the fake driver, PROF_EVENTS=cuda, with stacks, without and")
-print("with event-pair timing")
+print("cuda_*: cuLaunchKernel against the fake driver (FAKE_CUDA_SYNC=1: run in the caller, as a")
+print("real driver's queue costs no wake-up), PROF_EVENTS=cuda, with stacks, without and with")
+print("event-pair timing")
 PY
 if [[ -x bench/tracesize.sh ]]; then
 	echo

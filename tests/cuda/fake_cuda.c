@@ -4,7 +4,9 @@
  * for the microseconds in its first parameter, copies and memsets really copy, events take the
  * time when the stream reaches them. It answers cuGetProcAddress by (name, version, per-thread
  * flag) as the real driver does, and refuses cuGetExportTable (so the real cudart gives up).
- * Test-only: FAKE_CUDA_LOG=path writes when each kernel ran ("name start_ns end_ns") at exit. */
+ * Test-only: FAKE_CUDA_LOG=path writes when each kernel ran ("name start_ns end_ns") at exit.
+ * FAKE_CUDA_SYNC=1 runs each operation at once in the calling thread instead (bench/cuda.sh: a
+ * worker's wake-ups depend on how fast the caller submits, a real driver's queue does not). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -164,8 +166,16 @@ static struct stream *stream_of(void *h)
 	return h;
 }
 
+static int sync_ops = -1;
+
 static void enqueue(void *h, struct op o)
 {
+	if (sync_ops < 0)
+		sync_ops = getenv("FAKE_CUDA_SYNC") && !strcmp(getenv("FAKE_CUDA_SYNC"), "1");
+	if (sync_ops) {
+		run_op(&o);
+		return;
+	}
 	struct stream *s = stream_of(h);
 	struct op *p = malloc(sizeof(*p));
 	*p = o;
