@@ -103,10 +103,10 @@ $(BUILD)/progs/stack_paths_O2: tests/progs/stack_paths.cpp
 # Many call paths, optimised (no frame pointers) and with frame pointers.
 $(BUILD)/progs/many_paths_O2: tests/progs/many_paths.c
 	@mkdir -p $(dir $@)
-	$(CC) -g -O2 -Wall -Wextra -Werror $< -o $@
+	$(CC) -g -O2 -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/many_paths: tests/progs/many_paths.c
 	@mkdir -p $(dir $@)
-	$(CC) -g -O2 -fno-omit-frame-pointer -Wall -Wextra -Werror $< -o $@
+	$(CC) -g -O2 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/%: examples/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O1 -Wall -Wextra -Werror -pthread $< -o $@

@@ -88,7 +88,7 @@ struct prof_thread {
 	 * of the exit-time leak scan (leakscan.c), where the last block freed or allocated must
 	 * not look referenced. writer.c's base_get() and base_set() read and write it. */
 	uint32_t base_ptr_lo;
-	uintptr_t stack_lo;   /* about the lowest address of a stack the program sized, else 0 */
+	uintptr_t stack_lo;   /* the lowest address of a thread's stack (threads.c), else 0 */
 	uint64_t predicted[64];  /* call site -> hash of the stack last seen there (stacks.c) */
 	struct stack_cache *stack_cache;  /* stacks.c: verified stacks of this thread, mapped */
 	int stack_cache_done;  /* the thread ended: its cache is gone, none is made again */

@@ -152,7 +152,8 @@ struct cached_stack {
  * CFA is rsp-based, or through its frame pointer (rbp + 8, the caller's rbp at rbp) where the
  * CFA is rbp + 16, as learned per code address from the unwinds made (below). A frame pointer
  * is the program's data until proven otherwise, so it is followed only inside the thread's own
- * stack, above the frame's stack pointer: there every word is mapped. The key only picks a
+ * stack, above the frame's stack pointer: there every word is mapped (the bounds are known for
+ * the first thread and for threads started through pthread_create). The key only picks a
  * chain; cached_holds() decides. */
 #define KEY_FRAMES 8
 
@@ -263,30 +264,18 @@ static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp
 	return &c->index[h >> (64 - INDEX_BITS)];
 }
 
-/* The thread's own stack: [sp, stack_hi) is mapped for any sp inside it. glibc describes a
- * thread's without allocating; the first thread's is the rlimit below where it began. */
-static void stack_bounds(struct prof_thread *th, struct stack_cache *c)
+/* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
+ * thread, the rlimit below where it began; for one started through pthread_create, what glibc
+ * said as it started (th->stack_lo, threads.c) up to its descriptor. Async-signal-safe. */
+static void main_stack_bounds(struct stack_cache *c)
 {
 	extern void *__libc_stack_end;
 	struct rlimit rl;
-	if (th->tid == (uint32_t)getpid()) {
-		if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		    rl.rlim_cur < (1ull << 34) && (uintptr_t)__libc_stack_end > rl.rlim_cur) {
-			c->stack_hi = (uintptr_t)__libc_stack_end;
-			c->stack_lo = c->stack_hi - rl.rlim_cur;
-		}
-		return;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (1ull << 34) && (uintptr_t)__libc_stack_end > rl.rlim_cur) {
+		c->stack_hi = (uintptr_t)__libc_stack_end;
+		c->stack_lo = c->stack_hi - rl.rlim_cur;
 	}
-	pthread_attr_t attr;
-	void *addr;
-	size_t size;
-	if (pthread_getattr_np(pthread_self(), &attr) != 0)
-		return;
-	if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-		c->stack_lo = (uintptr_t)addr;
-		c->stack_hi = (uintptr_t)addr + size;
-	}
-	pthread_attr_destroy(&attr);
 }
 
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp);
@@ -375,7 +364,12 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 			return NULL;
 		}
 		th->stack_cache = c;
-		stack_bounds(th, c);
+		if (th->tid == (uint32_t)getpid()) {
+			main_stack_bounds(c);
+		} else if (th->stack_lo) {  /* glibc puts the thread descriptor at its stack's top */
+			c->stack_lo = th->stack_lo;
+			c->stack_hi = (uintptr_t)pthread_self();
+		}
 	}
 	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
 	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;

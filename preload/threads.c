@@ -139,7 +139,6 @@ struct start_block {
 	uint32_t parent, stack;
 	int mapped;
 	int tick_blocked;  /* the creator's view of the sampling signal's mask (cpu.c) */
-	size_t stack_size; /* the size the program asked for, 0 if it did not */
 };
 #define POOL_BLOCKS 256
 static struct start_block pool[POOL_BLOCKS];
@@ -172,6 +171,25 @@ static void block_put(struct start_block *b)
 		atomic_store(&pool_busy[b - pool], 0);
 }
 
+/* The lowest address of the calling thread's stack, or 0: a hook that finds little stack left
+ * does less (cpu.c, stacks.c), and the stack cache follows frame pointers only inside the
+ * stack (stacks.c). Asked here, as the thread starts: pthread_getattr_np() allocates. */
+static uintptr_t stack_lowest(void)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+	uintptr_t lo = 0;
+	prof_self.in_hook++;  /* its allocations are ours */
+	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+		if (pthread_attr_getstack(&attr, &addr, &size) == 0)
+			lo = (uintptr_t)addr;
+		pthread_attr_destroy(&attr);
+	}
+	prof_self.in_hook--;
+	return lo;
+}
+
 /* The created thread's first frame: register, then run the program's routine. */
 static void *prof_thread_trampoline(void *p)
 {
@@ -180,12 +198,8 @@ static void *prof_thread_trampoline(void *p)
 	void *arg = b->arg;
 	uint32_t parent = b->parent, stack = b->stack;
 	prof_cpu_set_tick_blocked(b->tick_blocked);
-	size_t stack_size = b->stack_size;
 	block_put(b);
-	/* A stack the program sized: CPU samples check what is left of it (cpu.c). glibc puts the
-	 * thread descriptor (what pthread_self() points to, 2-3 KiB) at the stack's top and the
-	 * TLS under it: the stack's lowest address is at most a page above this. */
-	prof_self.stack_lo = stack_size ? (uintptr_t)pthread_self() + 4096 - stack_size : 0;
+	prof_self.stack_lo = stack_lowest();
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
 		struct prof_thread *th = &prof_self;
@@ -218,9 +232,6 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 		b->parent = me->serial;
 		b->stack = prof_stack_here(me);
 		b->tick_blocked = prof_cpu_tick_blocked();
-		b->stack_size = 0;
-		if (attr)
-			pthread_attr_getstacksize(attr, &b->stack_size);
 	}
 	th->in_hook--;
 	errno = saved;
