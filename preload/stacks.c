@@ -177,6 +177,18 @@ struct frame_rule {
 #define RECORD_EVERY 16
 #define SEEN_BITS (1u << 16)
 
+/* Most call sites are reached at a given depth by one call path only (a loop's call, a helper
+ * called from one place): for those, the entry is checked at once, without reading the callers
+ * for the key or the index. A site and sp whose second path is recorded, or whose entry fails
+ * to hold, is marked multi and looked up by its key from then on. */
+#define SITE_SLOTS 256
+
+struct site_memo {
+	uintptr_t site, sp;
+	uint32_t at;     /* 1 + offset of its entry, 0 = none */
+	uint32_t multi;  /* more than one path seen here */
+};
+
 struct stack_cache {
 	uint32_t used;                /* bytes of arena taken */
 	int32_t debt;                 /* RECORD_COST per recording, less one per hit */
@@ -185,6 +197,7 @@ struct stack_cache {
 	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
 	uint64_t hits, recorded, first_seen, throttled, closed;  /* said with PROF_DEBUG=1 */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
+	struct site_memo sites[SITE_SLOTS];
 	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
 	struct frame_rule rules[RULE_SLOTS];
 	_Alignas(16) char arena[ARENA_BYTES];
@@ -285,6 +298,12 @@ static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t 
  * callers' frames could not be read for it, as where the call site's frame is rbp-based), so
  * the chain is closed (CHAIN_CLOSED) and its calls unwind without the cache from then on,
  * rather than walk and record again and again. */
+static struct site_memo *site_memo(struct stack_cache *c, uintptr_t site, uintptr_t sp)
+{
+	uint64_t h = (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	return &c->sites[h >> 56];
+}
+
 static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, uintptr_t sp,
 				       uintptr_t bp, int *coarse, uint64_t *key)
 {
@@ -293,6 +312,16 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 	*key = 0;
 	if (!c)
 		return NULL;
+	struct site_memo *m = site_memo(c, site, sp);
+	if (m->site == site && m->sp == sp && m->at && !m->multi) {
+		struct cached_stack *e = (struct cached_stack *)(c->arena + m->at - 1);
+		if (cached_holds(e, site, sp, bp)) {
+			c->debt -= c->debt > 0;
+			c->hits++;
+			return e;
+		}
+		m->multi = 1;
+	}
 	uint32_t *chain = cache_chain(c, site, sp, bp, key);
 	uint32_t at = *chain;
 	if (at == CHAIN_CLOSED) {
@@ -375,6 +404,7 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
 	if (c->used + most > sizeof(c->arena)) {
 		memset(c->index, 0, sizeof(c->index));
+		memset(c->sites, 0, sizeof(c->sites));
 		c->used = 0;
 		c->overflowed = 1;
 	}
@@ -390,6 +420,11 @@ static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 		return;
 	e->next = *chain;
 	*chain = c->used + 1;
+	struct site_memo *m = site_memo(c, e->site, e->sp);
+	if (m->site == e->site && m->sp == e->sp && m->at)
+		m->multi = 1;
+	else
+		*m = (struct site_memo){ e->site, e->sp, c->used + 1, 0 };
 	c->used += (uint32_t)((sizeof(*e) + e->n * sizeof(e->word[0]) + 15) & ~(size_t)15);
 }
 
