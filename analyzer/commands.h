@@ -99,6 +99,13 @@ void cmd_write_json(struct cmd_io *io, json_t *processes);
  * "RUN@T" is RUN as it stood at time T (everything up to T since each process started).
  * 0, or -1 after a message. */
 int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n);
+/* The processes cmd_open() would load, handed to fn one at a time as processes_each() does
+ * (fn takes each; none is kept here): memory bounded by one trace per worker, and what fn
+ * keeps. 0, or -1 after a message. */
+int cmd_each(const struct cmd_opts *o, void (*fn)(void *ctx, struct process *p, size_t at),
+	     void *ctx);
+/* Whether p is a process that --pid and --exe select. */
+int cmd_selects(const struct cmd_opts *o, const struct process *p);
 /* A duration: "10s", "2.5s", "250ms", "40us", "100ns", "2m", "1h"; a bare number is
  * seconds. Returns -1 when it is none. */
 int cmd_parse_time(const char *s, uint64_t *ns);

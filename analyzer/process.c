@@ -588,78 +588,136 @@ void processes_need_traces(const char *why)
 	traces_only = why;
 }
 
-/* What one path gave: a trace's process, or a summary's. */
-struct loaded {
-	struct process *ps;
-	size_t n, cap;
+/* What one path left behind: an error (the first one is reported) and the warnings of its
+ * processes, told in the order of the paths once every path was tried. */
+struct outcome {
 	char err[512];
+	char **warn;
+	size_t nwarn;
 };
 
-struct load_ctx {
+struct each_ctx {
 	char **paths;
-	struct loaded *got;
+	struct outcome *got;
+	void (*fn)(void *ctx, struct process *p, size_t at);
+	void *ctx;
 };
 
-static void load_one(void *ctx, size_t i)
+static void warn_truncated(struct outcome *o, const struct process *p)
 {
-	struct load_ctx *c = ctx;
-	struct loaded *l = &c->got[i];
-	l->err[0] = '\0';
-	if (summary_is(c->paths[i])) {
-		if (traces_only)
-			snprintf(l->err, sizeof(l->err), "%s: a summary (prof summarize): %s needs "
-				 "the traces", c->paths[i], traces_only);
-		else if (window_from != 0 || window_to != UINT64_MAX)
-			snprintf(l->err, sizeof(l->err), "%s: a summary holds whole runs: a time "
-				 "window (--from, --to, RUN@T) needs the traces", c->paths[i]);
-		else
-			summary_load(c->paths[i], &l->ps, &l->n, &l->cap, l->err, sizeof(l->err));
-		return;
-	}
-	if (!(l->ps = calloc(1, sizeof(*l->ps)))) {
-		snprintf(l->err, sizeof(l->err), "out of memory");
-		return;
-	}
-	l->n = l->cap = 1;
-	if (process_load(c->paths[i], l->ps, l->err, sizeof(l->err)) < 0) {
-		processes_free(l->ps, 1);
-		l->ps = NULL;
-		l->n = 0;
-		return;
-	}
-	/* Only what the reports read stays: the symbolizer, live blocks and the like go
-	 * before this worker takes the next trace. */
-	const char *env = getenv("PROF_REDUCE");
-	int on = reduce && !(env && !strcmp(env, "0"));
-	if (on && summary_reduce(l->ps, l->err, sizeof(l->err)) < 0) {
-		processes_free(l->ps, 1);
-		l->ps = NULL;
-		l->n = 0;
-	}
+	char *w = NULL, **v = realloc(o->warn, (o->nwarn + 1) * sizeof(*v));
+	if (v)
+		o->warn = v;
+	if (v && asprintf(&w, "warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
+			  "reporting what it holds", p->path, p->cut_bytes) >= 0)
+		v[o->nwarn++] = w;
 }
 
-int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
+static void each_one(void *ctx, size_t i)
 {
-	struct loaded *got = calloc(n ? n : 1, sizeof(*got));
+	struct each_ctx *c = ctx;
+	struct outcome *o = &c->got[i];
+	struct process *ps = NULL;
+	size_t n = 0, cap = 0;
+	o->err[0] = '\0';
+	if (summary_is(c->paths[i])) {
+		if (traces_only)
+			snprintf(o->err, sizeof(o->err), "%s: a summary (prof summarize): %s needs "
+				 "the traces", c->paths[i], traces_only);
+		else if (window_from != 0 || window_to != UINT64_MAX)
+			snprintf(o->err, sizeof(o->err), "%s: a summary holds whole runs: a time "
+				 "window (--from, --to, RUN@T) needs the traces", c->paths[i]);
+		else
+			summary_load(c->paths[i], &ps, &n, &cap, o->err, sizeof(o->err));
+	} else if (!(ps = calloc(1, sizeof(*ps)))) {
+		snprintf(o->err, sizeof(o->err), "out of memory");
+	} else if (process_load(c->paths[i], ps, o->err, sizeof(o->err)) < 0) {
+		process_free(ps);
+	} else {
+		n = 1;
+		/* Only what the reports read stays: the symbolizer, live blocks and the like go
+		 * before this worker takes the next trace. */
+		const char *env = getenv("PROF_REDUCE");
+		int on = reduce && !(env && !strcmp(env, "0"));
+		if (on && summary_reduce(ps, o->err, sizeof(o->err)) < 0) {
+			process_free(ps);
+			n = 0;
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (ps[k].cut_bytes)
+			warn_truncated(o, &ps[k]);
+		c->fn(c->ctx, &ps[k], i);
+	}
+	free(ps);
+}
+
+int processes_each(char **paths, size_t n, void (*fn)(void *ctx, struct process *p, size_t at),
+		   void *ctx)
+{
+	struct outcome *got = calloc(n ? n : 1, sizeof(*got));
 	if (!got) {
 		prof_error("out of memory");
 		return -1;
 	}
-	struct load_ctx ctx = { paths, got };
-	process_parallel(n, load_one, &ctx);
+	struct each_ctx c = { paths, got, fn, ctx };
+	process_parallel(n, each_one, &c);
 	int rc = 0;
-	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (got[i].err[0] && rc == 0) {
 			prof_error("%s", got[i].err);
 			rc = -1;
 		}
+		for (size_t k = 0; k < got[i].nwarn; k++) {
+			if (rc == 0)
+				prof_error("%s", got[i].warn[k]);
+			free(got[i].warn[k]);
+		}
+		free(got[i].warn);
+	}
+	free(got);
+	return rc;
+}
+
+/* processes_load(): each path's processes kept in a list of their own (one worker fills it). */
+struct kept {
+	struct process *ps;
+	size_t n, cap;
+	int oom;
+};
+
+static void keep_one(void *ctx, struct process *p, size_t at)
+{
+	struct kept *k = &((struct kept *)ctx)[at];
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 1;
+		struct process *v = realloc(k->ps, cap * sizeof(*v));
+		if (!v) {
+			process_free(p);
+			k->oom = 1;
+			return;
+		}
+		k->ps = v;
+		k->cap = cap;
+	}
+	k->ps[k->n++] = *p;
+}
+
+int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
+{
+	struct kept *got = calloc(n ? n : 1, sizeof(*got));
+	if (!got) {
+		prof_error("out of memory");
+		return -1;
+	}
+	int rc = processes_each(paths, n, keep_one, got);
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
 		total += got[i].n;
-		for (size_t k = 0; rc == 0 && k < got[i].n; k++)
-			if (got[i].ps[k].cut_bytes)
-				prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its "
-					   "end); reporting what it holds", got[i].ps[k].path,
-					   got[i].ps[k].cut_bytes);
+		if (got[i].oom && rc == 0) {
+			prof_error("out of memory");
+			rc = -1;
+		}
 	}
 	struct process *ps = rc == 0 ? calloc(total ? total : 1, sizeof(*ps)) : NULL;
 	if (rc == 0 && !ps) {
