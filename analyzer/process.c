@@ -588,9 +588,14 @@ void processes_need_traces(const char *why)
 	traces_only = why;
 }
 
-/* What one path left behind: an error (the first one is reported) and the warnings of its
- * processes, told in the order of the paths once every path was tried. */
-struct outcome {
+/* What processes_each() loads at a time: a trace, or one process of a summary (bytes [from, to)
+ * of the file), so that the processes of a large summary are spread over the workers too. What
+ * it left behind: an error (the first one, in the order of the units, is reported) and the
+ * warnings of its processes, told once every unit was tried. */
+struct unit {
+	size_t at;             /* the index of its path */
+	int summary;
+	uint64_t from, to;
 	char err[512];
 	char **warn;
 	size_t nwarn;
@@ -598,40 +603,35 @@ struct outcome {
 
 struct each_ctx {
 	char **paths;
-	struct outcome *got;
+	struct unit *units;
 	void (*fn)(void *ctx, struct process *p, size_t at);
 	void *ctx;
 };
 
-static void warn_truncated(struct outcome *o, const struct process *p)
+static void warn_truncated(struct unit *u, const struct process *p)
 {
-	char *w = NULL, **v = realloc(o->warn, (o->nwarn + 1) * sizeof(*v));
+	char *w = NULL, **v = realloc(u->warn, (u->nwarn + 1) * sizeof(*v));
 	if (v)
-		o->warn = v;
+		u->warn = v;
 	if (v && asprintf(&w, "warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
 			  "reporting what it holds", p->path, p->cut_bytes) >= 0)
-		v[o->nwarn++] = w;
+		v[u->nwarn++] = w;
 }
 
 static void each_one(void *ctx, size_t i)
 {
 	struct each_ctx *c = ctx;
-	struct outcome *o = &c->got[i];
+	struct unit *u = &c->units[i];
+	const char *path = c->paths[u->at];
 	struct process *ps = NULL;
 	size_t n = 0, cap = 0;
-	o->err[0] = '\0';
-	if (summary_is(c->paths[i])) {
-		if (traces_only)
-			snprintf(o->err, sizeof(o->err), "%s: a summary (prof summarize): %s needs "
-				 "the traces", c->paths[i], traces_only);
-		else if (window_from != 0 || window_to != UINT64_MAX)
-			snprintf(o->err, sizeof(o->err), "%s: a summary holds whole runs: a time "
-				 "window (--from, --to, RUN@T) needs the traces", c->paths[i]);
-		else
-			summary_load(c->paths[i], &ps, &n, &cap, o->err, sizeof(o->err));
+	if (u->err[0])
+		return;  /* refused before it was read */
+	if (u->summary) {
+		summary_load_piece(path, u->from, u->to, &ps, &n, &cap, u->err, sizeof(u->err));
 	} else if (!(ps = calloc(1, sizeof(*ps)))) {
-		snprintf(o->err, sizeof(o->err), "out of memory");
-	} else if (process_load(c->paths[i], ps, o->err, sizeof(o->err)) < 0) {
+		snprintf(u->err, sizeof(u->err), "out of memory");
+	} else if (process_load(path, ps, u->err, sizeof(u->err)) < 0) {
 		process_free(ps);
 	} else {
 		n = 1;
@@ -639,109 +639,122 @@ static void each_one(void *ctx, size_t i)
 		 * before this worker takes the next trace. */
 		const char *env = getenv("PROF_REDUCE");
 		int on = reduce && !(env && !strcmp(env, "0"));
-		if (on && summary_reduce(ps, o->err, sizeof(o->err)) < 0) {
+		if (on && summary_reduce(ps, u->err, sizeof(u->err)) < 0) {
 			process_free(ps);
 			n = 0;
 		}
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (ps[k].cut_bytes)
-			warn_truncated(o, &ps[k]);
-		c->fn(c->ctx, &ps[k], i);
+			warn_truncated(u, &ps[k]);
+		c->fn(c->ctx, &ps[k], u->at);
 	}
 	free(ps);
+}
+
+/* The units of paths: a trace is one, a summary one per process in it. */
+static struct unit *units_of(char **paths, size_t n, size_t *nunits)
+{
+	struct unit *v = NULL;
+	size_t cap = 0;
+	*nunits = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct unit u = { .at = i, .summary = summary_is(paths[i]) };
+		uint64_t *starts = NULL;
+		size_t pieces = 1;
+		if (!u.summary)
+			;
+		else if (traces_only)
+			snprintf(u.err, sizeof(u.err), "%s: a summary (prof summarize): %s needs "
+				 "the traces", paths[i], traces_only);
+		else if (window_from != 0 || window_to != UINT64_MAX)
+			snprintf(u.err, sizeof(u.err), "%s: a summary holds whole runs: a time "
+				 "window (--from, --to, RUN@T) needs the traces", paths[i]);
+		else if (summary_pieces(paths[i], &starts, &pieces, u.err, sizeof(u.err)) < 0)
+			pieces = 1;
+		for (size_t k = 0; k < pieces; k++) {
+			if (*nunits == cap && grow_array((void **)&v, &cap, sizeof(*v)) < 0) {
+				free(starts);
+				free(v);
+				return NULL;
+			}
+			v[*nunits] = u;
+			if (starts) {
+				v[*nunits].from = starts[k];
+				v[*nunits].to = k + 1 < pieces ? starts[k + 1] : UINT64_MAX;
+			}
+			(*nunits)++;
+		}
+		free(starts);
+	}
+	return v;
 }
 
 int processes_each(char **paths, size_t n, void (*fn)(void *ctx, struct process *p, size_t at),
 		   void *ctx)
 {
-	struct outcome *got = calloc(n ? n : 1, sizeof(*got));
-	if (!got) {
+	size_t nunits;
+	struct unit *units = units_of(paths, n, &nunits);
+	if (!units) {
 		prof_error("out of memory");
 		return -1;
 	}
-	struct each_ctx c = { paths, got, fn, ctx };
-	process_parallel(n, each_one, &c);
+	struct each_ctx c = { paths, units, fn, ctx };
+	process_parallel(nunits, each_one, &c);
 	int rc = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (got[i].err[0] && rc == 0) {
-			prof_error("%s", got[i].err);
+	for (size_t i = 0; i < nunits; i++) {
+		if (units[i].err[0] && rc == 0) {
+			prof_error("%s", units[i].err);
 			rc = -1;
 		}
-		for (size_t k = 0; k < got[i].nwarn; k++) {
+		for (size_t k = 0; k < units[i].nwarn; k++) {
 			if (rc == 0)
-				prof_error("%s", got[i].warn[k]);
-			free(got[i].warn[k]);
+				prof_error("%s", units[i].warn[k]);
+			free(units[i].warn[k]);
 		}
-		free(got[i].warn);
+		free(units[i].warn);
 	}
-	free(got);
+	free(units);
 	return rc;
 }
 
-/* processes_load(): each path's processes kept in a list of their own (one worker fills it). */
+/* processes_load(): every process kept in one list (in the order they came: sorted after). */
 struct kept {
 	struct process *ps;
 	size_t n, cap;
 	int oom;
+	pthread_mutex_t lock;
 };
 
 static void keep_one(void *ctx, struct process *p, size_t at)
 {
-	struct kept *k = &((struct kept *)ctx)[at];
-	if (k->n == k->cap) {
-		size_t cap = k->cap ? 2 * k->cap : 1;
-		struct process *v = realloc(k->ps, cap * sizeof(*v));
-		if (!v) {
-			process_free(p);
-			k->oom = 1;
-			return;
-		}
-		k->ps = v;
-		k->cap = cap;
+	struct kept *k = ctx;
+	(void)at;
+	pthread_mutex_lock(&k->lock);
+	if (k->n < k->cap || grow_array((void **)&k->ps, &k->cap, sizeof(*k->ps)) == 0) {
+		k->ps[k->n++] = *p;
+	} else {
+		process_free(p);
+		k->oom = 1;
 	}
-	k->ps[k->n++] = *p;
+	pthread_mutex_unlock(&k->lock);
 }
 
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
 {
-	struct kept *got = calloc(n ? n : 1, sizeof(*got));
-	if (!got) {
-		prof_error("out of memory");
-		return -1;
-	}
-	int rc = processes_each(paths, n, keep_one, got);
-	size_t total = 0;
-	for (size_t i = 0; i < n; i++) {
-		total += got[i].n;
-		if (got[i].oom && rc == 0) {
-			prof_error("out of memory");
-			rc = -1;
-		}
-	}
-	struct process *ps = rc == 0 ? calloc(total ? total : 1, sizeof(*ps)) : NULL;
-	if (rc == 0 && !ps) {
+	struct kept k = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	int rc = processes_each(paths, n, keep_one, &k);
+	if (rc == 0 && k.oom) {
 		prof_error("out of memory");
 		rc = -1;
 	}
-	size_t at = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (ps)
-			memcpy(ps + at, got[i].ps, got[i].n * sizeof(*ps));
-		else
-			for (size_t k = 0; k < got[i].n; k++)
-				process_free(&got[i].ps[k]);
-		at += got[i].n;
-		free(got[i].ps);
-	}
-	free(got);
 	if (rc < 0) {
-		free(ps);
+		processes_free(k.ps, k.n);
 		return -1;
 	}
-	qsort(ps, total, sizeof(*ps), cmp_start);  /* in the order they started */
-	*out = ps;
-	*nout = total;
+	qsort(k.ps, k.n, sizeof(*k.ps), cmp_start);  /* in the order they started */
+	*out = k.ps;
+	*nout = k.n;
 	return 0;
 }
 
