@@ -232,7 +232,7 @@ int cmd_selects(const struct cmd_opts *o, const struct process *p)
 	return selected(o, &p->hdr, p->exe, p->argc ? p->argv[0] : NULL);
 }
 
-static void no_match(void)
+void cmd_no_match(void)
 {
 	prof_error("no process matches the --pid and --exe given");
 }
@@ -291,7 +291,7 @@ static int load_selected(const struct cmd_opts *o, char **paths, size_t npaths,
 	*n = kept;
 	if (kept)
 		return 0;
-	no_match();
+	cmd_no_match();
 	free(*ps);
 	*ps = NULL;
 	return -1;
@@ -439,7 +439,7 @@ int cmd_each(const struct cmd_opts *o, void (*fn)(void *ctx, struct process *p, 
 	process_window_set(0, UINT64_MAX);
 	inputs_free(paths);
 	if (rc == 0 && !c.kept && (o->pid || o->exe)) {
-		no_match();
+		cmd_no_match();
 		rc = -1;
 	}
 	return rc;

@@ -108,8 +108,9 @@ int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps,
  * keeps. 0, or -1 after a message. */
 int cmd_each(const struct cmd_opts *o, void (*fn)(void *ctx, struct process *p, size_t at),
 	     void *ctx);
-/* Whether p is a process that --pid and --exe select. */
+/* Whether p is a process that --pid and --exe select; the message when none is. */
 int cmd_selects(const struct cmd_opts *o, const struct process *p);
+void cmd_no_match(void);
 /* A duration: "10s", "2.5s", "250ms", "40us", "100ns", "2m", "1h"; a bare number is
  * seconds. Returns -1 when it is none. */
 int cmd_parse_time(const char *s, uint64_t *ns);

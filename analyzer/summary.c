@@ -991,9 +991,11 @@ static const struct cmd_spec spec = {
 };
 
 struct sum_job {
+	const struct cmd_opts *o;
 	char **paths;
 	struct sum_out *outs;
 	char (*errs)[512];
+	size_t *kept;  /* processes written, of each path */
 };
 
 static void summarize_one(void *ctx, size_t i)
@@ -1021,9 +1023,14 @@ static void summarize_one(void *ctx, size_t i)
 			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
 				   "summarizing what it holds", j->paths[i], ps->cut_bytes);
 	}
-	for (size_t k = 0; k < n; k++)
+	/* a summary's processes are selected here: cmd_inputs() read the traces' headers only */
+	for (size_t k = 0; k < n; k++) {
+		if (!cmd_selects(j->o, &ps[k]))
+			continue;
 		if (summary_write_process(&j->outs[i], &ps[k], j->errs[i], sizeof(j->errs[i])) < 0)
 			break;
+		j->kept[i]++;
+	}
 	processes_free(ps, n);
 }
 
@@ -1041,20 +1048,27 @@ int cmd_summarize(int argc, char **argv)
 	size_t n;
 	if (cmd_inputs(&o, &paths, &n) < 0)
 		return 1;
-	struct sum_job job = { paths, calloc(n, sizeof(struct sum_out)),
-			       calloc(n, sizeof(*job.errs)) };
-	if (!job.outs || !job.errs) {
+	struct sum_job job = { &o, paths, calloc(n, sizeof(struct sum_out)),
+			       calloc(n, sizeof(*job.errs)), calloc(n, sizeof(size_t)) };
+	if (!job.outs || !job.errs || !job.kept) {
 		prof_error("out of memory");
 		rc = 1;
 		goto out;
 	}
 	process_parallel(n, summarize_one, &job);
 	rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++)
+	size_t kept = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (job.errs[i][0]) {
 			prof_error("%s", job.errs[i]);
 			rc = 1;
 		}
+		kept += job.kept[i];
+	}
+	if (rc == 0 && !kept) {  /* a summary without processes would be no summary */
+		cmd_no_match();
+		rc = 1;
+	}
 	if (rc == 0) {
 		FILE *out = cmd_output(o.outfile);
 		if (!out) {
@@ -1074,6 +1088,7 @@ out:
 		free(job.outs[i].buf);
 	free(job.outs);
 	free(job.errs);
+	free(job.kept);
 	inputs_free(paths);
 	return rc;
 }
