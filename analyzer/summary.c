@@ -1080,7 +1080,8 @@ int cmd_summarize(int argc, char **argv)
 		fwrite(head.buf, 1, head.len, out);
 		free(head.buf);
 		for (size_t i = 0; i < n; i++)
-			fwrite(job.outs[i].buf, 1, job.outs[i].len, out);
+			if (job.outs[i].len)  /* none when --pid or --exe left all of it out */
+				fwrite(job.outs[i].buf, 1, job.outs[i].len, out);
 		rc = cmd_finish_output(out, o.outfile, 0);
 	}
 out:
