@@ -190,13 +190,17 @@ static void print_run(FILE *out, const struct run_proc *rp, size_t n,
  * soon as its part is done: memory holds a loaded process per worker, not the run. What stays
  * of a process is its part: what the run's tree and ranks read, its findings, and its own
  * sections (text, or its JSON object), written to a spill file, to be copied out in order at
- * the end. */
+ * the end. A worker writes into a spill file no other one is writing to (made when all are
+ * taken): no lock held while it writes, no copy of the sections in memory. */
+#define SPILLS_MAX 256  /* process_parallel()'s most workers */
+
 struct part {
 	struct run_proc r;
 	uint64_t start_ns;  /* the header's: the order the processes started */
 	size_t at, seq;     /* its input, and when it came: ties in that order */
 	struct findings fs;
-	off_t off;          /* its sections: len bytes at off in the spill file */
+	size_t spill;       /* its sections: len bytes at off in spill file spill */
+	off_t off;
 	size_t len;
 	int lost;           /* its sections could not be written (out of memory) */
 };
@@ -206,8 +210,9 @@ struct report {
 	size_t top;                 /* sites per table in its sections */
 	int stack_frames;           /* frames of the findings' stacks in text */
 	struct family_totals *totals[FAMILY_MAX];  /* the run's; NULL where not made */
-	FILE *spill;
-	off_t spilled;
+	FILE *spills[SPILLS_MAX];  /* [0, nspills) made, those busy taken by a worker */
+	int busy[SPILLS_MAX];
+	size_t nspills;
 	struct part *parts;
 	size_t n, cap;
 	int failed;                 /* out of memory, or the spill file could not be written */
@@ -267,6 +272,32 @@ static void sections(FILE *out, const struct report *r, struct process *p)
 	}
 }
 
+/* A spill file no other worker writes to, taken: its index, or -1 (no temporary file). */
+static int spill_take(struct report *r)
+{
+	pthread_mutex_lock(&r->lock);
+	size_t i = 0;
+	while (i < r->nspills && r->busy[i])
+		i++;
+	if (i == r->nspills) {
+		if (i == SPILLS_MAX || !(r->spills[i] = tmpfile())) {
+			pthread_mutex_unlock(&r->lock);
+			return -1;
+		}
+		r->nspills++;
+	}
+	r->busy[i] = 1;
+	pthread_mutex_unlock(&r->lock);
+	return (int)i;
+}
+
+static void spill_give(struct report *r, int i)
+{
+	pthread_mutex_lock(&r->lock);
+	r->busy[i] = 0;
+	pthread_mutex_unlock(&r->lock);
+}
+
 static void report_one(void *ctx, struct process *p, size_t at)
 {
 	struct report *r = ctx;
@@ -275,21 +306,21 @@ static void report_one(void *ctx, struct process *p, size_t at)
 	for (size_t f = 0; families[f]; f++)
 		if (r->totals[f])
 			family_totals_add(r->totals[f], p);
-	char *buf = NULL;
-	FILE *out = r->o->findings ? NULL : open_memstream(&buf, &part.len);
-	if (out) {
+	int s = r->o->findings ? -1 : spill_take(r);
+	part.lost = !r->o->findings;
+	if (s >= 0) {
+		FILE *out = r->spills[s];
+		part.spill = (size_t)s;
+		part.off = ftello(out);
 		sections(out, r, p);
-		part.lost = fclose(out) != 0;
-	} else {
-		part.lost = !r->o->findings;
+		off_t end = ftello(out);
+		part.len = (size_t)(end - part.off);
+		part.lost = part.off < 0 || end < part.off || ferror(out);
+		spill_give(r, s);
 	}
 	process_free(p);
 	pthread_mutex_lock(&r->lock);
-	part.off = r->spilled;
 	part.seq = r->n;
-	if (buf && !part.lost && fwrite(buf, 1, part.len, r->spill) != part.len)
-		ok = 0;
-	r->spilled += (off_t)part.len;
 	if (ok && r->n == r->cap) {
 		size_t cap = r->cap ? 2 * r->cap : 64;
 		struct part *v = realloc(r->parts, cap * sizeof(*v));
@@ -306,7 +337,6 @@ static void report_one(void *ctx, struct process *p, size_t at)
 		findings_free(&part.fs);
 	}
 	pthread_mutex_unlock(&r->lock);
-	free(buf);
 }
 
 /* The processes in the order they started (as processes_load() gives them), and busiest (most
@@ -340,10 +370,11 @@ static int by_work(const void *a, const void *b)
 static int copy_sections(FILE *out, const struct report *r, const struct part *p)
 {
 	char buf[1 << 16];
-	if (fseeko(r->spill, p->off, SEEK_SET) != 0)
+	FILE *in = r->spills[p->spill];
+	if (fseeko(in, p->off, SEEK_SET) != 0)
 		return -1;
 	for (size_t left = p->len; left;) {
-		size_t k = fread(buf, 1, left < sizeof(buf) ? left : sizeof(buf), r->spill);
+		size_t k = fread(buf, 1, left < sizeof(buf) ? left : sizeof(buf), in);
 		if (!k)
 			return -1;
 		fwrite(buf, 1, k, out);
@@ -369,7 +400,7 @@ static void write_json(FILE *out, struct report *r, struct part **start, struct 
 	fputs(",\n \"processes\": [", out);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i ? ",\n  " : "\n  ", out);
-		if (copy_sections(out, r, start[i]) < 0) {
+		if (start[i]->lost || copy_sections(out, r, start[i]) < 0) {
 			prof_error("report: process %u: its temporary file could not be read",
 				   start[i]->r.pid);
 			r->failed = 1;
@@ -479,13 +510,14 @@ int cmd_report(int argc, char **argv)
 		return 2;
 	}
 	struct report r = { .o = &o, .top = o.top_given ? o.top : 10,
-			    .stack_frames = o.findings ? o.frames : 2, .spill = tmpfile(),
+			    .stack_frames = o.findings ? o.frames : 2,
 			    .lock = PTHREAD_MUTEX_INITIALIZER };
 	int totals = o.json || (!o.brief && !o.findings && !one_trace(&o));
 	for (size_t f = 0; families[f] && totals; f++)
 		if (families[f]->json && !(r.totals[f] = family_totals_new(families[f])))
 			r.failed = 1;
-	if (!r.spill) {
+	r.nspills = (r.spills[0] = tmpfile()) != NULL;  /* a report needs one at least */
+	if (!r.nspills) {
 		prof_error("report: no temporary file: %m");
 		rc = 1;
 	} else {
@@ -498,7 +530,7 @@ int cmd_report(int argc, char **argv)
 	free(r.parts);
 	for (size_t f = 0; families[f]; f++)
 		family_totals_free(r.totals[f]);
-	if (r.spill)
-		fclose(r.spill);
+	for (size_t i = 0; i < r.nspills; i++)
+		fclose(r.spills[i]);
 	return rc;
 }
