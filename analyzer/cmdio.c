@@ -425,8 +425,8 @@ static void each_selected(void *ctx, struct process *p, size_t at)
 	c->fn(c->ctx, p, at);
 }
 
-int cmd_each(const struct cmd_opts *o, void (*fn)(void *ctx, struct process *p, size_t at),
-	     void *ctx)
+int cmd_each(const struct cmd_opts *o, size_t *count,
+	     void (*fn)(void *ctx, struct process *p, size_t at), void *ctx)
 {
 	char **paths;
 	size_t n;
@@ -435,7 +435,7 @@ int cmd_each(const struct cmd_opts *o, void (*fn)(void *ctx, struct process *p, 
 		return -1;
 	struct each_selected c = { o, fn, ctx, 0 };
 	process_window_set(win[0], win[1]);
-	int rc = processes_each(paths, n, each_selected, &c);
+	int rc = processes_each(paths, n, count, each_selected, &c);
 	process_window_set(0, UINT64_MAX);
 	inputs_free(paths);
 	if (rc == 0 && !c.kept && (o->pid || o->exe)) {

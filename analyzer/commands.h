@@ -104,10 +104,11 @@ void cmd_write_json(struct cmd_io *io, json_t *processes);
  * 0, or -1 after a message. */
 int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n);
 /* The processes cmd_open() would load, handed to fn one at a time as processes_each() does
- * (fn takes each; none is kept here): memory bounded by one trace per worker, and what fn
- * keeps. 0, or -1 after a message. */
-int cmd_each(const struct cmd_opts *o, void (*fn)(void *ctx, struct process *p, size_t at),
-	     void *ctx);
+ * (fn takes each; none is kept here; *count: how many there may be, before --pid and --exe
+ * select among a summary's): memory bounded by one process per worker, and what fn keeps.
+ * 0, or -1 after a message. */
+int cmd_each(const struct cmd_opts *o, size_t *count,
+	     void (*fn)(void *ctx, struct process *p, size_t at), void *ctx);
 /* Whether p is a process that --pid and --exe select; the message when none is. */
 int cmd_selects(const struct cmd_opts *o, const struct process *p);
 void cmd_no_match(void);

@@ -690,8 +690,8 @@ static struct unit *units_of(char **paths, size_t n, size_t *nunits)
 	return v;
 }
 
-int processes_each(char **paths, size_t n, void (*fn)(void *ctx, struct process *p, size_t at),
-		   void *ctx)
+int processes_each(char **paths, size_t n, size_t *count,
+		   void (*fn)(void *ctx, struct process *p, size_t at), void *ctx)
 {
 	size_t nunits;
 	struct unit *units = units_of(paths, n, &nunits);
@@ -699,6 +699,8 @@ int processes_each(char **paths, size_t n, void (*fn)(void *ctx, struct process 
 		prof_error("out of memory");
 		return -1;
 	}
+	if (count)
+		*count = nunits;  /* a unit is one process (but a damaged one: an error) */
 	struct each_ctx c = { paths, units, fn, ctx };
 	process_parallel(nunits, each_one, &c);
 	int rc = 0;
@@ -743,7 +745,7 @@ static void keep_one(void *ctx, struct process *p, size_t at)
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
 {
 	struct kept k = { .lock = PTHREAD_MUTEX_INITIALIZER };
-	int rc = processes_each(paths, n, keep_one, &k);
+	int rc = processes_each(paths, n, NULL, keep_one, &k);
 	if (rc == 0 && k.oom) {
 		prof_error("out of memory");
 		rc = -1;

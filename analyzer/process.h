@@ -106,12 +106,14 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
  * records again: the sqlite export). */
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout);
 /* The same, one process at a time: fn(ctx, p, at) on the worker that loaded p, from the path
- * paths[at] (a summary's processes one after the other), as soon as it is loaded (and
- * reduced); fn takes what p holds (process_free() it, or keep a copy of the struct). Memory:
- * one trace or summary per worker, and what fn keeps. The errors and warnings of
- * processes_load(), once every path was tried: 0, or -1 after the message. */
-int processes_each(char **paths, size_t n, void (*fn)(void *ctx, struct process *p, size_t at),
-		   void *ctx);
+ * paths[at], as soon as it is loaded (and reduced); fn takes what p holds (process_free() it,
+ * or keep a copy of the struct). Memory: one process per worker, and what fn keeps. *count
+ * (unless count is NULL) is set before the first call: how many processes the paths hold (a
+ * trace one, a summary those in it), for fn to know whether it sees one process or a run.
+ * The errors and warnings of processes_load(), once every path was tried: 0, or -1 after the
+ * message. */
+int processes_each(char **paths, size_t n, size_t *count,
+		   void (*fn)(void *ctx, struct process *p, size_t at), void *ctx);
 void processes_reduce_set(int on);
 /* Summaries refused from now on, with a message saying that `why` ("prof export --format
  * sqlite") needs the traces. */

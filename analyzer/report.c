@@ -6,7 +6,6 @@
 #include "format.h"
 #include "process.h"
 #include "stackfmt.h"
-#include "summary.h"
 #include "tree.h"
 
 #include <inttypes.h>
@@ -14,7 +13,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 /* ---- JSON -------------------------------------------------------------------------------- */
@@ -210,6 +208,7 @@ struct report {
 	size_t top;                 /* sites per table in its sections */
 	int stack_frames;           /* frames of the findings' stacks in text */
 	struct family_totals *totals[FAMILY_MAX];  /* the run's; NULL where not made */
+	size_t count;               /* processes there may be: text has totals for more than one */
 	FILE *spills[SPILLS_MAX];  /* [0, nspills) made, those busy taken by a worker */
 	int busy[SPILLS_MAX];
 	size_t nspills;
@@ -303,7 +302,7 @@ static void report_one(void *ctx, struct process *p, size_t at)
 	struct report *r = ctx;
 	struct part part = { .start_ns = p->hdr.start_ns, .at = at };
 	int ok = run_proc_of(&part.r, p) == 0 && findings_of(&part.fs, p, r->stack_frames) == 0;
-	for (size_t f = 0; families[f]; f++)
+	for (size_t f = 0; families[f] && (r->o->json || r->count > 1); f++)
 		if (r->totals[f])
 			family_totals_add(r->totals[f], p);
 	int s = r->o->findings ? -1 : spill_take(r);
@@ -366,29 +365,21 @@ static int by_work(const void *a, const void *b)
 	return by_start(a, b);
 }
 
-/* A part's sections, from the spill file. */
+/* A part's sections, from the spill file; -1 after a message when they are lost. */
 static int copy_sections(FILE *out, const struct report *r, const struct part *p)
 {
 	char buf[1 << 16];
 	FILE *in = r->spills[p->spill];
-	if (fseeko(in, p->off, SEEK_SET) != 0)
-		return -1;
-	for (size_t left = p->len; left;) {
-		size_t k = fread(buf, 1, left < sizeof(buf) ? left : sizeof(buf), in);
-		if (!k)
-			return -1;
-		fwrite(buf, 1, k, out);
-		left -= k;
-	}
-	return 0;
-}
-
-/* Whether the report is of one process at most (a trace file): it shows no run totals then. */
-static int one_trace(const struct cmd_opts *o)
-{
-	struct stat st;
-	return o->ntraces == 1 && stat(o->traces[0], &st) == 0 && S_ISREG(st.st_mode) &&
-	       !summary_is(o->traces[0]);
+	size_t left = p->len;
+	if (!p->lost && fseeko(in, p->off, SEEK_SET) == 0)
+		for (size_t k; left && (k = fread(buf, 1, left < sizeof(buf) ? left : sizeof(buf), in));
+		     left -= k)
+			fwrite(buf, 1, k, out);
+	if (!p->lost && !left)
+		return 0;
+	prof_error("report: process %u: its sections were lost (out of memory, or the temporary "
+		   "file failed)", p->r.pid);
+	return -1;
 }
 
 static void write_json(FILE *out, struct report *r, struct part **start, struct findings *fs,
@@ -400,11 +391,8 @@ static void write_json(FILE *out, struct report *r, struct part **start, struct 
 	fputs(",\n \"processes\": [", out);
 	for (size_t i = 0; i < n; i++) {
 		fputs(i ? ",\n  " : "\n  ", out);
-		if (start[i]->lost || copy_sections(out, r, start[i]) < 0) {
-			prof_error("report: process %u: its temporary file could not be read",
-				   start[i]->r.pid);
+		if (copy_sections(out, r, start[i]) < 0)
 			r->failed = 1;
-		}
 	}
 	fputs(n ? "\n ]" : "]", out);
 	struct proc_tree tr;
@@ -438,8 +426,7 @@ static void write_text(FILE *out, struct report *r, struct part **work, struct f
 	for (size_t i = 0; i < n; i++) {
 		if (i && !o->brief)
 			fputc('\n', out);
-		if (work[i]->lost || copy_sections(out, r, work[i]) < 0)
-			prof_error("report: out of memory for process %u", work[i]->r.pid);
+		copy_sections(out, r, work[i]);
 	}
 }
 
@@ -512,7 +499,7 @@ int cmd_report(int argc, char **argv)
 	struct report r = { .o = &o, .top = o.top_given ? o.top : 10,
 			    .stack_frames = o.findings ? o.frames : 2,
 			    .lock = PTHREAD_MUTEX_INITIALIZER };
-	int totals = o.json || (!o.brief && !o.findings && !one_trace(&o));
+	int totals = o.json || (!o.brief && !o.findings);
 	for (size_t f = 0; families[f] && totals; f++)
 		if (families[f]->json && !(r.totals[f] = family_totals_new(families[f])))
 			r.failed = 1;
@@ -521,7 +508,7 @@ int cmd_report(int argc, char **argv)
 		prof_error("report: no temporary file: %m");
 		rc = 1;
 	} else {
-		rc = cmd_each(&o, report_one, &r) < 0 ? 1 : report_write(&r);
+		rc = cmd_each(&o, &r.count, report_one, &r) < 0 ? 1 : report_write(&r);
 	}
 	for (size_t i = 0; i < r.n; i++) {
 		run_proc_free(&r.parts[i].r);
