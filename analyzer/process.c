@@ -760,14 +760,6 @@ int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
 	return 0;
 }
 
-void process_symbols_release(struct process *p)
-{
-	if (p->sym)
-		sym_free(p->sym);
-	p->sym = NULL;
-	p->sym_modules = 0;
-}
-
 void processes_free(struct process *ps, size_t n)
 {
 	for (size_t i = 0; ps && i < n; i++)
@@ -775,13 +767,17 @@ void processes_free(struct process *ps, size_t n)
 	free(ps);
 }
 
-/* The work a process did: its threads' CPU time, else how long it ran. */
+uint64_t process_cpu_ns(const struct process *p)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		ns += p->threads[i].cpu_ns;
+	return ns;
+}
+
 static uint64_t work_of(const struct process *p)
 {
-	uint64_t cpu = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		cpu += p->threads[i].cpu_ns;
-	return cpu ? cpu : p->end_ns / 1000;
+	return process_work(process_cpu_ns(p), p->end_ns);
 }
 
 static int cmp_work(const void *a, const void *b)

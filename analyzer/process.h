@@ -119,12 +119,17 @@ void processes_reduce_set(int on);
  * sqlite") needs the traces. */
 void processes_need_traces(const char *why);
 void processes_free(struct process *ps, size_t n);
-/* Frees p's symbolizer (its debug information, the bulk of a loaded process), made again on
- * the next lookup: a run of many processes keeps one per worker, not one per process. */
-void process_symbols_release(struct process *p);
-/* The processes, busiest (most CPU time, else longest) first: text reports of runs with many
- * processes (a shell, a launcher) lead with those that did the work. Caller frees the array;
- * NULL when out of memory. */
+/* A process's CPU time: its threads' (those that ended: the others have none). */
+uint64_t process_cpu_ns(const struct process *p);
+/* The work a process did, from its CPU time and its lifetime: the CPU time, else the
+ * lifetime / 1000. */
+static inline uint64_t process_work(uint64_t cpu_ns, uint64_t end_ns)
+{
+	return cpu_ns ? cpu_ns : end_ns / 1000;
+}
+/* The processes, busiest (most work) first: text reports of runs with many processes (a
+ * shell, a launcher) lead with those that did the work. Caller frees the array; NULL when out
+ * of memory. */
 struct process **processes_by_work(struct process *ps, size_t n);
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id);

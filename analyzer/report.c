@@ -354,7 +354,7 @@ static int by_start(const void *a, const void *b)
 
 static uint64_t work_of(const struct part *p)
 {
-	return p->r.cpu_ns ? p->r.cpu_ns : p->r.end_ns / 1000;
+	return process_work(p->r.cpu_ns, p->r.end_ns);
 }
 
 static int by_work(const void *a, const void *b)

@@ -161,14 +161,6 @@ void proc_tree_free(struct proc_tree *tr)
 	memset(tr, 0, sizeof(*tr));
 }
 
-uint64_t process_cpu_ns(const struct process *p)
-{
-	uint64_t ns = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		ns += p->threads[i].cpu_ns;
-	return ns;
-}
-
 /* A node's CPU time (all its threads, all its images) and one of its figures (index k). */
 static uint64_t node_cpu_ns(const struct tree_node *t)
 {

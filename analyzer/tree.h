@@ -47,8 +47,6 @@ struct proc_tree {
 int proc_tree_build(const struct run_proc *ps, size_t n, struct proc_tree *tr);
 void proc_tree_free(struct proc_tree *tr);
 
-/* A process's CPU time: its threads' that ended (tree.c). */
-uint64_t process_cpu_ns(const struct process *p);
 /* A figure's value in its unit, as its key names it ("_ns", "bytes"). */
 const char *figure_fmt(const char *key, uint64_t v, char *buf, size_t len);
 
