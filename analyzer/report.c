@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
@@ -271,6 +272,23 @@ static void sections(FILE *out, const struct report *r, struct process *p)
 	}
 }
 
+/* A spill file, gone when closed: in $TMPDIR, else /tmp (tmpfile() would ignore TMPDIR, and a
+ * report's spill files take as much room as the report). */
+static FILE *spill_new(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/prof-report.XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	unlink(path);
+	FILE *f = fdopen(fd, "w+");
+	if (!f)
+		close(fd);
+	return f;
+}
+
 /* A spill file no other worker writes to, taken: its index, or -1 (no temporary file). */
 static int spill_take(struct report *r)
 {
@@ -279,7 +297,7 @@ static int spill_take(struct report *r)
 	while (i < r->nspills && r->busy[i])
 		i++;
 	if (i == r->nspills) {
-		if (i == SPILLS_MAX || !(r->spills[i] = tmpfile())) {
+		if (i == SPILLS_MAX || !(r->spills[i] = spill_new())) {
 			pthread_mutex_unlock(&r->lock);
 			return -1;
 		}
@@ -503,9 +521,9 @@ int cmd_report(int argc, char **argv)
 	for (size_t f = 0; families[f] && totals; f++)
 		if (families[f]->json && !(r.totals[f] = family_totals_new(families[f])))
 			r.failed = 1;
-	r.nspills = (r.spills[0] = tmpfile()) != NULL;  /* a report needs one at least */
+	r.nspills = (r.spills[0] = spill_new()) != NULL;  /* a report needs one at least */
 	if (!r.nspills) {
-		prof_error("report: no temporary file: %m");
+		prof_error("report: cannot make a temporary file in $TMPDIR, else /tmp: %m");
 		rc = 1;
 	} else {
 		rc = cmd_each(&o, &r.count, report_one, &r) < 0 ? 1 : report_write(&r);
