@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -226,6 +227,16 @@ static int selected(const struct cmd_opts *o, const struct prof_file_header *h, 
 	       (argv0 && (!strcmp(argv0, o->exe) || !strcmp(base_name(argv0), o->exe)));
 }
 
+int cmd_selects(const struct cmd_opts *o, const struct process *p)
+{
+	return selected(o, &p->hdr, p->exe, p->argc ? p->argv[0] : NULL);
+}
+
+void cmd_no_match(void)
+{
+	prof_error("no process matches the --pid and --exe given");
+}
+
 int cmd_inputs(const struct cmd_opts *o, char ***paths, size_t *n)
 {
 	if (inputs_expand(o->traces, o->ntraces, paths, n) < 0)
@@ -272,7 +283,7 @@ static int load_selected(const struct cmd_opts *o, char **paths, size_t npaths,
 	size_t kept = 0;
 	for (size_t i = 0; i < *n; i++) {
 		struct process *p = &(*ps)[i];
-		if (selected(o, &p->hdr, p->exe, p->argc ? p->argv[0] : NULL))
+		if (cmd_selects(o, p))
 			(*ps)[kept++] = *p;
 		else
 			process_free(p);
@@ -280,7 +291,7 @@ static int load_selected(const struct cmd_opts *o, char **paths, size_t npaths,
 	*n = kept;
 	if (kept)
 		return 0;
-	prof_error("no process matches the --pid and --exe given");
+	cmd_no_match();
 	free(*ps);
 	*ps = NULL;
 	return -1;
@@ -325,7 +336,10 @@ FILE *cmd_output(const char *outfile)
 	return out;
 }
 
-int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n)
+/* The paths of one TRACE argument, and the window to load them in (*win, from cmd_opts): "RUN@T"
+ * is RUN up to T. */
+static int arg_inputs(const struct cmd_opts *o, const char *arg, char ***paths, size_t *n,
+		      uint64_t win[2])
 {
 	struct cmd_opts one = *o;
 	char *copy = strdup(arg), *at = copy ? strrchr(copy, '@') : NULL;
@@ -342,41 +356,93 @@ int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps,
 	}
 	one.traces = &copy;
 	one.ntraces = 1;
-	char **paths;
-	int rc = cmd_inputs(&one, &paths, n);
-	if (rc == 0) {
-		process_window_set(one.from_ns, one.to_ns);
-		rc = load_selected(o, paths, *n, ps, n);
-		process_window_set(0, UINT64_MAX);
-		inputs_free(paths);
-	}
+	int rc = cmd_inputs(&one, paths, n);
+	win[0] = one.from_ns;
+	win[1] = one.to_ns;
 	free(copy);
+	return rc;
+}
+
+/* The paths of every TRACE argument and their window: one argument may be RUN@T. */
+static int all_inputs(const struct cmd_opts *o, char ***paths, size_t *n, uint64_t win[2])
+{
+	if (o->ntraces == 1)
+		return arg_inputs(o, o->traces[0], paths, n, win);
+	win[0] = o->from_ns;
+	win[1] = o->to_ns;
+	return cmd_inputs(o, paths, n);
+}
+
+int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n)
+{
+	char **paths;
+	uint64_t win[2];
+	if (arg_inputs(o, arg, &paths, n, win) < 0)
+		return -1;
+	process_window_set(win[0], win[1]);
+	int rc = load_selected(o, paths, *n, ps, n);
+	process_window_set(0, UINT64_MAX);
+	inputs_free(paths);
 	return rc;
 }
 
 int cmd_open(struct cmd_io *io, const struct cmd_opts *o)
 {
+	*io = (struct cmd_io){ .out = stdout, .outfile = o->outfile };
 	char **paths;
-	const char *outfile = o->outfile;
-	*io = (struct cmd_io){ .out = stdout, .outfile = outfile };
-	int loaded;
-	if (o->ntraces == 1) {  /* which may be RUN@T */
-		loaded = cmd_load_arg(o, o->traces[0], &io->ps, &io->n);
-	} else {
-		if (cmd_inputs(o, &paths, &io->n) < 0)
-			return -1;
-		process_window_set(o->from_ns, o->to_ns);
-		loaded = load_selected(o, paths, io->n, &io->ps, &io->n);
-		process_window_set(0, UINT64_MAX);
-		inputs_free(paths);
-	}
+	uint64_t win[2];
+	if (all_inputs(o, &paths, &io->n, win) < 0)
+		return -1;
+	process_window_set(win[0], win[1]);
+	int loaded = load_selected(o, paths, io->n, &io->ps, &io->n);
+	process_window_set(0, UINT64_MAX);
+	inputs_free(paths);
 	if (loaded < 0)
 		return -1;
-	if (!(io->out = cmd_output(outfile))) {
+	if (!(io->out = cmd_output(o->outfile))) {
 		processes_free(io->ps, io->n);
 		return -1;
 	}
 	return 0;
+}
+
+/* cmd_each(): the processes --pid and --exe select go on to fn, the others are freed. */
+struct each_selected {
+	const struct cmd_opts *o;
+	void (*fn)(void *ctx, struct process *p, size_t at);
+	void *ctx;
+	_Atomic size_t kept;
+};
+
+static void each_selected(void *ctx, struct process *p, size_t at)
+{
+	struct each_selected *c = ctx;
+	if (!cmd_selects(c->o, p)) {
+		process_free(p);
+		return;
+	}
+	c->kept++;
+	c->fn(c->ctx, p, at);
+}
+
+int cmd_each(const struct cmd_opts *o, size_t *count,
+	     void (*fn)(void *ctx, struct process *p, size_t at), void *ctx)
+{
+	char **paths;
+	size_t n;
+	uint64_t win[2];
+	if (all_inputs(o, &paths, &n, win) < 0)
+		return -1;
+	struct each_selected c = { o, fn, ctx, 0 };
+	process_window_set(win[0], win[1]);
+	int rc = processes_each(paths, n, count, each_selected, &c);
+	process_window_set(0, UINT64_MAX);
+	inputs_free(paths);
+	if (rc == 0 && !c.kept && (o->pid || o->exe)) {
+		cmd_no_match();
+		rc = -1;
+	}
+	return rc;
 }
 
 void cmd_write_json(struct cmd_io *io, json_t *processes)

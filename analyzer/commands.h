@@ -21,13 +21,17 @@ int cmd_pack(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 
-/* prof report's totals over a run (diff.c, whose tables they are): family f's integers added
- * up over ps[0..n), and the rows of each list it compares (family_diff) merged by key, the
- * largest first, at most top of them. */
+/* prof report's totals over a run (diff.c, whose tables they are), made a process at a time:
+ * family f's integers added up, and the rows of each list it compares (family_diff) merged by
+ * key; shown (once: json and print consume them) the largest first, at most top of them.
+ * family_totals_add() may run on several threads at once. new: NULL when out of memory. */
 struct family;
-json_t *family_totals_json(struct process *ps, size_t n, const struct family *f, size_t top);
-void family_totals_print(FILE *out, struct process *ps, size_t n, const struct family *f,
-			 size_t top);
+struct family_totals;
+struct family_totals *family_totals_new(const struct family *f);
+void family_totals_add(struct family_totals *t, struct process *p);
+json_t *family_totals_json(struct family_totals *t, size_t top);
+void family_totals_print(FILE *out, struct family_totals *t, size_t top);
+void family_totals_free(struct family_totals *t);
 
 /* Expands TRACE arguments: a file stays as it is, a directory gives the *.trace files in it
  * (sorted), or its *.sum files when it has no trace. Returns 0 and a NULL-terminated malloc'd array in *out, or prints a one-line error
@@ -99,6 +103,15 @@ void cmd_write_json(struct cmd_io *io, json_t *processes);
  * "RUN@T" is RUN as it stood at time T (everything up to T since each process started).
  * 0, or -1 after a message. */
 int cmd_load_arg(const struct cmd_opts *o, const char *arg, struct process **ps, size_t *n);
+/* The processes cmd_open() would load, handed to fn one at a time as processes_each() does
+ * (fn takes each; none is kept here; *count: how many there may be, before --pid and --exe
+ * select among a summary's): memory bounded by one process per worker, and what fn keeps.
+ * 0, or -1 after a message. */
+int cmd_each(const struct cmd_opts *o, size_t *count,
+	     void (*fn)(void *ctx, struct process *p, size_t at), void *ctx);
+/* Whether p is a process that --pid and --exe select; the message when none is. */
+int cmd_selects(const struct cmd_opts *o, const struct process *p);
+void cmd_no_match(void);
 /* A duration: "10s", "2.5s", "250ms", "40us", "100ns", "2m", "1h"; a bare number is
  * seconds. Returns -1 when it is none. */
 int cmd_parse_time(const char *s, uint64_t *ns);

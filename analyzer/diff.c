@@ -236,27 +236,39 @@ static json_t *table_json(const char *family, const char *title, const char *met
 
 /* ---- totals over one run (prof report) ------------------------------------------------------ */
 
-/* The rows of a family's totals and of each of its lists, made per process on one worker per
- * core: the costly part (every site, its stack symbolized) runs in parallel, and each
- * process's rows are added into the run's tables (rows of one key merged now and then) as soon
- * as they are out of its JSON, which is freed at once: memory follows the run's distinct rows,
- * not the sum of every process's. tabs[k]: the totals (k = 0) or list k - 1. */
-struct per_process {
-	struct process *ps;
+/* The rows of a family's totals and of each of its lists, added a process at a time (by the
+ * worker that loaded it, so the costly part, every site with its stack symbolized, runs in
+ * parallel): each process's rows go into the run's tables (rows of one key merged now and
+ * then) as soon as they are out of its JSON, which is freed at once: memory follows the run's
+ * distinct rows, not the sum of every process's. tabs[k]: the totals (k = 0) or list k - 1. */
+struct family_totals {
 	const struct family *f;
 	struct table *tabs;
 	size_t *settled;  /* rows of tabs[k] when it was last settled */
-	size_t n;
 	pthread_mutex_t lock;
 };
 
-static void rows_one(void *ctx, size_t i)
+struct family_totals *family_totals_new(const struct family *f)
 {
-	struct per_process *c = ctx;
-	if (!c->f->has_data(&c->ps[i]))
+	struct family_totals *c = malloc(sizeof(*c));
+	if (!c)
+		return NULL;
+	*c = (struct family_totals){ f, calloc(1 + f->ndiffs, sizeof(struct table)),
+				     calloc(1 + f->ndiffs, sizeof(size_t)),
+				     PTHREAD_MUTEX_INITIALIZER };
+	if (!c->tabs || !c->settled) {
+		family_totals_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void family_totals_add(struct family_totals *c, struct process *p)
+{
+	if (!c->f->has_data(p))
 		return;
 	stack_json_limit(STACK_KEY_FRAMES);  /* all the rows' keys read of a stack */
-	json_t *j = c->f->json(&c->ps[i], SIZE_MAX);
+	json_t *j = c->f->json(p, SIZE_MAX);
 	stack_json_limit(0);
 	for (size_t k = 0; k <= c->f->ndiffs; k++) {
 		struct table mine = { 0 };
@@ -273,34 +285,22 @@ static void rows_one(void *ctx, size_t i)
 		free(mine.rows);
 	}
 	json_decref(j);
-	process_symbols_release(&c->ps[i]);
 }
 
-static int rows_make(struct per_process *c, struct process *ps, size_t n, const struct family *f)
+void family_totals_free(struct family_totals *c)
 {
-	*c = (struct per_process){ ps, f, calloc(1 + f->ndiffs, sizeof(struct table)),
-				   calloc(1 + f->ndiffs, sizeof(size_t)), n,
-				   PTHREAD_MUTEX_INITIALIZER };
-	if (!c->tabs || !c->settled) {
-		free(c->tabs);
-		free(c->settled);
-		return -1;
-	}
-	process_parallel(n, rows_one, c);
-	return 0;
-}
-
-static void rows_free(struct per_process *c)
-{
-	for (size_t k = 0; k <= c->f->ndiffs; k++)
+	if (!c)
+		return;
+	for (size_t k = 0; c->tabs && k <= c->f->ndiffs; k++)
 		table_free(&c->tabs[k]);
 	free(c->tabs);
 	free(c->settled);
+	free(c);
 }
 
 /* The run as the NEW side against nothing: every row's change is its value. Totals (d: 0)
  * leave out what the family says does not add up. k: 0 totals, else list k - 1. */
-static int fill_one(struct table *t, struct per_process *c, size_t k)
+static int fill_one(struct table *t, struct family_totals *c, size_t k)
 {
 	struct table *from = &c->tabs[k];
 	for (size_t r = 0; r < from->n; r++) {
@@ -325,14 +325,12 @@ static int fill_one(struct table *t, struct per_process *c, size_t k)
 	return 0;
 }
 
-json_t *family_totals_json(struct process *ps, size_t n, const struct family *f, size_t top)
+json_t *family_totals_json(struct family_totals *c, size_t top)
 {
 	json_t *o = json_object(), *lists = json_array();
-	struct per_process c;
-	if (rows_make(&c, ps, n, f) < 0)
-		return o;
+	const struct family *f = c->f;
 	struct table t = { 0 };
-	if (fill_one(&t, &c, 0) == 0)
+	if (fill_one(&t, c, 0) == 0)
 		for (size_t i = 0; i < t.n; i++)
 			json_object_set_new(o, t.rows[i].key, json_integer(t.rows[i].v[1]));
 	table_free(&t);
@@ -340,7 +338,7 @@ json_t *family_totals_json(struct process *ps, size_t n, const struct family *f,
 		const struct family_diff *d = &f->diffs[k];
 		struct table l = { 0 };
 		json_t *rows = json_array();
-		if (fill_one(&l, &c, k + 1) == 0)
+		if (fill_one(&l, c, k + 1) == 0)
 			for (size_t i = 0; i < l.n && i < top; i++)
 				json_array_append_new(rows, json_pack("{s:o,s:I}", "key",
 					jstr(l.rows[i].key), "value", (json_int_t)l.rows[i].v[1]));
@@ -348,22 +346,17 @@ json_t *family_totals_json(struct process *ps, size_t n, const struct family *f,
 						       "metric", d->metric, "rows", rows));
 		table_free(&l);
 	}
-	rows_free(&c);
 	json_object_set_new(o, "lists", lists);
 	return o;
 }
 
-void family_totals_print(FILE *out, struct process *ps, size_t n, const struct family *f,
-			 size_t top)
+void family_totals_print(FILE *out, struct family_totals *c, size_t top)
 {
 	char a[48], arg[1024];
-	struct per_process c;
+	const struct family *f = c->f;
 	struct table t = { 0 };
-	if (rows_make(&c, ps, n, f) < 0)
-		return;
-	if (fill_one(&t, &c, 0) < 0 || !t.n) {
+	if (fill_one(&t, c, 0) < 0 || !t.n) {
 		table_free(&t);
-		rows_free(&c);
 		return;
 	}
 	fprintf(out, "\n%s-- %s, all processes%s\n  ", fmt_sgr(SGR_BOLD), f->name, fmt_sgr(NULL));
@@ -374,7 +367,7 @@ void family_totals_print(FILE *out, struct process *ps, size_t n, const struct f
 	for (size_t k = 0; k < f->ndiffs; k++) {
 		const struct family_diff *d = &f->diffs[k];
 		struct table l = { 0 };
-		if (fill_one(&l, &c, k + 1) == 0 && l.n) {
+		if (fill_one(&l, c, k + 1) == 0 && l.n) {
 			fprintf(out, "   %s:\n", d->title);
 			for (size_t i = 0; i < l.n && i < top; i++)
 				fprintf(out, "   %12s  %s\n", fmt_value(d->metric, l.rows[i].v[1], 0, a,
@@ -384,7 +377,6 @@ void family_totals_print(FILE *out, struct process *ps, size_t n, const struct f
 		}
 		table_free(&l);
 	}
-	rows_free(&c);
 }
 
 static const struct cmd_spec diff_spec = {

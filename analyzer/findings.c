@@ -25,12 +25,19 @@
 				    * are left out: their reads wait for the other end) */
 #define FIND_GPU_BUSY 0.50         /* GPU busy < 50% of the lifetime while CUDA calls took more */
 
-static int add(struct findings *f, struct process *p, const char *kind, uint32_t stack,
+/* What the rules add to: the findings, and how the stacks are shown in text. */
+struct rules {
+	struct findings *f;
+	int frames;
+};
+
+static int add(struct rules *r, struct process *p, const char *kind, uint32_t stack,
 	       json_t *evidence, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
-static int add(struct findings *f, struct process *p, const char *kind, uint32_t stack,
+static int add(struct rules *r, struct process *p, const char *kind, uint32_t stack,
 	       json_t *evidence, const char *fmt, ...)
 {
+	struct findings *f = r->f;
 	struct finding *v = realloc(f->v, (f->n + 1) * sizeof(*v));
 	if (!v) {
 		json_decref(evidence);
@@ -40,7 +47,14 @@ static int add(struct findings *f, struct process *p, const char *kind, uint32_t
 	if (!evidence)
 		evidence = json_object();
 	struct finding *x = &f->v[f->n++];
-	*x = (struct finding){ .p = p, .kind = kind, .stack = stack, .evidence = evidence };
+	*x = (struct finding){ .pid = p->hdr.pid, .kind = kind, .evidence = evidence,
+			       .stack = stack ? stack_json(p, stack) : json_array() };
+	size_t len;
+	FILE *text = stack ? open_memstream(&x->stack_text, &len) : NULL;
+	if (text) {
+		stack_print(text, p, stack, r->frames, "       ");
+		fclose(text);
+	}
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(x->summary, sizeof(x->summary), fmt, ap);
@@ -59,7 +73,7 @@ static uint64_t thread_life(const struct process *p, const struct thread_info *t
 	return end > t->start_ns ? end - t->start_ns : 0;
 }
 
-static void lock_rules(struct findings *f, struct process *p)
+static void lock_rules(struct rules *f, struct process *p)
 {
 	if (!locks_has_data(p))
 		return;
@@ -107,7 +121,7 @@ static void lock_rules(struct findings *f, struct process *p)
 	    fmt_ns(worst->lock_wait_ns, a, sizeof(a)), fmt_ns(worst->cond_wait_ns, b, sizeof(b)));
 }
 
-static void heap_rules(struct findings *f, struct process *p)
+static void heap_rules(struct rules *f, struct process *p)
 {
 	if (!(p->hdr.events & PROF_EV_ALLOC))
 		return;
@@ -142,7 +156,7 @@ static void heap_rules(struct findings *f, struct process *p)
 	free(v);
 }
 
-static void io_rules(struct findings *f, struct process *p)
+static void io_rules(struct rules *f, struct process *p)
 {
 	const struct io_stats *s = io_of(p);
 	if (!s || !s->nfiles)
@@ -182,7 +196,7 @@ static void io_rules(struct findings *f, struct process *p)
 	    fmt_ns(p99, b, sizeof(b)), fmt_ns(p50, c, sizeof(c)));
 }
 
-static void cuda_rules(struct findings *f, struct process *p)
+static void cuda_rules(struct rules *f, struct process *p)
 {
 	const struct cuda_stats *c = cuda_of(p);
 	if (!c || !c->nkernels)
@@ -201,27 +215,52 @@ static void cuda_rules(struct findings *f, struct process *p)
 	    100 * share(busy, p->end_ns), fmt_ns(c->api_ns, a, sizeof(a)), fmt_ns(busy, b, sizeof(b)));
 }
 
+int findings_of(struct findings *f, struct process *p, int frames)
+{
+	struct rules r = { f, frames };
+	heap_rules(&r, p);
+	lock_rules(&r, p);
+	io_rules(&r, p);
+	cuda_rules(&r, p);
+	return 0;
+}
+
 int findings_collect(struct findings *f, struct process *ps, size_t n)
 {
 	*f = (struct findings){ 0 };
 	struct process **order = processes_by_work(ps, n);
 	if (!order)
 		return -1;
-	for (size_t i = 0; i < n; i++) {
-		heap_rules(f, order[i]);
-		lock_rules(f, order[i]);
-		io_rules(f, order[i]);
-		cuda_rules(f, order[i]);
-	}
+	for (size_t i = 0; i < n; i++)
+		findings_of(f, order[i], 2);
 	free(order);
+	return 0;
+}
+
+int findings_take(struct findings *to, struct findings *from)
+{
+	if (!from->n)
+		return 0;
+	struct finding *v = realloc(to->v, (to->n + from->n) * sizeof(*v));
+	if (!v)
+		return -1;
+	memcpy(v + to->n, from->v, from->n * sizeof(*v));
+	to->v = v;
+	to->n += from->n;
+	free(from->v);
+	*from = (struct findings){ 0 };
 	return 0;
 }
 
 void findings_free(struct findings *f)
 {
-	for (size_t i = 0; i < f->n; i++)
+	for (size_t i = 0; i < f->n; i++) {
 		json_decref(f->v[i].evidence);
+		json_decref(f->v[i].stack);
+		free(f->v[i].stack_text);
+	}
 	free(f->v);
+	*f = (struct findings){ 0 };
 }
 
 json_t *findings_json(const struct findings *f)
@@ -229,15 +268,14 @@ json_t *findings_json(const struct findings *f)
 	json_t *arr = json_array();
 	for (size_t i = 0; i < f->n; i++) {
 		const struct finding *x = &f->v[i];
-		json_array_append_new(arr, json_pack("{s:s,s:I,s:s,s:O,s:o}", "kind", x->kind,
-			"process", (json_int_t)x->p->hdr.pid, "summary", x->summary,
-			"evidence", x->evidence,
-			"stack", x->stack ? stack_json(x->p, x->stack) : json_array()));
+		json_array_append_new(arr, json_pack("{s:s,s:I,s:s,s:O,s:O}", "kind", x->kind,
+			"process", (json_int_t)x->pid, "summary", x->summary,
+			"evidence", x->evidence, "stack", x->stack));
 	}
 	return arr;
 }
 
-void findings_print(FILE *out, const struct findings *f, size_t nprocs, int frames, size_t max)
+void findings_print(FILE *out, const struct findings *f, size_t nprocs, size_t max)
 {
 	fprintf(out, "-- Findings\n");
 	if (!f->n)
@@ -250,10 +288,10 @@ void findings_print(FILE *out, const struct findings *f, size_t nprocs, int fram
 		const struct finding *x = &f->v[i];
 		fprintf(out, "%2zu. [%s]", i + 1, x->kind);
 		if (nprocs > 1)
-			fprintf(out, " pid %u:", x->p->hdr.pid);
+			fprintf(out, " pid %u:", x->pid);
 		fprintf(out, " %s\n", x->summary);
-		if (x->stack)
-			stack_print(out, x->p, x->stack, frames, "       ");
+		if (x->stack_text)
+			fputs(x->stack_text, out);
 	}
 	fputc('\n', out);
 }

@@ -588,111 +588,176 @@ void processes_need_traces(const char *why)
 	traces_only = why;
 }
 
-/* What one path gave: a trace's process, or a summary's. */
-struct loaded {
+/* What processes_each() loads at a time: a trace, or one process of a summary (bytes [from, to)
+ * of the file), so that the processes of a large summary are spread over the workers too. What
+ * it left behind: an error (the first one, in the order of the units, is reported) and the
+ * warnings of its processes, told once every unit was tried. */
+struct unit {
+	size_t at;             /* the index of its path */
+	int summary;
+	uint64_t from, to;
+	char err[512];
+	char **warn;
+	size_t nwarn;
+};
+
+struct each_ctx {
+	char **paths;
+	struct unit *units;
+	void (*fn)(void *ctx, struct process *p, size_t at);
+	void *ctx;
+};
+
+static void warn_truncated(struct unit *u, const struct process *p)
+{
+	char *w = NULL, **v = realloc(u->warn, (u->nwarn + 1) * sizeof(*v));
+	if (v)
+		u->warn = v;
+	if (v && asprintf(&w, "warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
+			  "reporting what it holds", p->path, p->cut_bytes) >= 0)
+		v[u->nwarn++] = w;
+}
+
+static void each_one(void *ctx, size_t i)
+{
+	struct each_ctx *c = ctx;
+	struct unit *u = &c->units[i];
+	const char *path = c->paths[u->at];
+	struct process *ps = NULL;
+	size_t n = 0, cap = 0;
+	if (u->err[0])
+		return;  /* refused before it was read */
+	if (u->summary) {
+		summary_load_piece(path, u->from, u->to, &ps, &n, &cap, u->err, sizeof(u->err));
+	} else if (!(ps = calloc(1, sizeof(*ps)))) {
+		snprintf(u->err, sizeof(u->err), "out of memory");
+	} else if (process_load(path, ps, u->err, sizeof(u->err)) < 0) {
+		process_free(ps);
+	} else {
+		n = 1;
+		/* Only what the reports read stays: the symbolizer, live blocks and the like go
+		 * before this worker takes the next trace. */
+		const char *env = getenv("PROF_REDUCE");
+		int on = reduce && !(env && !strcmp(env, "0"));
+		if (on && summary_reduce(ps, u->err, sizeof(u->err)) < 0) {
+			process_free(ps);
+			n = 0;
+		}
+	}
+	for (size_t k = 0; k < n; k++) {
+		if (ps[k].cut_bytes)
+			warn_truncated(u, &ps[k]);
+		c->fn(c->ctx, &ps[k], u->at);
+	}
+	free(ps);
+}
+
+/* The units of paths: a trace is one, a summary one per process in it. */
+static struct unit *units_of(char **paths, size_t n, size_t *nunits)
+{
+	struct unit *v = NULL;
+	size_t cap = 0;
+	*nunits = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct unit u = { .at = i, .summary = summary_is(paths[i]) };
+		uint64_t *starts = NULL;
+		size_t pieces = 1;
+		if (!u.summary)
+			;
+		else if (traces_only)
+			snprintf(u.err, sizeof(u.err), "%s: a summary (prof summarize): %s needs "
+				 "the traces", paths[i], traces_only);
+		else if (window_from != 0 || window_to != UINT64_MAX)
+			snprintf(u.err, sizeof(u.err), "%s: a summary holds whole runs: a time "
+				 "window (--from, --to, RUN@T) needs the traces", paths[i]);
+		else if (summary_pieces(paths[i], &starts, &pieces, u.err, sizeof(u.err)) < 0)
+			pieces = 1;
+		for (size_t k = 0; k < pieces; k++) {
+			if (*nunits == cap && grow_array((void **)&v, &cap, sizeof(*v)) < 0) {
+				free(starts);
+				free(v);
+				return NULL;
+			}
+			v[*nunits] = u;
+			if (starts) {
+				v[*nunits].from = starts[k];
+				v[*nunits].to = k + 1 < pieces ? starts[k + 1] : UINT64_MAX;
+			}
+			(*nunits)++;
+		}
+		free(starts);
+	}
+	return v;
+}
+
+int processes_each(char **paths, size_t n, size_t *count,
+		   void (*fn)(void *ctx, struct process *p, size_t at), void *ctx)
+{
+	size_t nunits;
+	struct unit *units = units_of(paths, n, &nunits);
+	if (!units) {
+		prof_error("out of memory");
+		return -1;
+	}
+	if (count)
+		*count = nunits;  /* a unit is one process (but a damaged one: an error) */
+	struct each_ctx c = { paths, units, fn, ctx };
+	process_parallel(nunits, each_one, &c);
+	int rc = 0;
+	for (size_t i = 0; i < nunits; i++) {
+		if (units[i].err[0] && rc == 0) {
+			prof_error("%s", units[i].err);
+			rc = -1;
+		}
+		for (size_t k = 0; k < units[i].nwarn; k++) {
+			if (rc == 0)
+				prof_error("%s", units[i].warn[k]);
+			free(units[i].warn[k]);
+		}
+		free(units[i].warn);
+	}
+	free(units);
+	return rc;
+}
+
+/* processes_load(): every process kept in one list (in the order they came: sorted after). */
+struct kept {
 	struct process *ps;
 	size_t n, cap;
-	char err[512];
+	int oom;
+	pthread_mutex_t lock;
 };
 
-struct load_ctx {
-	char **paths;
-	struct loaded *got;
-};
-
-static void load_one(void *ctx, size_t i)
+static void keep_one(void *ctx, struct process *p, size_t at)
 {
-	struct load_ctx *c = ctx;
-	struct loaded *l = &c->got[i];
-	l->err[0] = '\0';
-	if (summary_is(c->paths[i])) {
-		if (traces_only)
-			snprintf(l->err, sizeof(l->err), "%s: a summary (prof summarize): %s needs "
-				 "the traces", c->paths[i], traces_only);
-		else if (window_from != 0 || window_to != UINT64_MAX)
-			snprintf(l->err, sizeof(l->err), "%s: a summary holds whole runs: a time "
-				 "window (--from, --to, RUN@T) needs the traces", c->paths[i]);
-		else
-			summary_load(c->paths[i], &l->ps, &l->n, &l->cap, l->err, sizeof(l->err));
-		return;
+	struct kept *k = ctx;
+	(void)at;
+	pthread_mutex_lock(&k->lock);
+	if (k->n < k->cap || grow_array((void **)&k->ps, &k->cap, sizeof(*k->ps)) == 0) {
+		k->ps[k->n++] = *p;
+	} else {
+		process_free(p);
+		k->oom = 1;
 	}
-	if (!(l->ps = calloc(1, sizeof(*l->ps)))) {
-		snprintf(l->err, sizeof(l->err), "out of memory");
-		return;
-	}
-	l->n = l->cap = 1;
-	if (process_load(c->paths[i], l->ps, l->err, sizeof(l->err)) < 0) {
-		processes_free(l->ps, 1);
-		l->ps = NULL;
-		l->n = 0;
-		return;
-	}
-	/* Only what the reports read stays: the symbolizer, live blocks and the like go
-	 * before this worker takes the next trace. */
-	const char *env = getenv("PROF_REDUCE");
-	int on = reduce && !(env && !strcmp(env, "0"));
-	if (on && summary_reduce(l->ps, l->err, sizeof(l->err)) < 0) {
-		processes_free(l->ps, 1);
-		l->ps = NULL;
-		l->n = 0;
-	}
+	pthread_mutex_unlock(&k->lock);
 }
 
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout)
 {
-	struct loaded *got = calloc(n ? n : 1, sizeof(*got));
-	if (!got) {
-		prof_error("out of memory");
-		return -1;
-	}
-	struct load_ctx ctx = { paths, got };
-	process_parallel(n, load_one, &ctx);
-	int rc = 0;
-	size_t total = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (got[i].err[0] && rc == 0) {
-			prof_error("%s", got[i].err);
-			rc = -1;
-		}
-		total += got[i].n;
-		for (size_t k = 0; rc == 0 && k < got[i].n; k++)
-			if (got[i].ps[k].cut_bytes)
-				prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its "
-					   "end); reporting what it holds", got[i].ps[k].path,
-					   got[i].ps[k].cut_bytes);
-	}
-	struct process *ps = rc == 0 ? calloc(total ? total : 1, sizeof(*ps)) : NULL;
-	if (rc == 0 && !ps) {
+	struct kept k = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	int rc = processes_each(paths, n, NULL, keep_one, &k);
+	if (rc == 0 && k.oom) {
 		prof_error("out of memory");
 		rc = -1;
 	}
-	size_t at = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (ps)
-			memcpy(ps + at, got[i].ps, got[i].n * sizeof(*ps));
-		else
-			for (size_t k = 0; k < got[i].n; k++)
-				process_free(&got[i].ps[k]);
-		at += got[i].n;
-		free(got[i].ps);
-	}
-	free(got);
 	if (rc < 0) {
-		free(ps);
+		processes_free(k.ps, k.n);
 		return -1;
 	}
-	qsort(ps, total, sizeof(*ps), cmp_start);  /* in the order they started */
-	*out = ps;
-	*nout = total;
+	qsort(k.ps, k.n, sizeof(*k.ps), cmp_start);  /* in the order they started */
+	*out = k.ps;
+	*nout = k.n;
 	return 0;
-}
-
-void process_symbols_release(struct process *p)
-{
-	if (p->sym)
-		sym_free(p->sym);
-	p->sym = NULL;
-	p->sym_modules = 0;
 }
 
 void processes_free(struct process *ps, size_t n)
@@ -702,13 +767,17 @@ void processes_free(struct process *ps, size_t n)
 	free(ps);
 }
 
-/* The work a process did: its threads' CPU time, else how long it ran. */
+uint64_t process_cpu_ns(const struct process *p)
+{
+	uint64_t ns = 0;
+	for (size_t i = 0; i < p->nthreads; i++)
+		ns += p->threads[i].cpu_ns;
+	return ns;
+}
+
 static uint64_t work_of(const struct process *p)
 {
-	uint64_t cpu = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		cpu += p->threads[i].cpu_ns;
-	return cpu ? cpu : p->end_ns / 1000;
+	return process_work(process_cpu_ns(p), p->end_ns);
 }
 
 static int cmp_work(const void *a, const void *b)

@@ -105,17 +105,31 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
  * one trace per worker), unless processes_reduce_set(0) was called (commands that read the
  * records again: the sqlite export). */
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout);
+/* The same, one process at a time: fn(ctx, p, at) on the worker that loaded p, from the path
+ * paths[at], as soon as it is loaded (and reduced); fn takes what p holds (process_free() it,
+ * or keep a copy of the struct). Memory: one process per worker, and what fn keeps. *count
+ * (unless count is NULL) is set before the first call: how many processes the paths hold (a
+ * trace one, a summary those in it), for fn to know whether it sees one process or a run.
+ * The errors and warnings of processes_load(), once every path was tried: 0, or -1 after the
+ * message. */
+int processes_each(char **paths, size_t n, size_t *count,
+		   void (*fn)(void *ctx, struct process *p, size_t at), void *ctx);
 void processes_reduce_set(int on);
 /* Summaries refused from now on, with a message saying that `why` ("prof export --format
  * sqlite") needs the traces. */
 void processes_need_traces(const char *why);
 void processes_free(struct process *ps, size_t n);
-/* Frees p's symbolizer (its debug information, the bulk of a loaded process), made again on
- * the next lookup: a run of many processes keeps one per worker, not one per process. */
-void process_symbols_release(struct process *p);
-/* The processes, busiest (most CPU time, else longest) first: text reports of runs with many
- * processes (a shell, a launcher) lead with those that did the work. Caller frees the array;
- * NULL when out of memory. */
+/* A process's CPU time: its threads' (those that ended: the others have none). */
+uint64_t process_cpu_ns(const struct process *p);
+/* The work a process did, from its CPU time and its lifetime: the CPU time, else the
+ * lifetime / 1000. */
+static inline uint64_t process_work(uint64_t cpu_ns, uint64_t end_ns)
+{
+	return cpu_ns ? cpu_ns : end_ns / 1000;
+}
+/* The processes, busiest (most work) first: text reports of runs with many processes (a
+ * shell, a launcher) lead with those that did the work. Caller frees the array; NULL when out
+ * of memory. */
 struct process **processes_by_work(struct process *ps, size_t n);
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id);

@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FIGURES_MAX 16
-
 struct rank_row {
 	int32_t rank;
 	size_t processes;
@@ -20,27 +18,16 @@ struct rank_row {
 	uint64_t fig[FIGURES_MAX];
 };
 
-/* Figures of every family, in families[] order: fn(ctx, family, figure, index). */
-static size_t figures_each(void (*fn)(void *, const struct family *, const struct family_figure *,
-				       size_t), void *ctx)
-{
-	size_t k = 0;
-	for (size_t f = 0; families[f]; f++)
-		for (size_t g = 0; g < families[f]->nfigures && k < FIGURES_MAX; g++, k++)
-			if (fn)
-				fn(ctx, families[f], &families[f]->figures[g], k);
-	return k;
-}
-
 struct fill_ctx {
 	struct rank_row *row;
-	struct process *p;
+	const struct run_proc *p;
 };
 
 static void fill_figure(void *ctx, const struct family *f, const struct family_figure *g, size_t k)
 {
 	struct fill_ctx *c = ctx;
-	uint64_t v = f->has_data(c->p) ? g->get(c->p) : 0;
+	uint64_t v = c->p->fig[k];
+	(void)f;
 	c->row->fig[k] = g->peak ? (v > c->row->fig[k] ? v : c->row->fig[k]) : c->row->fig[k] + v;
 	if (g->wait)
 		c->row->wait_ns += v;
@@ -53,21 +40,21 @@ static int by_rank(const void *a, const void *b)
 }
 
 /* The rows, by rank; *nrows 0 (and NULL) when no process has a rank or out of memory. */
-static struct rank_row *rank_rows(struct process *ps, size_t n, size_t *nrows)
+static struct rank_row *rank_rows(const struct run_proc *ps, size_t n, size_t *nrows)
 {
 	struct rank_row *rows = calloc(n ? n : 1, sizeof(*rows));
 	*nrows = 0;
 	if (!rows)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
-		struct process *p = &ps[i];
-		if (p->hdr.rank < 0)
+		const struct run_proc *p = &ps[i];
+		if (p->rank < 0)
 			continue;
 		size_t r = 0;
-		while (r < *nrows && rows[r].rank != p->hdr.rank)
+		while (r < *nrows && rows[r].rank != p->rank)
 			r++;
 		if (r == *nrows) {
-			rows[r].rank = p->hdr.rank;
+			rows[r].rank = p->rank;
 			rows[r].host = p->host;
 			(*nrows)++;
 		}
@@ -77,7 +64,7 @@ static struct rank_row *rank_rows(struct process *ps, size_t n, size_t *nrows)
 		row->processes++;
 		if (p->end_ns > row->wall_ns)
 			row->wall_ns = p->end_ns;
-		row->cpu_ns += process_cpu_ns(p);
+		row->cpu_ns += p->cpu_ns;
 		struct fill_ctx c = { row, p };
 		figures_each(fill_figure, &c);
 	}
@@ -145,7 +132,7 @@ static void print_value(void *ctx, const struct family *f, const struct family_f
 		fprintf(c->out, " %12s", figure_fmt(g->key, c->row->fig[k], a, sizeof(a)));
 }
 
-void ranks_print(FILE *out, struct process *ps, size_t n)
+void ranks_print(FILE *out, const struct run_proc *ps, size_t n)
 {
 	size_t nr;
 	struct rank_row *rows = rank_rows(ps, n, &nr);
@@ -197,7 +184,7 @@ static void json_value(void *ctx, const struct family *f, const struct family_fi
 	json_object_set_new(c->o, g->key, json_integer((json_int_t)c->row->fig[k]));
 }
 
-json_t *ranks_json(struct process *ps, size_t n)
+json_t *ranks_json(const struct run_proc *ps, size_t n)
 {
 	size_t nr;
 	struct rank_row *rows = rank_rows(ps, n, &nr);

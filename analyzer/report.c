@@ -10,9 +10,11 @@
 
 #include <inttypes.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
@@ -165,54 +167,285 @@ static void print_brief(FILE *out, struct process *p)
 
 /* ---- a run of several processes: its tree and its totals ----------------------------------- */
 
-static json_t *totals_json(struct process *ps, size_t n, size_t top)
-{
-	json_t *o = json_object();
-	for (size_t f = 0; families[f]; f++)
-		if (families[f]->json)
-			json_object_set_new(o, families[f]->json_key,
-					    family_totals_json(ps, n, families[f], top));
-	return o;
-}
-
-static void print_run(FILE *out, struct process *ps, size_t n, size_t top)
+static void print_run(FILE *out, const struct run_proc *rp, size_t n,
+		      struct family_totals *const *totals, size_t top)
 {
 	struct proc_tree tr;
-	if (proc_tree_build(ps, n, &tr) == 0) {
+	if (proc_tree_build(rp, n, &tr) == 0) {
 		proc_tree_print(out, &tr);
 		proc_tree_free(&tr);
 	}
 	fputc('\n', out);
-	ranks_print(out, ps, n);
+	ranks_print(out, rp, n);
 	for (size_t f = 0; families[f]; f++)
-		if (families[f]->json)
-			family_totals_print(out, ps, n, families[f], top);
+		if (totals[f])
+			family_totals_print(out, totals[f], top);
 	fputc('\n', out);
 }
 
-/* Each process's sections, written into memory by one worker per core, then printed in
- * order; its symbolizer freed as soon as it is done with. */
-struct render {
-	struct process **order;
-	char **bufs;
-	size_t *lens, top;
-	int frames;
+/* ---- one process at a time --------------------------------------------------------------- */
+
+/* The report is made as the processes are loaded, one worker per core, each process freed as
+ * soon as its part is done: memory holds a loaded process per worker, not the run. What stays
+ * of a process is its part: what the run's tree and ranks read, its findings, and its own
+ * sections (text, or its JSON object), written to a spill file, to be copied out in order at
+ * the end. A worker writes into a spill file no other one is writing to (made when all are
+ * taken): no lock held while it writes, no copy of the sections in memory. */
+#define SPILLS_MAX 256  /* process_parallel()'s most workers */
+
+struct part {
+	struct run_proc r;
+	uint64_t start_ns;  /* the header's: the order the processes started */
+	size_t at, seq;     /* its input, and when it came: ties in that order */
+	struct findings fs;
+	size_t spill;       /* its sections: len bytes at off in spill file spill */
+	off_t off;
+	size_t len;
+	int lost;           /* its sections could not be written (out of memory) */
 };
 
-static void render_one(void *ctx, size_t i)
+struct report {
+	const struct cmd_opts *o;
+	size_t top;                 /* sites per table in its sections */
+	int stack_frames;           /* frames of the findings' stacks in text */
+	struct family_totals *totals[FAMILY_MAX];  /* the run's; NULL where not made */
+	size_t count;               /* processes there may be: text has totals for more than one */
+	FILE *spills[SPILLS_MAX];  /* [0, nspills) made, those busy taken by a worker */
+	int busy[SPILLS_MAX];
+	size_t nspills;
+	struct part *parts;
+	size_t n, cap;
+	int failed;                 /* out of memory, or the spill file could not be written */
+	pthread_mutex_t lock;
+};
+
+/* jansson's layout (JSON_INDENT(1)) of a value nested depth levels deep in a document: its own
+ * with depth more spaces after each line break (the only raw ones: strings escape theirs), so
+ * that a document written in pieces is the one dumped at once. */
+struct nested {
+	FILE *out;
+	int depth;
+};
+
+static int put_nested(const char *buf, size_t size, void *data)
 {
-	struct render *r = ctx;
-	struct process *p = r->order[i];
-	FILE *out = open_memstream(&r->bufs[i], &r->lens[i]);
-	if (!out)
-		return;
-	print_identity(out, p);
-	print_threads(out, p);
+	struct nested *d = data;
+	for (const char *nl; size && (nl = memchr(buf, '\n', size));) {
+		size_t k = (size_t)(nl - buf) + 1;
+		fwrite(buf, 1, k, d->out);
+		fprintf(d->out, "%*s", d->depth, "");
+		buf += k;
+		size -= k;
+	}
+	fwrite(buf, 1, size, d->out);
+	return 0;
+}
+
+static void json_nested(FILE *out, json_t *v, int depth)
+{
+	struct nested d = { out, depth };
+	json_dump_callback(v, put_nested, &d, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+}
+
+/* A member of the document after the first one (it takes v). */
+static void json_member(FILE *out, const char *key, json_t *v)
+{
+	fprintf(out, ",\n \"%s\": ", key);
+	json_nested(out, v, 1);
+	json_decref(v);
+}
+
+static void sections(FILE *out, const struct report *r, struct process *p)
+{
+	if (r->o->json) {
+		json_t *o = process_json(p, r->o->top);
+		json_nested(out, o, 2);  /* an element of "processes" */
+		json_decref(o);
+	} else if (r->o->brief) {
+		print_brief(out, p);
+	} else {
+		print_identity(out, p);
+		print_threads(out, p);
+		for (size_t f = 0; families[f]; f++)
+			if (families[f]->print && families[f]->has_data(p))
+				families[f]->print(out, p, r->top, r->o->frames);
+	}
+}
+
+/* A spill file, gone when closed: in $TMPDIR, else /tmp (tmpfile() would ignore TMPDIR, and a
+ * report's spill files take as much room as the report). */
+static FILE *spill_new(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/prof-report.XXXXXX", dir && *dir ? dir : "/tmp");
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	unlink(path);
+	FILE *f = fdopen(fd, "w+");
+	if (!f)
+		close(fd);
+	return f;
+}
+
+/* A spill file no other worker writes to, taken: its index, or -1 (no temporary file). */
+static int spill_take(struct report *r)
+{
+	pthread_mutex_lock(&r->lock);
+	size_t i = 0;
+	while (i < r->nspills && r->busy[i])
+		i++;
+	if (i == r->nspills) {
+		if (i == SPILLS_MAX || !(r->spills[i] = spill_new())) {
+			pthread_mutex_unlock(&r->lock);
+			return -1;
+		}
+		r->nspills++;
+	}
+	r->busy[i] = 1;
+	pthread_mutex_unlock(&r->lock);
+	return (int)i;
+}
+
+static void spill_give(struct report *r, int i)
+{
+	pthread_mutex_lock(&r->lock);
+	r->busy[i] = 0;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void report_one(void *ctx, struct process *p, size_t at)
+{
+	struct report *r = ctx;
+	struct part part = { .start_ns = p->hdr.start_ns, .at = at };
+	int ok = run_proc_of(&part.r, p) == 0 && findings_of(&part.fs, p, r->stack_frames) == 0;
+	for (size_t f = 0; families[f] && (r->o->json || r->count > 1); f++)
+		if (r->totals[f])
+			family_totals_add(r->totals[f], p);
+	int s = r->o->findings ? -1 : spill_take(r);
+	part.lost = !r->o->findings;
+	if (s >= 0) {
+		FILE *out = r->spills[s];
+		part.spill = (size_t)s;
+		part.off = ftello(out);
+		sections(out, r, p);
+		off_t end = ftello(out);
+		part.len = (size_t)(end - part.off);
+		part.lost = part.off < 0 || end < part.off || ferror(out);
+		spill_give(r, s);
+	}
+	process_free(p);
+	pthread_mutex_lock(&r->lock);
+	part.seq = r->n;
+	if (ok && r->n == r->cap) {
+		size_t cap = r->cap ? 2 * r->cap : 64;
+		struct part *v = realloc(r->parts, cap * sizeof(*v));
+		if (v) {
+			r->parts = v;
+			r->cap = cap;
+		}
+	}
+	if (ok && r->n < r->cap) {
+		r->parts[r->n++] = part;
+	} else {
+		r->failed = 1;
+		run_proc_free(&part.r);
+		findings_free(&part.fs);
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+/* The processes in the order they started (as processes_load() gives them), and busiest (most
+ * CPU time, else longest) first, as processes_by_work() orders them. */
+static int by_start(const void *a, const void *b)
+{
+	const struct part *x = *(struct part *const *)a, *y = *(struct part *const *)b;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	if (x->r.pid != y->r.pid)
+		return x->r.pid < y->r.pid ? -1 : 1;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static uint64_t work_of(const struct part *p)
+{
+	return process_work(p->r.cpu_ns, p->r.end_ns);
+}
+
+static int by_work(const void *a, const void *b)
+{
+	uint64_t x = work_of(*(struct part *const *)a), y = work_of(*(struct part *const *)b);
+	if (x != y)
+		return x < y ? 1 : -1;
+	return by_start(a, b);
+}
+
+/* A part's sections, from the spill file; -1 after a message when they are lost. */
+static int copy_sections(FILE *out, const struct report *r, const struct part *p)
+{
+	char buf[1 << 16];
+	FILE *in = r->spills[p->spill];
+	size_t left = p->len;
+	if (!p->lost && fseeko(in, p->off, SEEK_SET) == 0)
+		for (size_t k; left && (k = fread(buf, 1, left < sizeof(buf) ? left : sizeof(buf), in));
+		     left -= k)
+			fwrite(buf, 1, k, out);
+	if (!p->lost && !left)
+		return 0;
+	prof_error("report: process %u: its sections were lost (out of memory, or the temporary "
+		   "file failed)", p->r.pid);
+	return -1;
+}
+
+static void write_json(FILE *out, struct report *r, struct part **start, struct findings *fs,
+		       const struct run_proc *rp)
+{
+	size_t n = r->n;
+	fputs("{\n \"version\": 1", out);
+	json_member(out, "findings", findings_json(fs));
+	fputs(",\n \"processes\": [", out);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ",\n  " : "\n  ", out);
+		if (copy_sections(out, r, start[i]) < 0)
+			r->failed = 1;
+	}
+	fputs(n ? "\n ]" : "]", out);
+	struct proc_tree tr;
+	if (proc_tree_build(rp, n, &tr) == 0) {
+		json_member(out, "tree", proc_tree_json(&tr));
+		proc_tree_free(&tr);
+	}
+	json_t *totals = json_object();
 	for (size_t f = 0; families[f]; f++)
-		if (families[f]->print && families[f]->has_data(p))
-			families[f]->print(out, p, r->top, r->frames);
-	fclose(out);
-	process_symbols_release(p);
+		if (r->totals[f])
+			json_object_set_new(totals, families[f]->json_key,
+					    family_totals_json(r->totals[f], r->o->top));
+	json_member(out, "totals", totals);
+	json_member(out, "ranks", ranks_json(rp, n));
+	fputs("\n}\n", out);
+}
+
+static void write_text(FILE *out, struct report *r, struct part **work, struct findings *fs,
+		       const struct run_proc *rp)
+{
+	const struct cmd_opts *o = r->o;
+	size_t n = r->n;
+	if (!o->brief)
+		findings_print(out, fs, n, o->findings ? SIZE_MAX : 8);
+	if (o->findings)
+		return;
+	if (n > 1 && !o->brief) {
+		print_run(out, rp, n, r->totals, r->top);
+		fprintf(out, "%zu processes, busiest (most CPU time) first\n\n", n);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i && !o->brief)
+			fputc('\n', out);
+		copy_sections(out, r, work[i]);
+	}
 }
 
 static const struct cmd_spec report_spec = {
@@ -230,76 +463,79 @@ static const struct cmd_spec report_spec = {
 	"  -h, --help   this help\n",
 };
 
+/* Everything the report kept, in the orders it shows them, then the output. */
+static int report_write(struct report *r)
+{
+	size_t n = r->n;
+	struct part **start = malloc((n ? n : 1) * sizeof(*start));
+	struct part **work = malloc((n ? n : 1) * sizeof(*work));
+	struct run_proc *rp = malloc((n ? n : 1) * sizeof(*rp));
+	struct findings fs = { 0 };
+	int rc = 1;
+	FILE *out = NULL;
+	if (!start || !work || !rp || r->failed) {
+		prof_error("report: out of memory");
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++)
+		start[i] = work[i] = &r->parts[i];
+	qsort(start, n, sizeof(*start), by_start);
+	qsort(work, n, sizeof(*work), by_work);
+	for (size_t i = 0; i < n; i++) {
+		rp[i] = start[i]->r;  /* a copy of the struct: the part keeps what it points to */
+		if (findings_take(&fs, &work[i]->fs) < 0) {
+			prof_error("report: out of memory");
+			goto done;
+		}
+	}
+	if (!(out = cmd_output(r->o->outfile)))
+		goto done;
+	if (r->o->json)
+		write_json(out, r, start, &fs, rp);
+	else
+		write_text(out, r, work, &fs, rp);
+	rc = cmd_finish_output(out, r->o->outfile, r->failed);
+done:
+	findings_free(&fs);
+	free(start);
+	free(work);
+	free(rp);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct cmd_opts o;
-	struct cmd_io io;
 	int rc = cmd_parse(&report_spec, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
-	if (cmd_open(&io, &o) < 0)
-		return 1;
-	struct findings fs;
-	findings_collect(&fs, io.ps, io.n);
 	if (o.json && (o.brief || o.findings)) {
 		prof_error("report: --json has every section; --%s does not go with it",
 			   o.brief ? "brief" : "findings");
-		findings_free(&fs);
-		cmd_close(&io, 0);
 		return 2;
 	}
-	if (o.json) {
-		json_t *arr = json_array();
-		for (size_t i = 0; i < io.n; i++)
-			json_array_append_new(arr, process_json(&io.ps[i], o.top));
-		json_t *doc = json_pack("{s:i,s:o,s:o}", "version", 1, "findings",
-					findings_json(&fs), "processes", arr);
-		findings_free(&fs);
-		struct proc_tree tr;
-		if (proc_tree_build(io.ps, io.n, &tr) == 0) {
-			json_object_set_new(doc, "tree", proc_tree_json(&tr));
-			proc_tree_free(&tr);
-		}
-		json_object_set_new(doc, "totals", totals_json(io.ps, io.n, o.top));
-		json_object_set_new(doc, "ranks", ranks_json(io.ps, io.n));
-		json_dumpf(doc, io.out, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
-		fputc('\n', io.out);
-		json_decref(doc);
-		return cmd_close(&io, 0);
-	}
-	if (!o.brief)
-		findings_print(io.out, &fs, io.n, o.findings ? o.frames : 2, o.findings ? SIZE_MAX : 8);
-	findings_free(&fs);
-	if (o.findings)
-		return cmd_close(&io, 0);
-	size_t top = o.top_given ? o.top : 10;
-	struct process **order = processes_by_work(io.ps, io.n);
-	if (!order)
-		return cmd_close(&io, 1);
-	if (io.n > 1 && !o.brief) {
-		print_run(io.out, io.ps, io.n, top);
-		fprintf(io.out, "%zu processes, busiest (most CPU time) first\n\n", io.n);
-	}
-	if (o.brief) {
-		for (size_t i = 0; i < io.n; i++)
-			print_brief(io.out, order[i]);
+	struct report r = { .o = &o, .top = o.top_given ? o.top : 10,
+			    .stack_frames = o.findings ? o.frames : 2,
+			    .lock = PTHREAD_MUTEX_INITIALIZER };
+	int totals = o.json || (!o.brief && !o.findings);
+	for (size_t f = 0; families[f] && totals; f++)
+		if (families[f]->json && !(r.totals[f] = family_totals_new(families[f])))
+			r.failed = 1;
+	r.nspills = (r.spills[0] = spill_new()) != NULL;  /* a report needs one at least */
+	if (!r.nspills) {
+		prof_error("report: cannot make a temporary file in $TMPDIR, else /tmp: %m");
+		rc = 1;
 	} else {
-		struct render r = { order, calloc(io.n + 1, sizeof(char *)),
-				    calloc(io.n + 1, sizeof(size_t)), top, o.frames };
-		if (r.bufs && r.lens)
-			process_parallel(io.n, render_one, &r);
-		for (size_t i = 0; i < io.n; i++) {
-			if (i)
-				fputc('\n', io.out);
-			if (r.bufs && r.bufs[i])
-				fwrite(r.bufs[i], 1, r.lens[i], io.out);
-			else
-				prof_error("report: out of memory for process %u", order[i]->hdr.pid);
-			free(r.bufs ? r.bufs[i] : NULL);
-		}
-		free(r.bufs);
-		free(r.lens);
+		rc = cmd_each(&o, &r.count, report_one, &r) < 0 ? 1 : report_write(&r);
 	}
-	free(order);
-	return cmd_close(&io, 0);
+	for (size_t i = 0; i < r.n; i++) {
+		run_proc_free(&r.parts[i].r);
+		findings_free(&r.parts[i].fs);
+	}
+	free(r.parts);
+	for (size_t f = 0; families[f]; f++)
+		family_totals_free(r.totals[f]);
+	for (size_t i = 0; i < r.nspills; i++)
+		fclose(r.spills[i]);
+	return rc;
 }

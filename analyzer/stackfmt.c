@@ -343,6 +343,11 @@ json_t *stack_json(struct process *p, uint32_t stack_id)
 	json_t *arr = json_array();
 	for (int i = 0; i < n; i++) {
 		const struct sym_frame *f = &frames[i];
+		if (json_frames_max > 0) {  /* what a key is made of, no more (stack_json_limit) */
+			json_array_append_new(arr, json_pack("{s:o,s:o}", "function",
+				jstr(f->function), "module", jstr(f->module)));
+			continue;
+		}
 		char addr[32];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
 		json_t *o = json_pack("{s:o,s:o,s:o,s:o,s:s}", "function", jstr(f->function),

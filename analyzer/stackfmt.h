@@ -51,7 +51,8 @@ json_t *jstr(const char *s);
 /* A symbolized stack as SPEC.md's list of frames, innermost first. */
 json_t *stack_json(struct process *p, uint32_t stack_id);
 /* Caps the frames of the stacks stack_json() makes on this thread (0: no cap), for JSON that
- * only a few frames of each stack are read from (the run's totals). */
+ * only a few frames of each stack are read from, and by function and module only (the run's
+ * totals, whose rows diff.c keys by them): a frame has no other member then. */
 void stack_json_limit(int frames);
 
 #endif

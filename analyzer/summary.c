@@ -743,8 +743,10 @@ static const struct family *family_named(const char *name, size_t *index)
 	return NULL;
 }
 
-int summary_parse(const unsigned char *buf, size_t len, const char *name, struct process **ps,
-		  size_t *n, size_t *cap, char *err, size_t errlen)
+/* summary_parse() of a piece of a file: buf holds the file's first 16 bytes, then the bytes
+ * from offset base + 16 on; messages give offsets in the file. */
+static int parse_piece(const unsigned char *buf, size_t len, size_t base, const char *name,
+		       struct process **ps, size_t *n, size_t *cap, char *err, size_t errlen)
 {
 	const size_t first = *n;
 	uint32_t version, mark;
@@ -831,7 +833,8 @@ int summary_parse(const unsigned char *buf, size_t len, const char *name, struct
 		if (oom)
 			snprintf(err, errlen, "%s: out of memory", name);
 		else
-			snprintf(err, errlen, "%s: damaged summary (%s) at offset %zu", name, problem, off);
+			snprintf(err, errlen, "%s: damaged summary (%s) at offset %zu", name, problem,
+				 base + off);
 		for (size_t i = first; i < *n; i++)
 			process_free(&(*ps)[i]);
 		*n = first;
@@ -840,8 +843,37 @@ int summary_parse(const unsigned char *buf, size_t len, const char *name, struct
 	return 0;
 }
 
-int summary_load(const char *path, struct process **ps, size_t *n, size_t *cap, char *err,
-		 size_t errlen)
+int summary_parse(const unsigned char *buf, size_t len, const char *name, struct process **ps,
+		  size_t *n, size_t *cap, char *err, size_t errlen)
+{
+	return parse_piece(buf, len, 0, name, ps, n, cap, err, errlen);
+}
+
+/* Up to max bytes of f from where it stands, appended to *buf (*len, *bcap); -1: out of
+ * memory, -2: a read error. */
+static int read_more(FILE *f, uint64_t max, unsigned char **buf, size_t *len, size_t *bcap)
+{
+	for (uint64_t left = max; left;) {
+		if (*len == *bcap) {
+			size_t nc = *bcap ? *bcap * 2 : 1 << 16;
+			unsigned char *b = realloc(*buf, nc);
+			if (!b)
+				return -1;
+			*buf = b;
+			*bcap = nc;
+		}
+		size_t want = *bcap - *len < left ? *bcap - *len : (size_t)left;
+		size_t got = fread(*buf + *len, 1, want, f);
+		*len += got;
+		left -= got;
+		if (got == 0)
+			break;
+	}
+	return ferror(f) ? -2 : 0;
+}
+
+int summary_load_piece(const char *path, uint64_t from, uint64_t to, struct process **ps,
+		       size_t *n, size_t *cap, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f) {
@@ -850,34 +882,70 @@ int summary_load(const char *path, struct process **ps, size_t *n, size_t *cap, 
 	}
 	unsigned char *buf = NULL;
 	size_t len = 0, bcap = 0;
-	int oom = 0;
-	for (;;) {
-		if (len == bcap) {
-			size_t nc = bcap ? bcap * 2 : 1 << 16;
-			unsigned char *b = realloc(buf, nc);
-			if (!b) {
-				oom = 1;
-				break;
-			}
-			buf = b;
-			bcap = nc;
-		}
-		size_t got = fread(buf + len, 1, bcap - len, f);
-		len += got;
-		if (got == 0)
-			break;
-	}
-	int rderr = ferror(f);
+	if (from < 16)
+		from = 16;
+	int bad = read_more(f, 16, &buf, &len, &bcap);
+	if (!bad && len == 16 && to > from)
+		bad = fseeko(f, (off_t)from, SEEK_SET) != 0 ? -2 :
+		      read_more(f, to - from, &buf, &len, &bcap);
 	fclose(f);
 	int rc;
-	if (oom || rderr) {
-		snprintf(err, errlen, "%s: %s", path, oom ? "out of memory" : "read error");
+	if (bad) {
+		snprintf(err, errlen, "%s: %s", path, bad == -1 ? "out of memory" : "read error");
 		rc = -1;
 	} else {
-		rc = summary_parse(buf, len, path, ps, n, cap, err, errlen);
+		rc = parse_piece(buf, len, from - 16, path, ps, n, cap, err, errlen);
 	}
 	free(buf);
 	return rc;
+}
+
+int summary_load(const char *path, struct process **ps, size_t *n, size_t *cap, char *err,
+		 size_t errlen)
+{
+	return summary_load_piece(path, 0, UINT64_MAX, ps, n, cap, err, errlen);
+}
+
+int summary_pieces(const char *path, uint64_t **starts, size_t *n, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t cap = 0;
+	*starts = NULL;
+	*n = 0;
+	int oom = grow_array((void **)starts, &cap, sizeof(**starts)) < 0;
+	if (!oom)
+		(*starts)[(*n)++] = 0;
+	/* Section heads from the first one on, to where they stop making sense: what is wrong
+	 * there is for the piece that holds it to say. */
+	unsigned char head[SECTION_HEAD];
+	for (off_t off = 16; !oom && fseeko(f, off, SEEK_SET) == 0 &&
+			     fread(head, 1, SECTION_HEAD, f) == SECTION_HEAD;) {
+		uint32_t tag;
+		uint64_t slen;
+		memcpy(&tag, head, 4);
+		memcpy(&slen, head + 8, 8);
+		if (tag == SEC_PROCESS && off > 16) {
+			if (*n == cap && grow_array((void **)starts, &cap, sizeof(**starts)) < 0)
+				oom = 1;
+			else
+				(*starts)[(*n)++] = (uint64_t)off;
+		}
+		if (slen > (uint64_t)INT64_MAX - (uint64_t)off - SECTION_HEAD)
+			break;
+		off += SECTION_HEAD + (off_t)slen;
+	}
+	fclose(f);
+	if (oom) {
+		free(*starts);
+		*starts = NULL;
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	return 0;
 }
 
 int summary_reduce(struct process *p, char *err, size_t errlen)
@@ -923,9 +991,11 @@ static const struct cmd_spec spec = {
 };
 
 struct sum_job {
+	const struct cmd_opts *o;
 	char **paths;
 	struct sum_out *outs;
 	char (*errs)[512];
+	size_t *kept;  /* processes written, of each path */
 };
 
 static void summarize_one(void *ctx, size_t i)
@@ -953,9 +1023,14 @@ static void summarize_one(void *ctx, size_t i)
 			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
 				   "summarizing what it holds", j->paths[i], ps->cut_bytes);
 	}
-	for (size_t k = 0; k < n; k++)
+	/* a summary's processes are selected here: cmd_inputs() read the traces' headers only */
+	for (size_t k = 0; k < n; k++) {
+		if (!cmd_selects(j->o, &ps[k]))
+			continue;
 		if (summary_write_process(&j->outs[i], &ps[k], j->errs[i], sizeof(j->errs[i])) < 0)
 			break;
+		j->kept[i]++;
+	}
 	processes_free(ps, n);
 }
 
@@ -973,20 +1048,27 @@ int cmd_summarize(int argc, char **argv)
 	size_t n;
 	if (cmd_inputs(&o, &paths, &n) < 0)
 		return 1;
-	struct sum_job job = { paths, calloc(n, sizeof(struct sum_out)),
-			       calloc(n, sizeof(*job.errs)) };
-	if (!job.outs || !job.errs) {
+	struct sum_job job = { &o, paths, calloc(n, sizeof(struct sum_out)),
+			       calloc(n, sizeof(*job.errs)), calloc(n, sizeof(size_t)) };
+	if (!job.outs || !job.errs || !job.kept) {
 		prof_error("out of memory");
 		rc = 1;
 		goto out;
 	}
 	process_parallel(n, summarize_one, &job);
 	rc = 0;
-	for (size_t i = 0; i < n && rc == 0; i++)
+	size_t kept = 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		if (job.errs[i][0]) {
 			prof_error("%s", job.errs[i]);
 			rc = 1;
 		}
+		kept += job.kept[i];
+	}
+	if (rc == 0 && !kept) {  /* a summary without processes would be no summary */
+		cmd_no_match();
+		rc = 1;
+	}
 	if (rc == 0) {
 		FILE *out = cmd_output(o.outfile);
 		if (!out) {
@@ -998,7 +1080,8 @@ int cmd_summarize(int argc, char **argv)
 		fwrite(head.buf, 1, head.len, out);
 		free(head.buf);
 		for (size_t i = 0; i < n; i++)
-			fwrite(job.outs[i].buf, 1, job.outs[i].len, out);
+			if (job.outs[i].len)  /* none when --pid or --exe left all of it out */
+				fwrite(job.outs[i].buf, 1, job.outs[i].len, out);
 		rc = cmd_finish_output(out, o.outfile, 0);
 	}
 out:
@@ -1006,6 +1089,7 @@ out:
 		free(job.outs[i].buf);
 	free(job.outs);
 	free(job.errs);
+	free(job.kept);
 	inputs_free(paths);
 	return rc;
 }

@@ -79,6 +79,14 @@ int summary_is(const char *path);
  * naming the file and the offset in err. */
 int summary_load(const char *path, struct process **ps, size_t *n, size_t *cap, char *err,
 		 size_t errlen);
+/* The same of one piece of the file, bytes [from, to) (its header read too). */
+int summary_load_piece(const char *path, uint64_t from, uint64_t to, struct process **ps,
+		       size_t *n, size_t *cap, char *err, size_t errlen);
+/* A summary file cut in pieces of one process each, for them to be read one at a time (by
+ * summary_load_piece()): where each piece starts (*n of them, the first at 0, the last up to
+ * the end of the file). What is wrong with the file is for its pieces to say: a file without
+ * processes is one piece. -1 (err) when it cannot be opened, or out of memory. */
+int summary_pieces(const char *path, uint64_t **starts, size_t *n, char *err, size_t errlen);
 /* The same from a buffer (name: for messages). */
 int summary_parse(const unsigned char *buf, size_t len, const char *name, struct process **ps,
 		  size_t *n, size_t *cap, char *err, size_t errlen);

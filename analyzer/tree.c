@@ -9,33 +9,97 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *host_of(const struct process *p)
+size_t figures_each(void (*fn)(void *, const struct family *, const struct family_figure *,
+			       size_t), void *ctx)
+{
+	size_t k = 0;
+	for (size_t f = 0; families[f]; f++)
+		for (size_t g = 0; g < families[f]->nfigures && k < FIGURES_MAX; g++, k++)
+			if (fn)
+				fn(ctx, families[f], &families[f]->figures[g], k);
+	return k;
+}
+
+struct take_ctx {
+	const struct process *p;
+	struct run_proc *r;
+};
+
+static void take_figure(void *ctx, const struct family *f, const struct family_figure *g, size_t k)
+{
+	struct take_ctx *c = ctx;
+	c->r->fig[k] = f->has_data(c->p) ? g->get(c->p) : 0;
+}
+
+static char *dup_or_null(const char *s, int *oom)
+{
+	char *d = s ? strdup(s) : NULL;
+	*oom |= s && !d;
+	return d;
+}
+
+int run_proc_of(struct run_proc *r, const struct process *p)
+{
+	int oom = 0;
+	*r = (struct run_proc){ .pid = p->hdr.pid, .ppid = p->hdr.ppid, .rank = p->hdr.rank,
+				.start_realtime_ns = p->hdr.start_realtime_ns, .end_ns = p->end_ns,
+				.cpu_ns = process_cpu_ns(p), .exit_kind = p->exit_kind,
+				.exit_value = p->exit_value, .argc = p->argc };
+	r->host = dup_or_null(p->host, &oom);
+	r->exe = dup_or_null(p->exe, &oom);
+	r->path = dup_or_null(p->path, &oom);
+	r->exec_path = dup_or_null(p->exec_path, &oom);
+	if (!(r->argv = calloc(p->argc + 1, sizeof(char *))))
+		oom = 1;
+	for (uint32_t i = 0; r->argv && i < p->argc; i++)
+		r->argv[i] = dup_or_null(p->argv[i], &oom);
+	struct take_ctx c = { p, r };
+	figures_each(take_figure, &c);
+	if (oom)
+		run_proc_free(r);
+	return oom ? -1 : 0;
+}
+
+void run_proc_free(struct run_proc *r)
+{
+	free(r->host);
+	free(r->exe);
+	free(r->path);
+	free(r->exec_path);
+	for (uint32_t i = 0; r->argv && i < r->argc; i++)
+		free(r->argv[i]);
+	free(r->argv);
+	memset(r, 0, sizeof(*r));
+}
+
+static const char *host_of(const struct run_proc *p)
 {
 	return p->host ? p->host : "";
 }
 
 static int by_host_pid_start(const void *a, const void *b)
 {
-	const struct process *x = *(struct process *const *)a, *y = *(struct process *const *)b;
+	const struct run_proc *x = *(const struct run_proc *const *)a,
+			      *y = *(const struct run_proc *const *)b;
 	int c = strcmp(host_of(x), host_of(y));
 	if (c)
 		return c;
-	if (x->hdr.pid != y->hdr.pid)
-		return x->hdr.pid < y->hdr.pid ? -1 : 1;
-	if (x->hdr.start_realtime_ns != y->hdr.start_realtime_ns)
-		return x->hdr.start_realtime_ns < y->hdr.start_realtime_ns ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start_realtime_ns != y->start_realtime_ns)
+		return x->start_realtime_ns < y->start_realtime_ns ? -1 : 1;
 	return 0;
 }
 
 static uint64_t node_start(const struct tree_node *t)
 {
-	return t->images[0]->hdr.start_realtime_ns;
+	return t->images[0]->start_realtime_ns;
 }
 
 static uint64_t node_end(const struct tree_node *t)
 {
-	const struct process *last = t->images[t->nimages - 1];
-	return last->hdr.start_realtime_ns + last->end_ns;
+	const struct run_proc *last = t->images[t->nimages - 1];
+	return last->start_realtime_ns + last->end_ns;
 }
 
 /* The node of the process that forked t: same host, pid t's ppid, alive when t started (a
@@ -46,7 +110,7 @@ static long parent_of(const struct proc_tree *tr, size_t at)
 	long best = -1;
 	for (size_t i = 0; i < tr->n; i++) {
 		const struct tree_node *c = &tr->nodes[i];
-		if (i == at || c->images[0]->hdr.pid != t->images[0]->hdr.ppid ||
+		if (i == at || c->images[0]->pid != t->images[0]->ppid ||
 		    strcmp(host_of(c->images[0]), host_of(t->images[0])) ||
 		    node_start(c) > node_start(t))
 			continue;
@@ -56,10 +120,10 @@ static long parent_of(const struct proc_tree *tr, size_t at)
 	return best;
 }
 
-int proc_tree_build(struct process *ps, size_t n, struct proc_tree *tr)
+int proc_tree_build(const struct run_proc *ps, size_t n, struct proc_tree *tr)
 {
 	memset(tr, 0, sizeof(*tr));
-	struct process **order = malloc((n ? n : 1) * sizeof(*order));
+	const struct run_proc **order = malloc((n ? n : 1) * sizeof(*order));
 	tr->nodes = calloc(n ? n : 1, sizeof(*tr->nodes));
 	if (!order || !tr->nodes)
 		goto oom;
@@ -70,7 +134,7 @@ int proc_tree_build(struct process *ps, size_t n, struct proc_tree *tr)
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
 		while (j < n && order[j - 1]->exit_kind == EXIT_EXEC &&
-		       order[j]->hdr.pid == order[i]->hdr.pid &&
+		       order[j]->pid == order[i]->pid &&
 		       !strcmp(host_of(order[j]), host_of(order[i])))
 			j++;
 		struct tree_node *t = &tr->nodes[tr->n++];
@@ -97,29 +161,20 @@ void proc_tree_free(struct proc_tree *tr)
 	memset(tr, 0, sizeof(*tr));
 }
 
-uint64_t process_cpu_ns(const struct process *p)
-{
-	uint64_t ns = 0;
-	for (size_t i = 0; i < p->nthreads; i++)
-		ns += p->threads[i].cpu_ns;
-	return ns;
-}
-
-uint64_t tree_node_cpu_ns(const struct tree_node *t)
+/* A node's CPU time (all its threads, all its images) and one of its figures (index k). */
+static uint64_t node_cpu_ns(const struct tree_node *t)
 {
 	uint64_t ns = 0;
 	for (size_t i = 0; i < t->nimages; i++)
-		ns += process_cpu_ns(t->images[i]);
+		ns += t->images[i]->cpu_ns;
 	return ns;
 }
 
-uint64_t tree_node_figure(const struct tree_node *t, const struct family *f,
-			  const struct family_figure *g)
+static uint64_t node_figure(const struct tree_node *t, const struct family_figure *g, size_t k)
 {
 	uint64_t v = 0;
 	for (size_t i = 0; i < t->nimages; i++) {
-		struct process *p = t->images[i];
-		uint64_t x = f->has_data(p) ? g->get(p) : 0;
+		uint64_t x = t->images[i]->fig[k];
 		v = g->peak ? (x > v ? x : v) : v + x;
 	}
 	return v;
@@ -137,7 +192,7 @@ const char *figure_fmt(const char *key, uint64_t v, char *buf, size_t len)
 /* ---- text -------------------------------------------------------------------------------- */
 
 /* One image: its command line, shortened. */
-static void print_image(FILE *out, const struct process *p)
+static void print_image(FILE *out, const struct run_proc *p)
 {
 	char arg[1024];
 	size_t shown = 0;
@@ -151,13 +206,37 @@ static void print_image(FILE *out, const struct process *p)
 	}
 }
 
+/* A node's figures: in text those it has, in JSON every one. */
+struct figure_out {
+	FILE *out;
+	const struct tree_node *t;
+	json_t *o;
+};
+
+static void print_figure(void *ctx, const struct family *f, const struct family_figure *g, size_t k)
+{
+	struct figure_out *c = ctx;
+	char a[32];
+	uint64_t v = node_figure(c->t, g, k);
+	(void)f;
+	if (v)
+		fprintf(c->out, ", %s %s", g->title, figure_fmt(g->key, v, a, sizeof(a)));
+}
+
+static void json_figure(void *ctx, const struct family *f, const struct family_figure *g, size_t k)
+{
+	struct figure_out *c = ctx;
+	(void)f;
+	json_object_set_new(c->o, g->key, json_integer((json_int_t)node_figure(c->t, g, k)));
+}
+
 static void print_node(FILE *out, const struct proc_tree *tr, size_t at, char *prefix,
 		       size_t plen, int last, int depth)
 {
 	const struct tree_node *t = &tr->nodes[at];
-	const struct process *end = t->images[t->nimages - 1];
+	const struct run_proc *end = t->images[t->nimages - 1];
 	char a[32], b[32];
-	fprintf(out, "   %s%s%u ", prefix, depth ? (last ? "`- " : "|- ") : "", t->images[0]->hdr.pid);
+	fprintf(out, "   %s%s%u ", prefix, depth ? (last ? "`- " : "|- ") : "", t->images[0]->pid);
 	for (size_t i = 0; i < t->nimages; i++) {
 		if (i)
 			fputs(" -> ", out);
@@ -171,14 +250,9 @@ static void print_node(FILE *out, const struct proc_tree *tr, size_t at, char *p
 	default: fputs("no exit recorded", out); break;
 	}
 	fprintf(out, ", %s, CPU %s", fmt_ns(node_end(t) - node_start(t), a, sizeof(a)),
-		fmt_ns(tree_node_cpu_ns(t), b, sizeof(b)));
-	for (size_t f = 0; families[f]; f++)
-		for (size_t k = 0; k < families[f]->nfigures; k++) {
-			const struct family_figure *g = &families[f]->figures[k];
-			uint64_t v = tree_node_figure(t, families[f], g);
-			if (v)
-				fprintf(out, ", %s %s", g->title, figure_fmt(g->key, v, a, sizeof(a)));
-		}
+		fmt_ns(node_cpu_ns(t), b, sizeof(b)));
+	struct figure_out c = { out, t, NULL };
+	figures_each(print_figure, &c);
 	fputs("]\n", out);
 	if (depth >= 64 || plen + 4 >= 256)
 		return;
@@ -212,10 +286,10 @@ void proc_tree_print(FILE *out, const struct proc_tree *tr)
 static json_t *node_json(const struct proc_tree *tr, size_t at, int depth)
 {
 	const struct tree_node *t = &tr->nodes[at];
-	const struct process *end = t->images[t->nimages - 1];
+	const struct run_proc *end = t->images[t->nimages - 1];
 	json_t *images = json_array(), *kids = json_array();
 	for (size_t i = 0; i < t->nimages; i++) {
-		const struct process *p = t->images[i];
+		const struct run_proc *p = t->images[i];
 		json_t *argv = json_array();
 		for (uint32_t k = 0; k < p->argc; k++)
 			json_array_append_new(argv, jstr(p->argv[k]));
@@ -225,17 +299,13 @@ static json_t *node_json(const struct proc_tree *tr, size_t at, int depth)
 	json_t *exit = end->exit_kind == EXIT_CODE ? json_pack("{s:i}", "code", end->exit_value) :
 		end->exit_kind == EXIT_SIGNAL ? json_pack("{s:i}", "signal", end->exit_value) :
 		json_null();
-	json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:o,s:I}", "pid", (json_int_t)t->images[0]->hdr.pid,
-			      "ppid", (json_int_t)t->images[0]->hdr.ppid, "host", jstr(host_of(end)),
+	json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:o,s:I}", "pid", (json_int_t)t->images[0]->pid,
+			      "ppid", (json_int_t)t->images[0]->ppid, "host", jstr(host_of(end)),
 			      "start_ns", (json_int_t)node_start(t),
 			      "duration_ns", (json_int_t)(node_end(t) - node_start(t)),
-			      "exit", exit, "cpu_ns", (json_int_t)tree_node_cpu_ns(t));
-	for (size_t f = 0; families[f]; f++)
-		for (size_t k = 0; k < families[f]->nfigures; k++) {
-			const struct family_figure *g = &families[f]->figures[k];
-			json_object_set_new(o, g->key, json_integer((json_int_t)
-					    tree_node_figure(t, families[f], g)));
-		}
+			      "exit", exit, "cpu_ns", (json_int_t)node_cpu_ns(t));
+	struct figure_out c = { NULL, t, o };
+	figures_each(json_figure, &c);
 	json_object_set_new(o, "images", images);
 	for (size_t i = 0; i < tr->n && depth < 64; i++)
 		if (tr->nodes[i].parent == (long)at)

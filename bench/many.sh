@@ -4,7 +4,9 @@
 # each trace reduced to its summary as it is loaded (the default) against every trace kept
 # whole (PROF_REDUCE=0, as before summaries); then `prof summarize` of the directory and
 # `prof report` of that summary. Wall time and peak RSS, median of BENCH_ROUNDS (default 3).
-# Each trace is one run of bench/alloc_bench (1 thread, BENCH_OPS operations). The table goes
+# Each trace is one run of bench/alloc_bench (1 thread, BENCH_OPS operations). prof report
+# makes its report a process at a time (README: "Memory of prof report"), so its peak RSS
+# should stay about the same whatever BENCH_TRACES is (compare BENCH_TRACES=8). The table goes
 # to stdout and to $BUILD/bench/many.txt.
 # shellcheck source=bench/lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"

@@ -138,3 +138,109 @@ Test(report, same_trace_same_report)
 		free(first);
 	}
 }
+
+/* The work a process did as the report orders them (busiest first): CPU time, else lifetime. */
+static long long work_of(json_t *p)
+{
+	long long cpu = 0;
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(p, "threads"), i, t)
+		cpu += json_integer_value(json_object_get(t, "cpu_ns"));
+	return cpu ? cpu : json_integer_value(json_object_get(p, "duration_ns")) / 1000;
+}
+
+static json_t *report_json(const char *dir, const char *pid)
+{
+	const char *args[6] = { "report", "--json" };
+	size_t n = 2;
+	if (pid) {
+		args[n++] = "--pid";
+		args[n++] = pid;
+	}
+	args[n] = dir;
+	char *text;
+	cr_assert_eq(prof(dir, args, &text), 0);
+	json_error_t je;
+	json_t *doc = json_loads(text, 0, &je);
+	cr_assert_not_null(doc, "bad JSON: %s (line %d)", je.text, je.line);
+	free(text);
+	return doc;
+}
+
+/* prof report makes the report a process at a time (each freed before the end): the run's
+ * document is what each process gives alone, put together. Keys in SPEC's order; processes
+ * in the order they started, each the object a report of it alone has; the findings those of
+ * each alone, busiest process first; the totals their sums; each process's text section as
+ * a report of it alone shows it. */
+Test(report, a_run_is_its_processes_put_together, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	const char *a1[] = { e2e_prog("tree"), "spawn", NULL };
+	const char *a2[] = { e2e_prog("lock_hot"), NULL };
+	const char *a3[] = { e2e_prog("cpu_wall"), NULL };
+	cr_assert_eq(e2e_profile(dir, a1, NULL, NULL, NULL), 0);
+	cr_assert_eq(e2e_profile(dir, a2, NULL, NULL, NULL), 0);
+	cr_assert_eq(e2e_profile(dir, a3, NULL, NULL, NULL), 0);
+	json_t *doc = report_json(dir, NULL);
+	static const char *const keys[] = { "version", "findings", "processes", "tree", "totals",
+					    "ranks" };
+	size_t k = 0;
+	for (void *it = json_object_iter(doc); it; it = json_object_iter_next(doc, it), k++)
+		cr_expect(k < 6 && !strcmp(json_object_iter_key(it), keys[k]), "key %zu: %s", k,
+			  json_object_iter_key(it));
+	cr_expect_eq(k, 6);
+	json_t *ps = json_object_get(doc, "processes");
+	size_t n = json_array_size(ps);
+	cr_assert_geq(n, 3, "%zu processes", n);
+	json_t *alone = json_array(), *findings = json_array();
+	long long alloc_calls = 0;
+	char *text;
+	const char *args[] = { "report", dir, NULL };
+	cr_assert_eq(prof(dir, args, &text), 0);
+	for (size_t i = 0; i < n; i++) {
+		json_t *p = json_array_get(ps, i);
+		if (i)
+			cr_expect_geq(e2e_int(p, "start_ns"), e2e_int(json_array_get(ps, i - 1), "start_ns"));
+		char pid[32];
+		snprintf(pid, sizeof(pid), "%ld", e2e_int(p, "pid"));
+		json_t *one = report_json(dir, pid);
+		json_t *op = json_array_get(json_object_get(one, "processes"), 0);
+		cr_expect(json_equal(op, p), "process %s differs from its report alone", pid);
+		json_array_append(alone, one);
+		alloc_calls += e2e_int(p, "heap.alloc_calls") > 0 ? e2e_int(p, "heap.alloc_calls") : 0;
+		json_decref(one);
+		/* its text section, as a report of it alone has it */
+		const char *pa[] = { "report", "--pid", pid, dir, NULL };
+		char *mine;
+		cr_assert_eq(prof(dir, pa, &mine), 0);
+		char *section = strstr(mine, "== Process");
+		cr_assert_not_null(section, "%s", mine);
+		cr_expect_not_null(strstr(text, section), "pid %s: its section is not in the run's", pid);
+		free(mine);
+	}
+	free(text);
+	/* the findings: each process's, the busiest first (ties in the order they started) */
+	for (size_t done = 0; done < n; done++) {
+		size_t best = n;
+		for (size_t i = 0; i < n; i++) {
+			json_t *one = json_array_get(alone, i);
+			if (json_is_null(one))
+				continue;
+			if (best == n || work_of(json_array_get(json_object_get(one, "processes"), 0)) >
+			    work_of(json_array_get(json_object_get(json_array_get(alone, best),
+								   "processes"), 0)))
+				best = i;
+		}
+		json_array_extend(findings, json_object_get(json_array_get(alone, best), "findings"));
+		json_array_set_new(alone, best, json_null());
+	}
+	cr_expect_gt(json_array_size(findings), 0);
+	cr_expect(json_equal(findings, json_object_get(doc, "findings")),
+		  "the run's findings are not its processes' findings, busiest first");
+	cr_expect_eq(e2e_int(json_object_get(doc, "totals"), "heap.alloc_calls"), alloc_calls);
+	cr_expect_eq(json_array_size(json_object_get(doc, "tree")), 3, "one root per program run");
+	json_decref(findings);
+	json_decref(alone);
+	json_decref(doc);
+}

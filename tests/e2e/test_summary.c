@@ -149,6 +149,23 @@ Test(summary, summaries_merged_give_what_the_traces_give)
 	json_decref(doc);
 	expect_same((const char *const[]){ "report", "--json", "--pid", pid, NULL },
 		    (const char *const[]){ tree, wall, NULL }, (const char *const[]){ s1, s2, NULL });
+	/* and summarize --pid keeps only that process of a summary */
+	char s4[PATH_MAX];
+	snprintf(s4, sizeof(s4), "%s/one.sum.x", d);
+	summarize(s4, (const char *const[]){ "--pid", pid, s1, s2, NULL });
+	int sa, sb;
+	char *x = prof_out(whole, &sa, (const char *const[]){ "report", "--json", "--pid", pid, tree,
+							     wall, NULL });
+	char *y = prof_out(NULL, &sb, (const char *const[]){ "report", "--json", s4, NULL });
+	cr_assert(x && y && sa == 0 && sb == 0);
+	cr_expect(!strcmp(x, y), "summarize --pid %s: not that process alone\n%.2000s", pid, y);
+	free(x);
+	free(y);
+	x = prof_out(NULL, &sa, (const char *const[]){ "summarize", "-o", s4, "--exe", "no-such",
+						     s1, NULL });
+	cr_expect(WIFEXITED(sa) && WEXITSTATUS(sa) == 1 && x && strstr(x, "no process matches"),
+		  "summarize selecting nothing: %d %s", sa, x ? x : "");
+	free(x);
 }
 
 /* CUDA (the fake driver, with kernels timed by events, device memory, and the real cudart
