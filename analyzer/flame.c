@@ -7,6 +7,7 @@
 #include "process.h"
 #include "stackfmt.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,14 +55,40 @@ struct collect_ctx {
 	const char *root;
 };
 
+/* The set's copy of s, made if it has none: the labels of a run's stacks are few (its
+ * functions), its samples many. NULL when out of memory. */
+static size_t label_slot(char **slots, size_t nslots, const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+		h = (h ^ *c) * 1099511628211ull;
+	size_t i = (size_t)h & (nslots - 1);
+	while (slots[i] && strcmp(slots[i], s))
+		i = (i + 1) & (nslots - 1);
+	return i;
+}
+
 static const char *keep(struct flame_set *ss, const char *s)
 {
-	if (GROW(ss->strings, ss->nstr, ss->strcap) < 0)
-		return NULL;
-	char *copy = strdup(s);
-	if (copy)
-		ss->strings[ss->nstr++] = copy;
-	return copy;
+	if (2 * (ss->nstr + 1) > ss->strcap) {
+		size_t cap = ss->strcap ? 2 * ss->strcap : 1024;
+		char **slots = calloc(cap, sizeof(*slots));
+		if (!slots)
+			return NULL;
+		for (size_t i = 0; i < ss->strcap; i++)
+			if (ss->strings[i])
+				slots[label_slot(slots, cap, ss->strings[i])] = ss->strings[i];
+		free(ss->strings);
+		ss->strings = slots;
+		ss->strcap = cap;
+	}
+	size_t i = label_slot(ss->strings, ss->strcap, s);
+	if (!ss->strings[i]) {
+		if (!(ss->strings[i] = strdup(s)))
+			return NULL;
+		ss->nstr++;
+	}
+	return ss->strings[i];
 }
 
 static int add_sample(void *arg, struct process *p, const struct sym_frame *frames, int n,
@@ -105,31 +132,86 @@ void flame_set_free(struct flame_set *ss)
 {
 	for (size_t i = 0; i < ss->n; i++)
 		free((void *)ss->v[i].frames);
-	for (size_t i = 0; i < ss->nstr; i++)
+	for (size_t i = 0; i < ss->strcap; i++)
 		free(ss->strings[i]);
 	free(ss->v);
 	free(ss->strings);
 	*ss = (struct flame_set){ 0 };
 }
 
+/* One process's stacks into ss, under a root frame of its own where the run has several. */
+static int collect_one(struct flame_set *ss, struct process *p, const struct family *owner,
+		       const struct flame_kind *kind, const char *by, int pid_roots, int rooted)
+{
+	char root[300];
+	const char *exe = strrchr(p->exe, '/') ? strrchr(p->exe, '/') + 1 : p->exe;
+	if (pid_roots)
+		snprintf(root, sizeof(root), "%s (%u)", exe, p->hdr.pid);
+	else
+		snprintf(root, sizeof(root), "%s", exe);
+	struct collect_ctx ctx = { ss, rooted ? keep(ss, root) : NULL };
+	if (rooted && !ctx.root)
+		return -1;
+	return flame_walk(p, owner, kind, by, add_sample, &ctx);
+}
+
 int flame_collect(struct flame_set *ss, struct process *ps, size_t n, const struct family *owner,
 		  const struct flame_kind *kind, const char *by, int pid_roots)
 {
 	for (size_t i = 0; i < n; i++) {
-		char root[300];
-		const char *exe = strrchr(ps[i].exe, '/') ? strrchr(ps[i].exe, '/') + 1 : ps[i].exe;
-		if (pid_roots)
-			snprintf(root, sizeof(root), "%s (%u)", exe, ps[i].hdr.pid);
-		else
-			snprintf(root, sizeof(root), "%s", exe);
-		struct collect_ctx ctx = { ss, n > 1 ? keep(ss, root) : NULL };
-		if (n > 1 && !ctx.root)
-			return -1;
-		int rc = flame_walk(&ps[i], owner, kind, by, add_sample, &ctx);
+		int rc = collect_one(ss, &ps[i], owner, kind, by, pid_roots, n > 1);
 		if (rc)
 			return rc;
 	}
 	return 0;
+}
+
+/* Moves src's samples to the end of dst, their labels to dst's set; src is left to be
+ * freed. -1 when out of memory. */
+static int flame_set_move(struct flame_set *dst, struct flame_set *src)
+{
+	while (dst->cap < dst->n + src->n)  /* GROW at n == cap: doubles */
+		if (GROW(dst->v, dst->cap, dst->cap) < 0)
+			return -1;
+	for (size_t i = 0; i < src->n; i++) {
+		struct flame_sample *m = &src->v[i];
+		const char **names = (const char **)m->frames;  /* add_sample()'s, malloc'ed */
+		for (int d = 0; d < m->depth; d++)
+			if (!(names[d] = keep(dst, names[d])))
+				return -1;
+		dst->v[dst->n++] = *m;
+		m->frames = NULL;
+	}
+	src->n = 0;
+	return 0;
+}
+
+/* prof flame of a run, a process at a time (cmd_each()): each worker turns the process it
+ * loaded into samples of its own, moved into the run's set under the lock, and frees the
+ * process, so memory holds the samples and a process per worker, not the run. The order the
+ * samples come in does not matter: the writers sort. */
+struct flame_run {
+	struct flame_set ss;
+	const struct family *owner;
+	const struct flame_kind *kind;
+	const char *by;
+	size_t count;  /* processes there may be: each gets a root frame where more than one */
+	int failed;
+	pthread_mutex_t lock;
+};
+
+static void flame_one(void *arg, struct process *p, size_t at)
+{
+	struct flame_run *r = arg;
+	struct flame_set mine = { 0 };
+	(void)at;
+	int rc = collect_one(&mine, p, r->owner, r->kind, r->by, 1, r->count > 1);
+	process_free(p);
+	pthread_mutex_lock(&r->lock);
+	if (rc || flame_set_move(&r->ss, &mine) < 0)
+		r->failed = 1;
+	pthread_mutex_unlock(&r->lock);
+	flame_set_free(&mine);
 }
 
 static const struct cmd_spec flame_spec = {
@@ -263,14 +345,23 @@ int cmd_flame(int argc, char **argv)
 		return 2;
 	if (o.diff)
 		return flame_diff(&o, owner, kind, weight);
-	struct cmd_io io;
-	if (cmd_open(&io, &o) < 0)
-		return 1;
-	struct flame_set ss = { 0 };
-	rc = flame_collect(&ss, io.ps, io.n, owner, kind, weight->by, 1);
-	if (rc == 0 && ss.n == 0)
-		prof_error("note: no %s data in these traces", kind->name);
-	rc = rc < 0 ? rc : write_flame(io.out, &o, weight, &ss);
-	flame_set_free(&ss);
-	return cmd_close(&io, rc < 0 ? 1 : 0);
+	struct flame_run run = { .owner = owner, .kind = kind, .by = weight->by };
+	pthread_mutex_init(&run.lock, NULL);
+	rc = cmd_each(&o, &run.count, flame_one, &run);
+	pthread_mutex_destroy(&run.lock);
+	if (rc == 0 && run.failed) {
+		prof_error("out of memory");
+		rc = -1;
+	}
+	FILE *out = rc == 0 ? cmd_output(o.outfile) : NULL;
+	if (rc == 0 && !out)
+		rc = -1;
+	if (rc == 0) {
+		if (run.ss.n == 0)
+			prof_error("note: no %s data in these traces", kind->name);
+		rc = write_flame(out, &o, weight, &run.ss);
+		rc = cmd_finish_output(out, o.outfile, rc < 0 ? 1 : 0) ? -1 : 0;
+	}
+	flame_set_free(&run.ss);
+	return rc < 0 ? 1 : 0;
 }

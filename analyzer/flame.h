@@ -11,12 +11,13 @@
 
 struct process;
 
-/* Samples and the strings they point to, freed together by flame_set_free(). */
+/* Samples and the strings they point to (each text once: a hash set, open addressing), freed
+ * together by flame_set_free(). */
 struct flame_set {
 	struct flame_sample *v;
 	size_t n, cap;
 	char **strings;
-	size_t nstr, strcap;
+	size_t nstr, strcap;  /* strings held, slots (a power of two, or 0) */
 };
 
 /* Every stack of kind in p, weighed by `by`: fn(arg, p, its shown frames (innermost first, as
