@@ -194,7 +194,7 @@ static void print_run(FILE *out, const struct run_proc *rp, size_t n,
 struct part {
 	struct run_proc r;
 	uint64_t start_ns;  /* the header's: the order the processes started */
-	size_t at, seq;     /* its input, and when it came: ties in that order */
+	size_t at, seq;     /* its place in the inputs, and when it came: ties in that order */
 	struct findings fs;
 	struct spilled sec; /* its sections (none with --findings) */
 };
