@@ -1075,6 +1075,8 @@ int cmd_summarize(int argc, char **argv)
 	processes_reduce_set(0);  /* each summarized from all it holds, as it is loaded */
 	processes_doing_set("summarizing");
 	rc = processes_each(paths, n, NULL, summarize_one, &job) < 0 ? 1 : 0;
+	processes_reduce_set(1);  /* the defaults again, for a caller that goes on (the fuzzer) */
+	processes_doing_set("reporting");
 	if (rc == 0 && job.err[0]) {
 		prof_error("%s", job.err);
 		rc = 1;
