@@ -577,6 +577,7 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx)
 
 static int reduce = 1;
 static const char *traces_only;
+static const char *doing = "reporting";
 
 void processes_reduce_set(int on)
 {
@@ -586,6 +587,11 @@ void processes_reduce_set(int on)
 void processes_need_traces(const char *why)
 {
 	traces_only = why;
+}
+
+void processes_doing_set(const char *what)
+{
+	doing = what;
 }
 
 /* What processes_each() loads at a time: a trace, or one process of a summary (bytes [from, to)
@@ -614,7 +620,7 @@ static void warn_truncated(struct unit *u, const struct process *p)
 	if (v)
 		u->warn = v;
 	if (v && asprintf(&w, "warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
-			  "reporting what it holds", p->path, p->cut_bytes) >= 0)
+			  "%s what it holds", p->path, p->cut_bytes, doing) >= 0)
 		v[u->nwarn++] = w;
 }
 
@@ -647,7 +653,7 @@ static void each_one(void *ctx, size_t i)
 	for (size_t k = 0; k < n; k++) {
 		if (ps[k].cut_bytes)
 			warn_truncated(u, &ps[k]);
-		c->fn(c->ctx, &ps[k], u->at);
+		c->fn(c->ctx, &ps[k], i);
 	}
 	free(ps);
 }

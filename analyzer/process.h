@@ -105,9 +105,12 @@ void process_parallel(size_t n, void (*fn)(void *ctx, size_t i), void *ctx);
  * one trace per worker), unless processes_reduce_set(0) was called (commands that read the
  * records again: the sqlite export). */
 int processes_load(char **paths, size_t n, struct process **out, size_t *nout);
-/* The same, one process at a time: fn(ctx, p, at) on the worker that loaded p, from the path
- * paths[at], as soon as it is loaded (and reduced); fn takes what p holds (process_free() it,
- * or keep a copy of the struct). Memory: one process per worker, and what fn keeps. *count
+/* The same, one process at a time: fn(ctx, p, at) on the worker that loaded p, as soon as it
+ * is loaded (and reduced); fn takes what p holds (process_free() it, or keep a copy of the
+ * struct). at: p's place in the inputs, to put them back in their order: what is loaded at a
+ * time (a trace, or a piece of a summary: summary_pieces()) numbered in the order of the
+ * paths, and of the pieces in a summary (a piece holding more than one process hands them
+ * over in their order, on one worker). Memory: one process per worker, and what fn keeps. *count
  * (unless count is NULL) is set before the first call: how many processes the paths hold (a
  * trace one, a summary those in it), for fn to know whether it sees one process or a run.
  * The errors and warnings of processes_load(), once every path was tried: 0, or -1 after the
@@ -115,6 +118,9 @@ int processes_load(char **paths, size_t n, struct process **out, size_t *nout);
 int processes_each(char **paths, size_t n, size_t *count,
 		   void (*fn)(void *ctx, struct process *p, size_t at), void *ctx);
 void processes_reduce_set(int on);
+/* What the warning about a truncated trace says is done with it: "reporting" (what it holds),
+ * unless set. */
+void processes_doing_set(const char *what);
 /* Summaries refused from now on, with a message saying that `why` ("prof export --format
  * sqlite") needs the traces. */
 void processes_need_traces(const char *why);

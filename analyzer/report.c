@@ -5,6 +5,7 @@
 #include "findings.h"
 #include "format.h"
 #include "process.h"
+#include "spill.h"
 #include "stackfmt.h"
 #include "tree.h"
 
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
@@ -188,20 +188,15 @@ static void print_run(FILE *out, const struct run_proc *rp, size_t n,
 /* The report is made as the processes are loaded, one worker per core, each process freed as
  * soon as its part is done: memory holds a loaded process per worker, not the run. What stays
  * of a process is its part: what the run's tree and ranks read, its findings, and its own
- * sections (text, or its JSON object), written to a spill file, to be copied out in order at
- * the end. A worker writes into a spill file no other one is writing to (made when all are
- * taken): no lock held while it writes, no copy of the sections in memory. */
-#define SPILLS_MAX 256  /* process_parallel()'s most workers */
+ * sections (text, or its JSON object), written to a spill file (spill.h), to be copied out in
+ * order at the end: no copy of the sections in memory. */
 
 struct part {
 	struct run_proc r;
 	uint64_t start_ns;  /* the header's: the order the processes started */
-	size_t at, seq;     /* its input, and when it came: ties in that order */
+	size_t at, seq;     /* its place in the inputs, and when it came: ties in that order */
 	struct findings fs;
-	size_t spill;       /* its sections: len bytes at off in spill file spill */
-	off_t off;
-	size_t len;
-	int lost;           /* its sections could not be written (out of memory) */
+	struct spilled sec; /* its sections (none with --findings) */
 };
 
 struct report {
@@ -210,9 +205,7 @@ struct report {
 	int stack_frames;           /* frames of the findings' stacks in text */
 	struct family_totals *totals[FAMILY_MAX];  /* the run's; NULL where not made */
 	size_t count;               /* processes there may be: text has totals for more than one */
-	FILE *spills[SPILLS_MAX];  /* [0, nspills) made, those busy taken by a worker */
-	int busy[SPILLS_MAX];
-	size_t nspills;
+	struct spills spills;
 	struct part *parts;
 	size_t n, cap;
 	int failed;                 /* out of memory, or the spill file could not be written */
@@ -272,49 +265,6 @@ static void sections(FILE *out, const struct report *r, struct process *p)
 	}
 }
 
-/* A spill file, gone when closed: in $TMPDIR, else /tmp (tmpfile() would ignore TMPDIR, and a
- * report's spill files take as much room as the report). */
-static FILE *spill_new(void)
-{
-	const char *dir = getenv("TMPDIR");
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/prof-report.XXXXXX", dir && *dir ? dir : "/tmp");
-	int fd = mkstemp(path);
-	if (fd < 0)
-		return NULL;
-	unlink(path);
-	FILE *f = fdopen(fd, "w+");
-	if (!f)
-		close(fd);
-	return f;
-}
-
-/* A spill file no other worker writes to, taken: its index, or -1 (no temporary file). */
-static int spill_take(struct report *r)
-{
-	pthread_mutex_lock(&r->lock);
-	size_t i = 0;
-	while (i < r->nspills && r->busy[i])
-		i++;
-	if (i == r->nspills) {
-		if (i == SPILLS_MAX || !(r->spills[i] = spill_new())) {
-			pthread_mutex_unlock(&r->lock);
-			return -1;
-		}
-		r->nspills++;
-	}
-	r->busy[i] = 1;
-	pthread_mutex_unlock(&r->lock);
-	return (int)i;
-}
-
-static void spill_give(struct report *r, int i)
-{
-	pthread_mutex_lock(&r->lock);
-	r->busy[i] = 0;
-	pthread_mutex_unlock(&r->lock);
-}
-
 static void report_one(void *ctx, struct process *p, size_t at)
 {
 	struct report *r = ctx;
@@ -323,17 +273,10 @@ static void report_one(void *ctx, struct process *p, size_t at)
 	for (size_t f = 0; families[f] && (r->o->json || r->count > 1); f++)
 		if (r->totals[f])
 			family_totals_add(r->totals[f], p);
-	int s = r->o->findings ? -1 : spill_take(r);
-	part.lost = !r->o->findings;
-	if (s >= 0) {
-		FILE *out = r->spills[s];
-		part.spill = (size_t)s;
-		part.off = ftello(out);
+	FILE *out = r->o->findings ? NULL : spill_begin(&r->spills, &part.sec);
+	if (out) {
 		sections(out, r, p);
-		off_t end = ftello(out);
-		part.len = (size_t)(end - part.off);
-		part.lost = part.off < 0 || end < part.off || ferror(out);
-		spill_give(r, s);
+		spill_end(&r->spills, &part.sec);
 	}
 	process_free(p);
 	pthread_mutex_lock(&r->lock);
@@ -386,14 +329,7 @@ static int by_work(const void *a, const void *b)
 /* A part's sections, from the spill file; -1 after a message when they are lost. */
 static int copy_sections(FILE *out, const struct report *r, const struct part *p)
 {
-	char buf[1 << 16];
-	FILE *in = r->spills[p->spill];
-	size_t left = p->len;
-	if (!p->lost && fseeko(in, p->off, SEEK_SET) == 0)
-		for (size_t k; left && (k = fread(buf, 1, left < sizeof(buf) ? left : sizeof(buf), in));
-		     left -= k)
-			fwrite(buf, 1, k, out);
-	if (!p->lost && !left)
+	if (spill_copy(out, &r->spills, &p->sec) == 0)
 		return 0;
 	prof_error("report: process %u: its sections were lost (out of memory, or the temporary "
 		   "file failed)", p->r.pid);
@@ -521,8 +457,7 @@ int cmd_report(int argc, char **argv)
 	for (size_t f = 0; families[f] && totals; f++)
 		if (families[f]->json && !(r.totals[f] = family_totals_new(families[f])))
 			r.failed = 1;
-	r.nspills = (r.spills[0] = spill_new()) != NULL;  /* a report needs one at least */
-	if (!r.nspills) {
+	if (spills_init(&r.spills) < 0) {
 		prof_error("report: cannot make a temporary file in $TMPDIR, else /tmp: %m");
 		rc = 1;
 	} else {
@@ -535,7 +470,6 @@ int cmd_report(int argc, char **argv)
 	free(r.parts);
 	for (size_t f = 0; families[f]; f++)
 		family_totals_free(r.totals[f]);
-	for (size_t i = 0; i < r.nspills; i++)
-		fclose(r.spills[i]);
+	spills_close(&r.spills);
 	return rc;
 }

@@ -5,10 +5,12 @@
 #include "family.h"
 #include "grow.h"
 #include "process.h"
+#include "spill.h"
 #include "stackfmt.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -900,12 +902,6 @@ int summary_load_piece(const char *path, uint64_t from, uint64_t to, struct proc
 	return rc;
 }
 
-int summary_load(const char *path, struct process **ps, size_t *n, size_t *cap, char *err,
-		 size_t errlen)
-{
-	return summary_load_piece(path, 0, UINT64_MAX, ps, n, cap, err, errlen);
-}
-
 int summary_pieces(const char *path, uint64_t **starts, size_t *n, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
@@ -990,48 +986,70 @@ static const struct cmd_spec spec = {
 	"  -o FILE      the summary (needed)\n",
 };
 
-struct sum_job {
-	const struct cmd_opts *o;
-	char **paths;
-	struct sum_out *outs;
-	char (*errs)[512];
-	size_t *kept;  /* processes written, of each path */
+/* The summary is made as the processes are loaded (processes_each(), one worker per core: a
+ * trace, or one process of a summary, at a time), each process's summary written to a spill
+ * file (spill.h) as soon as it is made, and the process freed: memory holds a process per
+ * worker, not the run's summaries. The file is the header, then those summaries copied out in
+ * the order of the inputs. */
+struct sum_part {
+	size_t at, seq;       /* its place in the inputs, and when it came (a piece's processes) */
+	struct spilled sum;   /* its summary */
 };
 
-static void summarize_one(void *ctx, size_t i)
+struct sum_job {
+	const struct cmd_opts *o;
+	struct spills spills;
+	struct sum_part *parts;
+	size_t n, cap;
+	char err[512];        /* the first error in the order of the inputs (of the one at err_at) */
+	size_t err_at;
+	pthread_mutex_t lock;
+};
+
+static void summarize_one(void *ctx, struct process *p, size_t at)
 {
 	struct sum_job *j = ctx;
-	struct process *ps = NULL;
-	size_t n = 0, cap = 0;
-	j->errs[i][0] = '\0';
-	if (summary_is(j->paths[i])) {  /* a summary again: its processes, as they are */
-		if (summary_load(j->paths[i], &ps, &n, &cap, j->errs[i], sizeof(j->errs[i])) < 0) {
-			free(ps);
-			return;
-		}
-	} else {
-		if (!(ps = calloc(1, sizeof(*ps)))) {
-			snprintf(j->errs[i], sizeof(j->errs[i]), "out of memory");
-			return;
-		}
-		n = 1;
-		if (process_load(j->paths[i], ps, j->errs[i], sizeof(j->errs[i])) < 0) {
-			processes_free(ps, n);
-			return;
-		}
-		if (ps->cut_bytes)
-			prof_error("warning: %s: truncated (%" PRIu64 " bytes missing at its end); "
-				   "summarizing what it holds", j->paths[i], ps->cut_bytes);
+	/* a summary's processes are selected here: cmd_inputs() read the traces' headers only
+	 * (and a trace's process, selected there, is selected here again) */
+	if (!cmd_selects(j->o, p)) {
+		process_free(p);
+		return;
 	}
-	/* a summary's processes are selected here: cmd_inputs() read the traces' headers only */
-	for (size_t k = 0; k < n; k++) {
-		if (!cmd_selects(j->o, &ps[k]))
-			continue;
-		if (summary_write_process(&j->outs[i], &ps[k], j->errs[i], sizeof(j->errs[i])) < 0)
-			break;
-		j->kept[i]++;
+	struct sum_part part = { .at = at };
+	struct sum_out w = { 0 };
+	char err[512] = "";
+	int rc = summary_write_process(&w, p, err, sizeof(err));
+	uint32_t pid = p->hdr.pid;
+	process_free(p);
+	FILE *out = rc < 0 ? NULL : spill_begin(&j->spills, &part.sum);
+	if (out) {
+		fwrite(w.buf, 1, w.len, out);
+		spill_end(&j->spills, &part.sum);
 	}
-	processes_free(ps, n);
+	free(w.buf);
+	if (rc == 0 && part.sum.lost)
+		snprintf(err, sizeof(err), "summarize: process %u: its summary was lost (the "
+			 "temporary file failed)", pid);
+	pthread_mutex_lock(&j->lock);
+	part.seq = j->n;
+	if (!err[0] && j->n == j->cap && grow_array((void **)&j->parts, &j->cap,
+						    sizeof(*j->parts)) < 0)
+		snprintf(err, sizeof(err), "out of memory");
+	if (!err[0])
+		j->parts[j->n++] = part;
+	else if (!j->err[0] || at < j->err_at) {
+		memcpy(j->err, err, sizeof(err));
+		j->err_at = at;
+	}
+	pthread_mutex_unlock(&j->lock);
+}
+
+static int by_input(const void *a, const void *b)
+{
+	const struct sum_part *x = a, *y = b;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 int cmd_summarize(int argc, char **argv)
@@ -1048,48 +1066,44 @@ int cmd_summarize(int argc, char **argv)
 	size_t n;
 	if (cmd_inputs(&o, &paths, &n) < 0)
 		return 1;
-	struct sum_job job = { &o, paths, calloc(n, sizeof(struct sum_out)),
-			       calloc(n, sizeof(*job.errs)), calloc(n, sizeof(size_t)) };
-	if (!job.outs || !job.errs || !job.kept) {
-		prof_error("out of memory");
+	struct sum_job job = { .o = &o, .lock = PTHREAD_MUTEX_INITIALIZER };
+	if (spills_init(&job.spills) < 0) {
+		prof_error("summarize: cannot make a temporary file in $TMPDIR, else /tmp: %m");
+		inputs_free(paths);
+		return 1;
+	}
+	processes_reduce_set(0);  /* each summarized from all it holds, as it is loaded */
+	processes_doing_set("summarizing");
+	rc = processes_each(paths, n, NULL, summarize_one, &job) < 0 ? 1 : 0;
+	processes_reduce_set(1);  /* the defaults again, for a caller that goes on (the fuzzer) */
+	processes_doing_set("reporting");
+	if (rc == 0 && job.err[0]) {
+		prof_error("%s", job.err);
 		rc = 1;
-		goto out;
 	}
-	process_parallel(n, summarize_one, &job);
-	rc = 0;
-	size_t kept = 0;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		if (job.errs[i][0]) {
-			prof_error("%s", job.errs[i]);
-			rc = 1;
-		}
-		kept += job.kept[i];
-	}
-	if (rc == 0 && !kept) {  /* a summary without processes would be no summary */
+	if (rc == 0 && !job.n) {  /* a summary without processes would be no summary */
 		cmd_no_match();
 		rc = 1;
 	}
-	if (rc == 0) {
-		FILE *out = cmd_output(o.outfile);
-		if (!out) {
-			rc = 1;
-			goto out;
-		}
+	FILE *out = rc == 0 ? cmd_output(o.outfile) : NULL;
+	if (rc == 0 && !out)
+		rc = 1;
+	if (out) {
+		qsort(job.parts, job.n, sizeof(*job.parts), by_input);
 		struct sum_out head = { 0 };
 		summary_put_header(&head);
 		fwrite(head.buf, 1, head.len, out);
 		free(head.buf);
-		for (size_t i = 0; i < n; i++)
-			if (job.outs[i].len)  /* none when --pid or --exe left all of it out */
-				fwrite(job.outs[i].buf, 1, job.outs[i].len, out);
-		rc = cmd_finish_output(out, o.outfile, 0);
+		int lost = 0;
+		for (size_t i = 0; i < job.n && !lost; i++)
+			lost = spill_copy(out, &job.spills, &job.parts[i].sum) < 0;
+		if (lost)
+			prof_error("summarize: a process's summary was lost (the temporary file "
+				   "failed)");
+		rc = cmd_finish_output(out, o.outfile, lost);
 	}
-out:
-	for (size_t i = 0; job.outs && i < n; i++)
-		free(job.outs[i].buf);
-	free(job.outs);
-	free(job.errs);
-	free(job.kept);
+	free(job.parts);
+	spills_close(&job.spills);
 	inputs_free(paths);
 	return rc;
 }

@@ -75,11 +75,9 @@ int summary_write_process(struct sum_out *w, struct process *p, char *err, size_
 void summary_put_header(struct sum_out *w);
 /* Whether the file at path starts with the summary magic. */
 int summary_is(const char *path);
-/* The processes of a summary file (appended to *ps, *n, *cap); -1 with a one-line message
- * naming the file and the offset in err. */
-int summary_load(const char *path, struct process **ps, size_t *n, size_t *cap, char *err,
-		 size_t errlen);
-/* The same of one piece of the file, bytes [from, to) (its header read too). */
+/* The processes of one piece of a summary file, bytes [from, to) (its header read too; 0 and
+ * UINT64_MAX: all of it), appended to *ps, *n, *cap; -1 with a one-line message naming the
+ * file and the offset in err. */
 int summary_load_piece(const char *path, uint64_t from, uint64_t to, struct process **ps,
 		       size_t *n, size_t *cap, char *err, size_t errlen);
 /* A summary file cut in pieces of one process each, for them to be read one at a time (by

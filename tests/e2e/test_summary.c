@@ -1,9 +1,11 @@
 /* Summaries (prof summarize): merged, they give what the traces give (report --json, the
  * text report, leaks, every flame kind), for a tree of processes with CPU, lock, heap and I/O
  * data and for a job of ranks on two hosts; a directory of summaries is read as one; a
- * damaged or foreign summary is a one-line error; commands that need records say so. */
+ * summary holds its processes in the order of its inputs; a damaged or foreign summary is a
+ * one-line error; commands that need records say so. */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,76 @@ Test(summary, summaries_merged_give_what_the_traces_give)
 	cr_expect(WIFEXITED(sa) && WEXITSTATUS(sa) == 1 && x && strstr(x, "no process matches"),
 		  "summarize selecting nothing: %d %s", sa, x ? x : "");
 	free(x);
+}
+
+/* The trace path each process of a summary file was summarized from, in the order of the file
+ * (its process sections: tag 1, then the path as u32 length and bytes), joined by newlines. */
+static char *summary_paths(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	cr_assert_not_null(f, "%s", path);
+	size_t cap = 1 << 12, len = 0;
+	char *out = calloc(1, cap);
+	unsigned char head[16];
+	cr_assert(out && fread(head, 1, 16, f) == 16 && !memcmp(head, "PROFSUM\n", 8));
+	for (long off = 16; fseek(f, off, SEEK_SET) == 0 && fread(head, 1, 16, f) == 16;) {
+		uint32_t tag, n;
+		uint64_t slen;
+		memcpy(&tag, head, 4);
+		memcpy(&slen, head + 8, 8);
+		if (tag == 1) {
+			cr_assert_eq(fread(&n, 4, 1, f), 1);
+			cr_assert(n < 4096);
+			while (len + n + 2 > cap)
+				cr_assert_not_null(out = realloc(out, cap *= 2));
+			cr_assert_eq(fread(out + len, 1, n, f), n);
+			len += n;
+			out[len++] = '\n';
+			out[len] = '\0';
+		}
+		off += 16 + (long)slen;
+	}
+	fclose(f);
+	return out;
+}
+
+/* summarize writes each process's summary as it is made, on several workers, a summary's
+ * processes spread over them too: the file still has them in the order of its inputs. */
+Test(summary, a_summary_keeps_the_order_of_its_inputs)
+{
+	const char *r1 = e2e_tmpdir(), *r2 = e2e_tmpdir(), *d = e2e_tmpdir();
+	const char *a1[] = { e2e_prog("tree"), NULL };  /* fork, exec, spawn, popen: 9 traces */
+	const char *a2[] = { e2e_prog("cpu_wall"), NULL };
+	cr_assert_eq(e2e_profile(r1, a1, NULL, NULL, NULL), 0);
+	cr_assert_eq(e2e_profile(r2, a2, NULL, NULL, NULL), 0);
+	const char *const jobs[] = { "PROF_JOBS=3", NULL };
+	char s[4][PATH_MAX];
+	for (int i = 0; i < 4; i++)
+		snprintf(s[i], sizeof(s[i]), "%s/s%d.sum", d, i);
+	const char *const args[][7] = {
+		{ "summarize", "-o", s[0], r1, NULL },
+		{ "summarize", "-o", s[1], r2, NULL },
+		{ "summarize", "-o", s[2], s[1], s[0], NULL },    /* summaries */
+		{ "summarize", "-o", s[3], s[0], r2, s[0], NULL },  /* and traces */
+	};
+	for (int i = 0; i < 4; i++) {
+		int st;
+		char *msg = prof_out(jobs, &st, args[i]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: %s", s[i], msg ? msg : "");
+		free(msg);
+	}
+	char *p[4];
+	for (int i = 0; i < 4; i++)
+		p[i] = summary_paths(s[i]);
+	cr_expect_gt(e2e_count_lines(p[0]), 2, "%s", p[0]);
+	cr_expect_gt(e2e_count_lines(p[1]), 1, "%s", p[1]);
+	char want[1 << 14];
+	snprintf(want, sizeof(want), "%s%s", p[1], p[0]);
+	cr_expect_str_eq(p[2], want);
+	snprintf(want, sizeof(want), "%s%s%s", p[0], p[1], p[0]);
+	cr_expect_str_eq(p[3], want);
+	for (int i = 0; i < 4; i++)
+		free(p[i]);
 }
 
 /* CUDA (the fake driver, with kernels timed by events, device memory, and the real cudart
