@@ -4,10 +4,13 @@
 #include "commands.h"
 #include "family.h"
 #include "format.h"
+#include "grow.h"
 #include "process.h"
+#include "spill.h"
 #include "stackfmt.h"
 #include "suppress.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 static const struct cmd_spec leaks_spec = {
@@ -51,10 +54,91 @@ static void leaks_text(FILE *out, struct process *p, const struct leak_view *v)
 	fputc('\n', out);
 }
 
+/* A run's leaks are made a process at a time (cmd_each()), as prof report's sections are:
+ * each worker writes the process it loaded into a spill file of its own and frees it, and the
+ * parts are copied out at the end: in the order the processes started for JSON, busiest
+ * first for text, as processes_load() and processes_by_work() order them. */
+struct leak_part {
+	struct spilled sec;
+	uint64_t start_ns, work;
+	uint32_t pid;
+	size_t at;
+};
+
+struct leak_run {
+	int json;
+	struct leak_view v;
+	struct spills spills;
+	struct leak_part *parts;
+	size_t n, cap;
+	int failed;
+	pthread_mutex_t lock;
+};
+
+static void leaks_one(void *ctx, struct process *p, size_t at)
+{
+	struct leak_run *r = ctx;
+	struct leak_part part = { .start_ns = p->hdr.start_ns, .pid = p->hdr.pid, .at = at,
+				  .work = process_work(process_cpu_ns(p), p->end_ns) };
+	FILE *out = spill_begin(&r->spills, &part.sec);
+	if (out) {
+		if (r->json) {
+			json_t *o = leaks_json(p, &r->v);
+			spill_json(out, o, 2);  /* an element of "processes" */
+			json_decref(o);
+		} else {
+			leaks_text(out, p, &r->v);
+		}
+		spill_end(&r->spills, &part.sec);
+	}
+	process_free(p);
+	pthread_mutex_lock(&r->lock);
+	if (GROW(r->parts, r->n, r->cap) == 0)
+		r->parts[r->n++] = part;
+	else
+		r->failed = 1;
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct leak_part *x = a, *y = b;
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->at < y->at ? -1 : x->at > y->at;
+}
+
+static int by_work(const void *a, const void *b)
+{
+	const struct leak_part *x = a, *y = b;
+	if (x->work != y->work)
+		return x->work < y->work ? 1 : -1;
+	return by_start(a, b);
+}
+
+static void leaks_write(FILE *out, struct leak_run *r)
+{
+	qsort(r->parts, r->n, sizeof(*r->parts), r->json ? by_start : by_work);
+	if (r->json)
+		fputs("{\n \"version\": 1,\n \"processes\": [", out);
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->json)
+			fputs(i ? ",\n  " : "\n  ", out);
+		if (spill_copy(out, &r->spills, &r->parts[i].sec) < 0) {
+			prof_error("leaks: process %u: its leaks were lost (out of memory, or the "
+				   "temporary file failed)", r->parts[i].pid);
+			r->failed = 1;
+		}
+	}
+	if (r->json)
+		fputs(r->n ? "\n ]\n}\n" : "]\n}\n", out);
+}
+
 int cmd_leaks(int argc, char **argv)
 {
 	struct cmd_opts o;
-	struct cmd_io io;
 	int rc = cmd_parse(&leaks_spec, argc, argv, &o);
 	if (rc >= 0)
 		return rc;
@@ -64,22 +148,24 @@ int cmd_leaks(int argc, char **argv)
 			supp_free(supp);
 			return 2;
 		}
-	if (cmd_open(&io, &o) < 0) {
-		supp_free(supp);
-		return 1;
-	}
-	struct leak_view v = { o.top, o.frames, o.show, supp };
-	if (o.json) {
-		json_t *arr = json_array();
-		for (size_t i = 0; i < io.n; i++)
-			json_array_append_new(arr, leaks_json(&io.ps[i], &v));
-		cmd_write_json(&io, arr);
+	struct leak_run r = { .json = o.json, .v = { o.top, o.frames, o.show, supp } };
+	pthread_mutex_init(&r.lock, NULL);
+	if (spills_init(&r.spills) < 0) {
+		prof_error("leaks: cannot make a temporary file in $TMPDIR, else /tmp: %m");
+		rc = 1;
 	} else {
-		struct process **order = processes_by_work(io.ps, io.n);
-		for (size_t i = 0; order && i < io.n; i++)
-			leaks_text(io.out, order[i], &v);
-		free(order);
+		rc = cmd_each(&o, NULL, leaks_one, &r) < 0;
+		FILE *out = rc ? NULL : cmd_output(o.outfile);
+		if (!rc && !out)
+			rc = 1;
+		if (!rc) {
+			leaks_write(out, &r);
+			rc = cmd_finish_output(out, o.outfile, r.failed);
+		}
+		spills_close(&r.spills);
 	}
+	pthread_mutex_destroy(&r.lock);
+	free(r.parts);
 	supp_free(supp);
-	return cmd_close(&io, 0);
+	return rc;
 }

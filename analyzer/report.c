@@ -212,39 +212,11 @@ struct report {
 	pthread_mutex_t lock;
 };
 
-/* jansson's layout (JSON_INDENT(1)) of a value nested depth levels deep in a document: its own
- * with depth more spaces after each line break (the only raw ones: strings escape theirs), so
- * that a document written in pieces is the one dumped at once. */
-struct nested {
-	FILE *out;
-	int depth;
-};
-
-static int put_nested(const char *buf, size_t size, void *data)
-{
-	struct nested *d = data;
-	for (const char *nl; size && (nl = memchr(buf, '\n', size));) {
-		size_t k = (size_t)(nl - buf) + 1;
-		fwrite(buf, 1, k, d->out);
-		fprintf(d->out, "%*s", d->depth, "");
-		buf += k;
-		size -= k;
-	}
-	fwrite(buf, 1, size, d->out);
-	return 0;
-}
-
-static void json_nested(FILE *out, json_t *v, int depth)
-{
-	struct nested d = { out, depth };
-	json_dump_callback(v, put_nested, &d, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
-}
-
 /* A member of the document after the first one (it takes v). */
 static void json_member(FILE *out, const char *key, json_t *v)
 {
 	fprintf(out, ",\n \"%s\": ", key);
-	json_nested(out, v, 1);
+	spill_json(out, v, 1);
 	json_decref(v);
 }
 
@@ -252,7 +224,7 @@ static void sections(FILE *out, const struct report *r, struct process *p)
 {
 	if (r->o->json) {
 		json_t *o = process_json(p, r->o->top);
-		json_nested(out, o, 2);  /* an element of "processes" */
+		spill_json(out, o, 2);  /* an element of "processes" */
 		json_decref(o);
 	} else if (r->o->brief) {
 		print_brief(out, p);

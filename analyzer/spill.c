@@ -81,3 +81,30 @@ int spill_copy(FILE *out, const struct spills *s, const struct spilled *w)
 			fwrite(buf, 1, k, out);
 	return !w->lost && !left ? 0 : -1;
 }
+
+/* jansson's layout of a nested value: its own with depth more spaces after each line break
+ * (the only raw ones: strings escape theirs). */
+struct nested {
+	FILE *out;
+	int depth;
+};
+
+static int put_nested(const char *buf, size_t size, void *data)
+{
+	struct nested *d = data;
+	for (const char *nl; size && (nl = memchr(buf, '\n', size));) {
+		size_t k = (size_t)(nl - buf) + 1;
+		fwrite(buf, 1, k, d->out);
+		fprintf(d->out, "%*s", d->depth, "");
+		buf += k;
+		size -= k;
+	}
+	fwrite(buf, 1, size, d->out);
+	return 0;
+}
+
+void spill_json(FILE *out, json_t *v, int depth)
+{
+	struct nested d = { out, depth };
+	json_dump_callback(v, put_nested, &d, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+}

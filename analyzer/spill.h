@@ -6,6 +6,7 @@
 #ifndef PROF_SPILL_H
 #define PROF_SPILL_H
 
+#include <jansson.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -39,5 +40,9 @@ FILE *spill_begin(struct spills *s, struct spilled *w);
 void spill_end(struct spills *s, struct spilled *w);
 /* w's bytes copied to out: 0, or -1 when they are lost (the caller says so). */
 int spill_copy(FILE *out, const struct spills *s, const struct spilled *w);
+
+/* v as json_dumpf(JSON_INDENT(1) | JSON_PRESERVE_ORDER) writes it when it is nested depth
+ * levels deep in a document: a document written in pieces is then the one dumped at once. */
+void spill_json(FILE *out, json_t *v, int depth);
 
 #endif
