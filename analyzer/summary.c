@@ -122,6 +122,8 @@ void summary_put_header(struct sum_out *w)
 
 void sum_get_bytes(struct sum_in *r, void *dst, size_t n)
 {
+	if (n == 0)  /* dst may be NULL then (an empty array): memcpy must not see it */
+		return;
 	if (r->bad || (size_t)(r->end - r->p) < n) {
 		r->bad = 1;
 		memset(dst, 0, n);
