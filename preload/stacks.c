@@ -248,10 +248,16 @@ static void frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp, uintp
 	}
 }
 
+/* A hash of a call: its site and the stack pointer at it. */
+static uint64_t site_hash(uintptr_t site, uintptr_t sp)
+{
+	return (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+}
+
 static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
 			     uint64_t *key)
 {
-	uint64_t h = (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+	uint64_t h = site_hash(site, sp);
 	uintptr_t ip = site, hi = c->stack_lo <= sp && sp < c->stack_hi ? c->stack_hi : 0;
 	for (int i = 0; i < KEY_FRAMES; i++) {
 		struct frame_rule *r = frame_rule(c, ip);
@@ -279,13 +285,19 @@ static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp
 
 /* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
  * thread, the rlimit below where it began; for one started through pthread_create, what glibc
- * said as it started (th->stack_lo, threads.c) up to its descriptor. Async-signal-safe. */
-static void main_stack_bounds(struct stack_cache *c)
+ * said as it started (th->stack_lo, threads.c) up to its descriptor, which glibc puts at the
+ * stack's top. Async-signal-safe. */
+static void stack_bounds(struct prof_thread *th, struct stack_cache *c)
 {
 	extern void *__libc_stack_end;
 	struct rlimit rl;
-	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-	    rl.rlim_cur < (1ull << 34) && (uintptr_t)__libc_stack_end > rl.rlim_cur) {
+	if (th->tid != (uint32_t)getpid()) {
+		if (th->stack_lo) {
+			c->stack_lo = th->stack_lo;
+			c->stack_hi = (uintptr_t)pthread_self();
+		}
+	} else if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		   rl.rlim_cur < (1ull << 34) && (uintptr_t)__libc_stack_end > rl.rlim_cur) {
 		c->stack_hi = (uintptr_t)__libc_stack_end;
 		c->stack_lo = c->stack_hi - rl.rlim_cur;
 	}
@@ -293,17 +305,25 @@ static void main_stack_bounds(struct stack_cache *c)
 
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp);
 
-/* The entry that holds for this call, or NULL. *coarse is set where the chain is CHAIN_MAX
- * entries long without one that holds: its key cannot tell this call's paths apart (the
- * callers' frames could not be read for it, as where the call site's frame is rbp-based), so
- * the chain is closed (CHAIN_CLOSED) and its calls unwind without the cache from then on,
- * rather than walk and record again and again. */
 static struct site_memo *site_memo(struct stack_cache *c, uintptr_t site, uintptr_t sp)
 {
-	uint64_t h = (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
-	return &c->sites[h >> 56];
+	return &c->sites[site_hash(site, sp) >> 56];
 }
 
+/* A lookup found e: it pays back some of the recordings' debt. */
+static struct cached_stack *cache_hit(struct stack_cache *c, struct cached_stack *e)
+{
+	c->debt -= c->debt > 0;
+	c->hits++;
+	return e;
+}
+
+/* The entry that holds for this call, or NULL; *key: the chain's key. A site reached by one
+ * path is checked first, without the key. *coarse is set where the chain is CHAIN_MAX entries
+ * long without one that holds: its key cannot tell this call's paths apart (the callers'
+ * frames could not be read for it, as where a frame pointer leads outside the thread's known
+ * stack), so the chain is closed (CHAIN_CLOSED) and its calls unwind without the cache from
+ * then on, rather than walk and record again and again. */
 static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, uintptr_t sp,
 				       uintptr_t bp, int *coarse, uint64_t *key)
 {
@@ -315,11 +335,8 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 	struct site_memo *m = site_memo(c, site, sp);
 	if (m->site == site && m->sp == sp && m->at && !m->multi) {
 		struct cached_stack *e = (struct cached_stack *)(c->arena + m->at - 1);
-		if (cached_holds(e, site, sp, bp)) {
-			c->debt -= c->debt > 0;
-			c->hits++;
-			return e;
-		}
+		if (cached_holds(e, site, sp, bp))
+			return cache_hit(c, e);
 		m->multi = 1;
 	}
 	uint32_t *chain = cache_chain(c, site, sp, bp, key);
@@ -332,11 +349,8 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 	int i = 0;
 	for (; at && i < CHAIN_MAX; i++) {
 		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
-		if (cached_holds(e, site, sp, bp)) {
-			c->debt -= c->debt > 0;
-			c->hits++;
-			return e;
-		}
+		if (cached_holds(e, site, sp, bp))
+			return cache_hit(c, e);
 		at = e->next;
 	}
 	if (i == CHAIN_MAX) {
@@ -393,12 +407,7 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 			return NULL;
 		}
 		th->stack_cache = c;
-		if (th->tid == (uint32_t)getpid()) {
-			main_stack_bounds(c);
-		} else if (th->stack_lo) {  /* glibc puts the thread descriptor at its stack's top */
-			c->stack_lo = th->stack_lo;
-			c->stack_hi = (uintptr_t)pthread_self();
-		}
+		stack_bounds(th, c);
 	}
 	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
 	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
