@@ -60,9 +60,7 @@ static void leaks_text(FILE *out, struct process *p, const struct leak_view *v)
  * first for text, as processes_load() and processes_by_work() order them. */
 struct leak_part {
 	struct spilled sec;
-	uint64_t start_ns, work;
-	uint32_t pid;
-	size_t at;
+	struct proc_order ord;
 };
 
 struct leak_run {
@@ -78,8 +76,7 @@ struct leak_run {
 static void leaks_one(void *ctx, struct process *p, size_t at)
 {
 	struct leak_run *r = ctx;
-	struct leak_part part = { .start_ns = p->hdr.start_ns, .pid = p->hdr.pid, .at = at,
-				  .work = process_work(process_cpu_ns(p), p->end_ns) };
+	struct leak_part part = { .ord = proc_order_of(p, at) };
 	FILE *out = spill_begin(&r->spills, &part.sec);
 	if (out) {
 		if (r->json) {
@@ -102,20 +99,14 @@ static void leaks_one(void *ctx, struct process *p, size_t at)
 
 static int by_start(const void *a, const void *b)
 {
-	const struct leak_part *x = a, *y = b;
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	return x->at < y->at ? -1 : x->at > y->at;
+	return proc_order_by_start(&((const struct leak_part *)a)->ord,
+				   &((const struct leak_part *)b)->ord);
 }
 
 static int by_work(const void *a, const void *b)
 {
-	const struct leak_part *x = a, *y = b;
-	if (x->work != y->work)
-		return x->work < y->work ? 1 : -1;
-	return by_start(a, b);
+	return proc_order_by_work(&((const struct leak_part *)a)->ord,
+				  &((const struct leak_part *)b)->ord);
 }
 
 static void leaks_write(FILE *out, struct leak_run *r)
@@ -128,7 +119,7 @@ static void leaks_write(FILE *out, struct leak_run *r)
 			fputs(i ? ",\n  " : "\n  ", out);
 		if (spill_copy(out, &r->spills, &r->parts[i].sec) < 0) {
 			prof_error("leaks: process %u: its leaks were lost (out of memory, or the "
-				   "temporary file failed)", r->parts[i].pid);
+				   "temporary file failed)", r->parts[i].ord.pid);
 			r->failed = 1;
 		}
 	}

@@ -533,12 +533,21 @@ void process_free(struct process *p)
 	memset(p, 0, sizeof(*p));
 }
 
+int proc_order_by_start(const struct proc_order *a, const struct proc_order *b)
+{
+	if (a->start_ns != b->start_ns)
+		return a->start_ns < b->start_ns ? -1 : 1;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return a->at < b->at ? -1 : a->at > b->at;
+}
+
 static int cmp_start(const void *a, const void *b)
 {
 	const struct process *x = a, *y = b;
-	if (x->hdr.start_ns != y->hdr.start_ns)
-		return x->hdr.start_ns < y->hdr.start_ns ? -1 : 1;
-	return x->hdr.pid < y->hdr.pid ? -1 : x->hdr.pid > y->hdr.pid;
+	struct proc_order ox = { .start_ns = x->hdr.start_ns, .pid = x->hdr.pid },
+			  oy = { .start_ns = y->hdr.start_ns, .pid = y->hdr.pid };
+	return proc_order_by_start(&ox, &oy);
 }
 
 /* One worker per item, as many at a time as there are cores (PROF_JOBS sets another number;
@@ -781,18 +790,27 @@ uint64_t process_cpu_ns(const struct process *p)
 	return ns;
 }
 
-static uint64_t work_of(const struct process *p)
+struct proc_order proc_order_of(const struct process *p, size_t at)
 {
-	return process_work(process_cpu_ns(p), p->end_ns);
+	return (struct proc_order){ p->hdr.start_ns, process_work(process_cpu_ns(p), p->end_ns),
+				    p->hdr.pid, at };
 }
 
+int proc_order_by_work(const struct proc_order *a, const struct proc_order *b)
+{
+	if (a->work != b->work)
+		return a->work < b->work ? 1 : -1;
+	return proc_order_by_start(a, b);
+}
+
+/* processes_by_work()'s: the array (in start order) is the inputs, a process's place in it
+ * its address. */
 static int cmp_work(const void *a, const void *b)
 {
 	struct process *const *x = a, *const *y = b;
-	uint64_t wx = work_of(*x), wy = work_of(*y);
-	if (wx != wy)
-		return wx < wy ? 1 : -1;
-	return *x < *y ? -1 : *x > *y;
+	struct proc_order ox = proc_order_of(*x, (size_t)(uintptr_t)*x),
+			  oy = proc_order_of(*y, (size_t)(uintptr_t)*y);
+	return proc_order_by_work(&ox, &oy);
 }
 
 struct process **processes_by_work(struct process *ps, size_t n)

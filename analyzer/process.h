@@ -137,6 +137,17 @@ static inline uint64_t process_work(uint64_t cpu_ns, uint64_t end_ns)
  * shell, a launcher) lead with those that did the work. Caller frees the array; NULL when out
  * of memory. */
 struct process **processes_by_work(struct process *ps, size_t n);
+/* Where a process comes in a run's output, for the commands that keep only this of it
+ * (cmd_each()): in the order the processes started, as processes_load() gives them (then by
+ * pid, then by `at`, its place in the inputs), or busiest first, as processes_by_work(). */
+struct proc_order {
+	uint64_t start_ns, work;
+	uint32_t pid;
+	size_t at;
+};
+struct proc_order proc_order_of(const struct process *p, size_t at);
+int proc_order_by_start(const struct proc_order *a, const struct proc_order *b);
+int proc_order_by_work(const struct proc_order *a, const struct proc_order *b);
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id);
 struct thread_info *process_thread(struct process *p, uint32_t serial);

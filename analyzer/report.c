@@ -2,6 +2,7 @@
  * document that SPEC.md fixes. */
 #include "commands.h"
 #include "family.h"
+#include "grow.h"
 #include "findings.h"
 #include "format.h"
 #include "process.h"
@@ -193,8 +194,8 @@ static void print_run(FILE *out, const struct run_proc *rp, size_t n,
 
 struct part {
 	struct run_proc r;
-	uint64_t start_ns;  /* the header's: the order the processes started */
-	size_t at, seq;     /* its place in the inputs, and when it came: ties in that order */
+	struct proc_order ord;
+	size_t seq;         /* when it came: ties in that order */
 	struct findings fs;
 	struct spilled sec; /* its sections (none with --findings) */
 };
@@ -240,7 +241,7 @@ static void sections(FILE *out, const struct report *r, struct process *p)
 static void report_one(void *ctx, struct process *p, size_t at)
 {
 	struct report *r = ctx;
-	struct part part = { .start_ns = p->hdr.start_ns, .at = at };
+	struct part part = { .ord = proc_order_of(p, at) };
 	int ok = run_proc_of(&part.r, p) == 0 && findings_of(&part.fs, p, r->stack_frames) == 0;
 	for (size_t f = 0; families[f] && (r->o->json || r->count > 1); f++)
 		if (r->totals[f])
@@ -253,15 +254,7 @@ static void report_one(void *ctx, struct process *p, size_t at)
 	process_free(p);
 	pthread_mutex_lock(&r->lock);
 	part.seq = r->n;
-	if (ok && r->n == r->cap) {
-		size_t cap = r->cap ? 2 * r->cap : 64;
-		struct part *v = realloc(r->parts, cap * sizeof(*v));
-		if (v) {
-			r->parts = v;
-			r->cap = cap;
-		}
-	}
-	if (ok && r->n < r->cap) {
+	if (ok && GROW(r->parts, r->n, r->cap) == 0) {
 		r->parts[r->n++] = part;
 	} else {
 		r->failed = 1;
@@ -276,26 +269,15 @@ static void report_one(void *ctx, struct process *p, size_t at)
 static int by_start(const void *a, const void *b)
 {
 	const struct part *x = *(struct part *const *)a, *y = *(struct part *const *)b;
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	if (x->r.pid != y->r.pid)
-		return x->r.pid < y->r.pid ? -1 : 1;
-	if (x->at != y->at)
-		return x->at < y->at ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static uint64_t work_of(const struct part *p)
-{
-	return process_work(p->r.cpu_ns, p->r.end_ns);
+	int c = proc_order_by_start(&x->ord, &y->ord);
+	return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static int by_work(const void *a, const void *b)
 {
-	uint64_t x = work_of(*(struct part *const *)a), y = work_of(*(struct part *const *)b);
-	if (x != y)
-		return x < y ? 1 : -1;
-	return by_start(a, b);
+	const struct part *x = *(struct part *const *)a, *y = *(struct part *const *)b;
+	int c = proc_order_by_work(&x->ord, &y->ord);
+	return c ? c : x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* A part's sections, from the spill file; -1 after a message when they are lost. */
