@@ -263,6 +263,16 @@ int e2e_count_lines(const char *text)
 	return n;
 }
 
+double e2e_cpu_total_pct(json_t *cpu, const char *function)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(cpu, "top_total"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "function")), function))
+			return json_real_value(json_object_get(f, "total_pct"));
+	return 0;
+}
+
 double e2e_folded_weight(const char *text, const char *a, const char *b)
 {
 	double sum = 0;

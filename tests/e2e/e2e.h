@@ -39,6 +39,9 @@ json_t *e2e_prof_json(const char *command, const char *path);
 /* processes[i] of a report; NULL if absent. */
 json_t *e2e_process(json_t *doc, size_t i);
 long e2e_int(json_t *obj, const char *path);  /* "heap.alloc_calls" -> integer, -1 if absent */
+/* Percent of the CPU time spent in function and its callees, from a report's cpu.top_total;
+ * 0 if it is not there. */
+double e2e_cpu_total_pct(json_t *cpu, const char *function);
 
 /* Line of the first occurrence of marker in tests/progs/<file>; 0 if not found. */
 int e2e_marker_line(const char *file, const char *marker);

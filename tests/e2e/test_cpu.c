@@ -37,17 +37,6 @@ static json_t *profile(const char *const argv[], const char *const env[], const 
 	return doc;
 }
 
-/* Percent of the CPU time spent in function and its callees, from cpu.top_total. */
-static double total_pct(json_t *cpu, const char *function)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_object_get(cpu, "top_total"), i, f)
-		if (!strcmp(json_string_value(json_object_get(f, "function")), function))
-			return json_real_value(json_object_get(f, "total_pct"));
-	return 0;
-}
-
 static const char *const hot[] = { "hot_a", "hot_b", "hot_c" };
 static const double hot_share[] = { 50, 30, 20 };
 
@@ -61,7 +50,7 @@ Test(cpu, shares_of_known_functions_in_three_threads)
 	cr_expect_eq(e2e_int(cpu, "hz"), 999);
 	cr_assert_gt(e2e_int(cpu, "samples"), 300, "about 2 s of CPU time was used");
 	for (int k = 0; k < 3; k++) {
-		double got = total_pct(cpu, hot[k]);
+		double got = e2e_cpu_total_pct(cpu, hot[k]);
 		cr_expect(fabs(got - hot_share[k]) <= 3.0, "%s: %.1f%% of the CPU time, expected %.0f%%",
 			  hot[k], got, hot_share[k]);
 	}
@@ -123,7 +112,7 @@ Test(cpu, agrees_with_perf_record)
 	json_t *doc = profile(argv, fast, NULL, NULL);
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
 	for (int k = 0; k < 3; k++) {
-		double theirs = perf_children(text, hot[k]), ours = total_pct(cpu, hot[k]);
+		double theirs = perf_children(text, hot[k]), ours = e2e_cpu_total_pct(cpu, hot[k]);
 		cr_expect_geq(theirs, 0, "perf names %s", hot[k]);
 		cr_expect(fabs(theirs - ours) <= 3.0, "%s: perf %.1f%%, libprof %.1f%%", hot[k], theirs, ours);
 	}
@@ -282,7 +271,7 @@ Test(cpu, samples_inside_hooks_count_for_the_program)
 		cr_expect(!module || !strstr(module, "libprof.so"), "libprof's %s in a stack",
 			  json_string_value(json_object_get(f, "function")));
 	}
-	double churn = total_pct(cpu, "churn"), main = total_pct(cpu, "main");
+	double churn = e2e_cpu_total_pct(cpu, "churn"), main = e2e_cpu_total_pct(cpu, "main");
 	cr_expect_gt(churn, 90, "churn() and what it called: %.1f%%", churn);
 	cr_expect_gt(main, 90, "whole stacks, also while libprof was unwinding: %.1f%%", main);
 	json_decref(doc);
@@ -341,7 +330,7 @@ Test(cpu, small_thread_stacks_never_overflow)
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
 	/* spin() is static and inlined or not: each thread's time is found under its routine
 	 * (big stack: unwound) or in spin/its routine by PC (small stack). */
-	double big = total_pct(cpu, "on_big_stack");
+	double big = e2e_cpu_total_pct(cpu, "on_big_stack");
 	cr_expect_gt(big, 35, "the 256 KiB thread unwound: %.1f%%", big);
 	size_t i;
 	json_t *t;

@@ -94,16 +94,6 @@ static json_t *process_with_arg(json_t *doc, const char *arg)
 	return NULL;
 }
 
-static double total_pct(json_t *cpu, const char *function)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_object_get(cpu, "top_total"), i, f)
-		if (!strcmp(json_string_value(json_object_get(f, "function")), function))
-			return json_real_value(json_object_get(f, "total_pct"));
-	return 0;
-}
-
 /* Index of the Python frame `function` in a JSON stack, -1 if absent. */
 static int py_frame(json_t *stack, const char *function)
 {
@@ -145,7 +135,7 @@ static void expect_shares(json_t *cpu, const char *version)
 	const double want[] = { 50, 30, 20 };
 	double got[3], sum = 0;
 	for (int k = 0; k < 3; k++)
-		sum += got[k] = total_pct(cpu, hot[k]);
+		sum += got[k] = e2e_cpu_total_pct(cpu, hot[k]);
 	cr_assert_gt(sum, 10, "%s: hot_a, hot_b, hot_c have %.1f%% of the CPU time", version, sum);
 	for (int k = 0; k < 3; k++)
 		cr_expect(got[k] * 100 / sum >= want[k] - 5 && got[k] * 100 / sum <= want[k] + 5,
@@ -226,7 +216,7 @@ Test(python, cpython_311_every_kind_of_frame)
 	/* the subprocess (python3 py_work.py child) has its Python frames too */
 	json_t *child = process_with_arg(doc, "child");
 	cr_assert_not_null(child, "the subprocess was traced");
-	cr_expect_gt(total_pct(json_object_get(child, "cpu"), "child_work"), 30);
+	cr_expect_gt(e2e_cpu_total_pct(json_object_get(child, "cpu"), "child_work"), 30);
 	if (numpy) {  /* numpy's C code allocates under the Python frame that called it */
 		int at;
 		json_t *site = site_in(proc, "numpy_alloc", &at);
