@@ -79,6 +79,19 @@ static json_t *all_json(struct process *p)
 	return o;
 }
 
+/* The summary of load()'s process: its header, then the process. */
+static struct sum_out summary_of_load(void)
+{
+	struct process p;
+	load(&p);
+	struct sum_out w = { 0 };
+	char err[512];
+	summary_put_header(&w);
+	cr_assert_eq(summary_write_process(&w, &p, err, sizeof(err)), 0, "%s", err);
+	process_free(&p);
+	return w;
+}
+
 Test(summary, a_reduced_process_reports_the_same)
 {
 	struct process p;
@@ -103,13 +116,8 @@ Test(summary, a_reduced_process_reports_the_same)
 
 Test(summary, cut_or_changed_anywhere_is_refused_or_read)
 {
-	struct process p;
-	load(&p);
-	struct sum_out w = { 0 };
+	struct sum_out w = summary_of_load();
 	char err[512];
-	summary_put_header(&w);
-	cr_assert_eq(summary_write_process(&w, &p, err, sizeof(err)), 0, "%s", err);
-	process_free(&p);
 	struct process *ps = NULL;
 	size_t n = 0, cap = 0;
 	cr_assert_eq(summary_parse(w.buf, w.len, "x.sum", &ps, &n, &cap, err, sizeof(err)), 0, "%s",
@@ -157,13 +165,8 @@ Test(summary, every_family_has_both_hooks)
  * summary of another version, are refused in one line. */
 Test(summary, unknown_sections_skipped_other_versions_refused)
 {
-	struct process p;
-	load(&p);
-	struct sum_out w = { 0 };
+	struct sum_out w = summary_of_load();
 	char err[512];
-	summary_put_header(&w);
-	cr_assert_eq(summary_write_process(&w, &p, err, sizeof(err)), 0, "%s", err);
-	process_free(&p);
 	size_t whole = w.len;
 	/* a future section: tag 200, 16 bytes */
 	sum_put_u32(&w, 200);
