@@ -347,14 +347,6 @@ struct fn_table {
 	char **names;
 };
 
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 static void fns_free(struct fn_table *t)
 {
 	for (size_t i = 0; i < t->n; i++)
@@ -372,7 +364,7 @@ static int fns_add(struct fn_table *t, const struct sym_frame *frames, int n,
 		char buf[256];
 		const char *label = n ? frame_label(&frames[i], buf, sizeof(buf)) : "[no stack]";
 		int created;
-		uint64_t *at = u64map_put(&t->index, hash_name(label), &created);
+		uint64_t *at = u64map_put(&t->index, str_hash(label), &created);
 		if (!at)
 			return -1;
 		if (created) {

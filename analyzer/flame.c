@@ -6,6 +6,7 @@
 #include "grow.h"
 #include "process.h"
 #include "stackfmt.h"
+#include "u64map.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -55,19 +56,17 @@ struct collect_ctx {
 	const char *root;
 };
 
-/* The set's copy of s, made if it has none: the labels of a run's stacks are few (its
- * functions), its samples many. NULL when out of memory. */
+/* The slot of s in a set of nslots (a power of two): where it is, or the free one it goes to. */
 static size_t label_slot(char **slots, size_t nslots, const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++)
-		h = (h ^ *c) * 1099511628211ull;
-	size_t i = (size_t)h & (nslots - 1);
+	size_t i = (size_t)str_hash(s) & (nslots - 1);
 	while (slots[i] && strcmp(slots[i], s))
 		i = (i + 1) & (nslots - 1);
 	return i;
 }
 
+/* The set's copy of s, made if it has none: the labels of a run's stacks are few (its
+ * functions), its samples many. NULL when out of memory. */
 static const char *keep(struct flame_set *ss, const char *s)
 {
 	if (2 * (ss->nstr + 1) > ss->strcap) {

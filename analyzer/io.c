@@ -181,10 +181,7 @@ void io_free(void *state)
 
 static uint64_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h & ~(1ull << 63);  /* u64map keys must not be ~0 */
+	return str_hash(s) & ~(1ull << 63);  /* u64map keys must not be ~0 */
 }
 
 /* The file of that name, created if new; -1 if out of memory. */

@@ -280,20 +280,12 @@ struct strtab {
 	struct u64map index;  /* hash -> position (uint32_t), probed */
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	while (*s)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-	return h;
-}
-
 /* The position of s (0: NULL), added if new; UINT32_MAX when out of memory. */
 static uint32_t strtab_ref(struct strtab *t, const char *s)
 {
 	if (!s)
 		return 0;
-	for (uint64_t k = hash_str(s);; k++) {
+	for (uint64_t k = str_hash(s);; k++) {
 		int created;
 		uint32_t *i = u64map_put(&t->index, k, &created);
 		if (!i)

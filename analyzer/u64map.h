@@ -31,6 +31,15 @@ static inline uint64_t u64_mix(uint64_t x)
 	return x;
 }
 
+/* A string's key for these tables (FNV-1a): callers compare the strings where two collide. */
+static inline uint64_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	while (*s)
+		h = (h ^ (unsigned char)*s++) * 0x100000001b3ull;
+	return h;
+}
+
 /* A seed drawn at random once per process: tables keyed by what a trace holds mix it in, so
  * keys a hostile trace chose to collide do not turn probing quadratic. */
 uint64_t u64_seed(void);
