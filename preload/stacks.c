@@ -365,6 +365,9 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
  * CACHE_THREADS slots; a thread that finds none free goes without. A slot given back is
  * zeroed (MADV_DONTNEED) before it is free. */
 #define CACHE_THREADS 128
+/* Slots start on page boundaries: MADV_DONTNEED takes whole pages, and one that began inside
+ * a slot (or ran past its end) would fail, or zero the start of the next, a live thread's. */
+#define CACHE_STRIDE (((sizeof(struct stack_cache)) + 4095) & ~(size_t)4095)
 static _Atomic(struct stack_cache *) caches;
 static _Atomic uint64_t caches_taken[CACHE_THREADS / 64];
 
@@ -372,7 +375,7 @@ static struct stack_cache *cache_claim(void)
 {
 	struct stack_cache *all = atomic_load(&caches);
 	if (!all) {
-		size_t bytes = CACHE_THREADS * sizeof(*all);
+		size_t bytes = CACHE_THREADS * CACHE_STRIDE;
 		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 		if (p == MAP_FAILED)
@@ -389,7 +392,7 @@ static struct stack_cache *cache_claim(void)
 		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
 		while (!(old & bit))
 			if (atomic_compare_exchange_weak(word, &old, old | bit))
-				return &all[i];
+				return (struct stack_cache *)((char *)all + i * CACHE_STRIDE);
 	}
 	return NULL;
 }
@@ -449,8 +452,8 @@ void prof_stacks_thread_done(struct prof_thread *th)
 				 (unsigned long long)c->hits, (unsigned long long)c->recorded,
 				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
 				 (unsigned long long)c->closed, c->used >> 10);
-		madvise(c, sizeof(*c), MADV_DONTNEED);
-		size_t i = (size_t)(c - all);
+		madvise(c, CACHE_STRIDE, MADV_DONTNEED);
+		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
 		atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
 	}
 	if (prof_cfg.stack_cache == 2 && prof_cfg.debug)

@@ -97,6 +97,29 @@ static void mostly_hits(const char *prog)
 }
 
 Test(stack_cache, mostly_hits_optimised) { mostly_hits("many_paths_O2"); }
+
+/* A thread's cache given back (its thread ended) leaves the others' alone: the first thread
+ * ends half way through the second's run, whose hits are then checked against unwinds. Caches
+ * once shared pages at their edges, and giving one back cleared the start of the next. */
+Test(stack_cache, thread_end_leaves_other_caches)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog("many_paths"), "handoff", NULL };
+	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	cr_expect_null(strstr(text, "gave stack"), "the cache and an unwind differ:\n%s", text);
+	long hits = 0, wrong = -1;
+	for (const char *p = text; (p = strstr(p, "stack cache: ")); p++)
+		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
+			hits = 0;
+	cr_expect_gt(hits, 50000, "%ld hits checked:\n%s", hits, text);
+	cr_expect_eq(wrong, 0, "%s", text);
+	free(text);
+}
 Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); }
 
 /* Recording unwinds block every signal for their length: the program's own mask and its

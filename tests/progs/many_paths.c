@@ -2,11 +2,14 @@
  * chosen by a fixed hash of the path: about 2,100 distinct stacks), visited in a pseudo-random order ROUNDS times
  * each, as an allocation-heavy program with a few thousand stacks does: first in a thread of
  * its own, then in the first thread. Built with and without frame pointers. The stack cache
- * should serve nearly every allocation after a path's first two in each thread. */
+ * should serve nearly every allocation after a path's first two in each thread.
+ * `many_paths handoff`: the first thread ends (pthread_exit) while the other is half way, so
+ * that its stack cache is given back while the other's is in use. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define PATHS 3000u
 #define ROUNDS 20u
@@ -70,8 +73,28 @@ static void *run(void *seed)
 	return (void *)sum;
 }
 
-int main(void)
+static _Atomic int half_way;
+
+static void *run_through_handoff(void *seed)
 {
+	uintptr_t sum = (uintptr_t)run(seed);
+	half_way = 1;
+	usleep(200 * 1000);  /* the first thread ends meanwhile */
+	sum ^= (uintptr_t)run((void *)((uintptr_t)seed + 1));
+	printf("%lu\n", (unsigned long)sum);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && argv[1][0] == 'h') {
+		pthread_t t;
+		if (pthread_create(&t, NULL, run_through_handoff, (void *)88172645463325252ull) != 0)
+			return 1;
+		while (!half_way)
+			usleep(1000);
+		pthread_exit(NULL);  /* the process exits with the last thread, status 0 */
+	}
 	pthread_t t;
 	void *a, *b;
 	if (pthread_create(&t, NULL, run, (void *)88172645463325252ull) != 0 ||
