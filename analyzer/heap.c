@@ -13,7 +13,10 @@
  * flagged PROF_ALLOC_SAMPLED have stacks. One of size s was sampled with probability
  * p = 1 - exp(-s/B), so its site counts it as 1/p calls and s/p bytes (the unbiased
  * estimate), in everything per site: calls, bytes, bytes at the peak, leaks. The others
- * belong to no site (SITE_NONE). */
+ * belong to no site (SITE_NONE). Traces of the tallied sampled mode (PROF_FEAT_HEAP_TALLY)
+ * have records only of sampled and large blocks; HEAP_TALLY records count the others, per
+ * thread, with the sizes of their frees estimated: totals stay exact, the peak and what is
+ * left at exit come within a fraction of a percent, temporaries are not known. */
 #include "heap.h"
 #include "grow.h"
 #include "summary.h"
@@ -46,6 +49,8 @@ void heap_free(void *state)
 	u64map_free(&h->site_map);
 	u64map_free(&h->leak_class);
 	free(h->last);
+	free(h->tally_seen);
+	free(h->classes);
 }
 
 /* ---- live blocks ------------------------------------------------------------------------ */
@@ -161,10 +166,8 @@ static int mark_dirty(struct heap_stats *h, struct heap_site *s)
 }
 
 /* The heap is at a peak not yet recorded per site, and about to drop: record it. */
-static void snapshot_if_at_peak(struct heap_stats *h)
+static void snapshot(struct heap_stats *h)
 {
-	if (h->snapped || h->current != h->peak)
-		return;
 	for (size_t i = 0; i < h->ndirty; i++) {
 		struct heap_site *s = &h->sites[h->dirty[i]];
 		s->peak_bytes = s->cur;
@@ -172,6 +175,12 @@ static void snapshot_if_at_peak(struct heap_stats *h)
 	}
 	h->ndirty = 0;
 	h->snapped = 1;
+}
+
+static void snapshot_if_at_peak(struct heap_stats *h)
+{
+	if (!h->snapped && h->current == h->peak)
+		snapshot(h);
 }
 
 /* What a block of size bytes counts for at its site: 1/p (sampled traces) or 1. */
@@ -298,13 +307,126 @@ int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int reallo
 	/* Temporary: freed by the thread that made it, before it allocated anything else (a
 	 * realloc is a resize, not the end of the block's use). */
 	uint64_t *last = stream < h->nlast ? &h->last[stream] : NULL;
-	if (last && *last == ptr && !realloc_half) {
+	if (last && *last == ptr && !realloc_half && !h->tallied) {
 		*last = 0;
 		h->temporary++;
 		if (s)
 			s->temporary += w;
 	}
 	return 0;
+}
+
+static uint64_t grown(uint64_t *seen, uint64_t now)
+{
+	uint64_t d = now > *seen ? now - *seen : 0;  /* an exit-time tally may lag the thread's */
+	if (now > *seen)
+		*seen = now;
+	return d;
+}
+
+static int64_t at_least_0(int64_t v)
+{
+	return v > 0 ? v : 0;
+}
+
+static void peak_check(struct heap_stats *h, uint64_t bytes, uint64_t t)
+{
+	if (bytes > h->peak) {
+		h->peak = bytes;
+		h->peak_ns = t;
+		h->snapped = 0;
+	}
+}
+
+/* A thread's tally: its counts grew by what this record adds to its last (an older one, written
+ * at exit for a thread still running, adds nothing), its bytes in use are as it says, and in
+ * between they went up to in_use_high: a peak the heap may have had then, as far as the other
+ * threads' latest tallies tell. */
+int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
+	       const struct prof_rec_heap_tally *r)
+{
+	if (serial >= 1u << 24)  /* a damaged trace's, not an array to allocate */
+		return 0;
+	if (serial >= h->ntally_seen) {
+		size_t n = serial + 64u;
+		struct heap_tally_seen *v = realloc(h->tally_seen, n * sizeof(*v));
+		if (!v)
+			return -1;
+		memset(v + h->ntally_seen, 0, (n - h->ntally_seen) * sizeof(*v));
+		h->tally_seen = v;
+		h->ntally_seen = n;
+	}
+	struct heap_tally_seen *seen = &h->tally_seen[serial];
+	if (r->alloc_calls + r->free_calls < seen->alloc_calls + seen->free_calls)
+		return 0;
+	uint64_t da = grown(&seen->alloc_calls, r->alloc_calls);
+	uint64_t df = grown(&seen->free_calls, r->free_calls);
+	h->alloc_calls += da;
+	h->bytes_allocated += grown(&seen->alloc_bytes, r->alloc_bytes);
+	h->free_calls += df;
+	h->tally_blocks += (int64_t)da - (int64_t)df;
+	int64_t in_use = (int64_t)(r->alloc_bytes - r->free_bytes);
+	int64_t rise = r->in_use_high - seen->in_use;
+	if (rise > 0 && rise < (int64_t)1 << 50) {
+		int64_t high = at_least_0(h->tally_bytes + rise) - at_least_0(h->tally_bytes);
+		if (h->current + (uint64_t)high > h->peak) {  /* a peak, with the sites as they are */
+			snapshot_if_at_peak(h);
+			h->peak = h->current + (uint64_t)high;
+			h->peak_ns = t;
+			snapshot(h);
+		}
+	}
+	int64_t before = at_least_0(h->tally_bytes);
+	h->tally_bytes += in_use - seen->in_use;
+	seen->in_use = in_use;
+	int64_t after = at_least_0(h->tally_bytes);
+	if (after < before) {
+		snapshot_if_at_peak(h);
+		h->current -= (uint64_t)(before - after);
+	} else {
+		h->current += (uint64_t)(after - before);
+		peak_check(h, h->current, t);
+	}
+	return 0;
+}
+
+#define CLASS_MAX 4096  /* writers have 260; more is a damaged trace */
+
+int heap_classes(struct heap_stats *h, const struct prof_heap_class *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = v[i].cls;
+		if (c >= CLASS_MAX)
+			continue;
+		if (c >= h->nclasses) {
+			size_t cap = c + 64u;
+			struct heap_class_sum *g = realloc(h->classes, cap * sizeof(*g));
+			if (!g)
+				return -1;
+			memset(g + h->nclasses, 0, (cap - h->nclasses) * sizeof(*g));
+			h->classes = g;
+			h->nclasses = cap;
+		}
+		h->classes[c].allocs += v[i].allocs;
+		h->classes[c].asked += v[i].asked;
+		h->classes[c].frees += v[i].frees;
+	}
+	return 0;
+}
+
+/* The tallied bytes in use at the end: blocks left per size class times the class's mean
+ * size asked; else the running estimate. */
+static uint64_t tallied_at_end(const struct heap_stats *h)
+{
+	if (!h->classes)  /* cut short: no thread said its classes */
+		return h->tally_bytes > 0 ? (uint64_t)h->tally_bytes : 0;
+	double bytes = 0;
+	for (size_t c = 0; c < h->nclasses; c++) {
+		const struct heap_class_sum *k = &h->classes[c];
+		if (k->allocs > k->frees)
+			bytes += (double)(k->allocs - k->frees) * ((double)k->asked / (double)k->allocs);
+	}
+	return (uint64_t)llround(bytes);
 }
 
 int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed)
@@ -334,6 +456,9 @@ int heap_finish(struct heap_stats *h, int execd)
 	snapshot_if_at_peak(h);  /* the process ended at its peak */
 	if (execd)
 		return 0;
+	h->leaked_bytes += tallied_at_end(h);  /* counted: of no site, never classified */
+	if (h->tally_blocks > 0)
+		h->leaked_blocks += (uint64_t)h->tally_blocks;
 	/* Some of the scan's lists were lost (no space left): its classes cannot be told. */
 	if (h->leak_scanned && h->leak_got != h->leak_listed)
 		h->leak_scanned = 0;
@@ -377,7 +502,8 @@ int heap_sum_write(struct sum_out *w, const struct process *p, const void *state
 	const uint64_t v[] = { h->alloc_calls, h->free_calls, h->bytes_allocated, h->current,
 			       h->peak, h->peak_ns, h->leaked_bytes, h->leaked_blocks, h->temporary,
 			       h->unmatched_frees, (uint64_t)h->snapped, (uint64_t)h->leak_scanned,
-			       h->leak_flags, h->leak_listed, h->leak_got, h->live_count, h->sample };
+			       h->leak_flags, h->leak_listed, h->leak_got, h->live_count, h->sample,
+			       (uint64_t)h->tallied };
 	sum_put_fixed(w, v, sizeof(v));
 	sum_put_fixed(w, h->class_bytes, sizeof(h->class_bytes));
 	sum_put_fixed(w, h->class_blocks, sizeof(h->class_blocks));
@@ -392,7 +518,7 @@ int heap_sum_read(struct sum_in *r, struct process *p, void *state)
 {
 	struct heap_stats *h = state;
 	(void)p;
-	uint64_t v[17];
+	uint64_t v[18];
 	sum_get_fixed(r, v, sizeof(v));
 	h->alloc_calls = v[0];
 	h->free_calls = v[1];
@@ -411,6 +537,7 @@ int heap_sum_read(struct sum_in *r, struct process *p, void *state)
 	h->leak_got = v[14];
 	h->live_count = v[15];  /* the blocks themselves are not kept: their sites have them */
 	h->sample = v[16];      /* the sites' estimates are made already; this says they are */
+	h->tallied = (int)v[17];
 	sum_get_fixed(r, h->class_bytes, sizeof(h->class_bytes));
 	sum_get_fixed(r, h->class_blocks, sizeof(h->class_blocks));
 	sum_get_fixed(r, &h->in_use, sizeof(h->in_use));

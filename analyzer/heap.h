@@ -66,6 +66,19 @@ struct heap_stats {
 	struct u64map leak_class;  /* ptr -> enum prof_leak_class (uint32_t) */
 	uint64_t class_bytes[PROF_LEAK_CLASS_COUNT], class_blocks[PROF_LEAK_CLASS_COUNT];
 	struct series in_use;  /* bytes allocated over time, for charts */
+	/* Sampled traces with tallies (PROF_FEAT_HEAP_TALLY): the blocks counted without records
+	 * of their own, as HEAP_TALLY records sum them up: each counted thread's latest totals
+	 * and bytes in use, and the bytes and blocks in use they make (current counts bytes at
+	 * least 0). */
+	int tallied;
+	struct heap_tally_seen { uint64_t alloc_calls, alloc_bytes, free_calls; int64_t in_use; }
+		*tally_seen;
+	size_t ntally_seen;
+	int64_t tally_bytes, tally_blocks;
+	/* HEAP_CLASSES, summed over threads: what is left at the end, per size class (without
+	 * them, a trace cut short, that comes from tally_bytes). */
+	struct heap_class_sum { uint64_t allocs, asked, frees; } *classes;
+	size_t nclasses;
 };
 
 void heap_init(void *state);  /* a struct heap_stats */
@@ -76,6 +89,11 @@ int heap_alloc(struct heap_stats *h, uint32_t stream, uint64_t t, uint64_t ptr, 
 /* What a block of size bytes counts for at its site: 1 / (1 - exp(-size / sample)), or 1. */
 double heap_sample_weight(const struct heap_stats *h, uint64_t size);
 int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int realloc_half);
+/* A HEAP_TALLY record: thread serial's running totals of the blocks counted without records. */
+int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
+	       const struct prof_rec_heap_tally *r);
+/* A HEAP_CLASSES record's classes. */
+int heap_classes(struct heap_stats *h, const struct prof_heap_class *v, size_t n);
 /* The leak check's records: LEAK_SCAN, then LEAK_BLOCKS lists (ptrs of one class). */
 int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed);
 int heap_leak_class(struct heap_stats *h, unsigned cls, const uint64_t *ptrs, size_t n);

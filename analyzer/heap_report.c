@@ -27,12 +27,25 @@ static int heap_on_record(struct process *p, void *state, const struct trace_eve
 	struct heap_stats *heap = state;
 	uint64_t t = process_rel_time(p, h->time);
 	int rc;
+	heap->tallied = (p->hdr.features & PROF_FEAT_HEAP_TALLY) != 0;
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
 		heap->sample = p->hdr.heap_sample;
 		rc = heap_alloc(heap, ev->stream, t, r->ptr, r->size, r->stack, h->flags);
 		series_add(&heap->in_use, t, heap->current);
 		return rc;
+	}
+	if (h->type == PROF_REC_HEAP_TALLY) {
+		const struct prof_rec_heap_tally *r = (const void *)h;
+		heap->sample = p->hdr.heap_sample;
+		rc = heap_tally(heap, t, r->serial, r);
+		series_add(&heap->in_use, t, heap->current);
+		return rc;
+	}
+	if (h->type == PROF_REC_HEAP_CLASSES) {
+		const struct prof_rec_heap_classes *r = (const void *)h;
+		size_t room = (h->size - sizeof(*r)) / sizeof(r->classes[0]);
+		return heap_classes(heap, r->classes, r->count < room ? r->count : room);
 	}
 	if (h->type == PROF_REC_LEAK_SCAN)
 		return heap_leak_scan(state, h->flags, ((const struct prof_rec_leak_scan *)h)->listed);
@@ -154,8 +167,8 @@ static json_t *heap_json(struct process *p, size_t top)
 	}
 	free(v);
 	/* Sampled traces (PROF_HEAP_SAMPLE): the totals are exact, the sites estimates. */
-	json_t *o = json_pack("{s:I,s:b}", "sample_bytes", (json_int_t)h->sample,
-			      "sites_estimated", h->sample != 0);
+	json_t *o = json_pack("{s:I,s:b,s:b}", "sample_bytes", (json_int_t)h->sample,
+			      "sites_estimated", h->sample != 0, "peak_estimated", h->tallied != 0);
 	json_t *heap = json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:o}",
 			 "alloc_calls", (json_int_t)h->alloc_calls, "free_calls", (json_int_t)h->free_calls,
 			 "bytes_allocated", (json_int_t)h->bytes_allocated, "peak_bytes", (json_int_t)h->peak,
@@ -251,16 +264,21 @@ static void heap_print(FILE *out, struct process *p, size_t top, int frames)
 			fmt_bytes(h->class_bytes[k], a, sizeof(a)), fmt_count(h->class_blocks[k], b, sizeof(b)),
 			h->class_blocks[k] == 1 ? "" : "s");
 	}
-	fprintf(out, "   temporary         %s allocation%s (%.1f%% of calls)\n",
-		fmt_count(h->temporary, c, sizeof(c)), h->temporary == 1 ? "" : "s",
-		h->alloc_calls ? 100.0 * (double)h->temporary / (double)h->alloc_calls : 0.0);
+	if (h->tallied)
+		fprintf(out, "   temporary         not known (sampled)\n");
+	else
+		fprintf(out, "   temporary         %s allocation%s (%.1f%% of calls)\n",
+			fmt_count(h->temporary, c, sizeof(c)), h->temporary == 1 ? "" : "s",
+			h->alloc_calls ? 100.0 * (double)h->temporary / (double)h->alloc_calls : 0.0);
 	if (h->unmatched_frees)
 		fprintf(out, "   (%s free%s of blocks allocated before recording began)\n",
 			fmt_count(h->unmatched_frees, a, sizeof(a)), h->unmatched_frees == 1 ? "" : "s");
 	if (h->sample)
 		fprintf(out, "   sampled           one allocation per %s on average has its stack: "
-			"the totals above are exact, the sites below are estimates\n",
-			fmt_bytes(h->sample, a, sizeof(a)));
+			"%s, the sites below are estimates\n", fmt_bytes(h->sample, a, sizeof(a)),
+			h->tallied ? "calls and bytes above are exact, the peak and what was in use "
+				     "at exit within a fraction of a percent" :
+				     "the totals above are exact");
 	struct shown_stacks seen = { NULL, 0 };
 	print_sites(out, p, "Top sites at peak heap (bytes they held then)", site_key_peak, top, frames,
 		    &seen);
@@ -509,6 +527,10 @@ static int heap_tl_event(void *state, struct timeline *tl, const struct trace_ev
 	if (h->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *r = (const void *)h;
 		rc = heap_alloc(&s->heap, ev->stream, h->time, r->ptr, r->size, r->stack, h->flags);
+	} else if (h->type == PROF_REC_HEAP_TALLY) {
+		const struct prof_rec_heap_tally *r = (const void *)h;
+		s->heap.tallied = 1;
+		rc = heap_tally(&s->heap, h->time, r->serial, r);
 	} else if (h->type != PROF_REC_FREE) {
 		return 0;  /* the leak check's records */
 	} else {
@@ -553,6 +575,14 @@ static void heap_dump(FILE *out, const struct prof_rec *r)
 		const struct prof_rec_leak_blocks *l = (const void *)r;
 		fprintf(out, " class=%s count=%u", r->flags < PROF_LEAK_CLASS_COUNT ?
 			class_key[r->flags] : "?", l->count);
+	} else if (r->type == PROF_REC_HEAP_CLASSES) {
+		const struct prof_rec_heap_classes *c = (const void *)r;
+		fprintf(out, " thread=%u classes=%u", c->serial, c->count);
+	} else if (r->type == PROF_REC_HEAP_TALLY) {
+		const struct prof_rec_heap_tally *t = (const void *)r;
+		fprintf(out, " thread=%u alloc_calls=%" PRIu64 " alloc_bytes=%" PRIu64
+			" free_calls=%" PRIu64 " free_bytes=%" PRIu64, t->serial, t->alloc_calls,
+			t->alloc_bytes, t->free_calls, t->free_bytes);
 	} else if (r->type == PROF_REC_ALLOC) {
 		const struct prof_rec_alloc *a = (const void *)r;
 		fprintf(out, " %s ptr=0x%" PRIx64 " size=%" PRIu64 " stack=%u",
@@ -628,7 +658,7 @@ const struct family heap_family = {
 	" size INTEGER, stack INTEGER, function TEXT);\n"
 	"CREATE TABLE frees(pid INTEGER, tid INTEGER, time_ns INTEGER, ptr INTEGER);\n",
 	.sql_row = heap_sql_row,
-	.sum_version = 1,
+	.sum_version = 2,  /* 2: tallied */
 	.sum_write = heap_sum_write,
 	.sum_read = heap_sum_read,
 };

@@ -1,6 +1,7 @@
 /* Heap hooks: malloc and friends. Each successful call is an ALLOC or FREE record with the
  * caller's interned stack; errno and results are exactly those of the real allocator. */
 #include "prof.h"
+#include "heap_tally.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -17,6 +18,7 @@ static struct {
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
 } real;
 
 /* dlsym() may allocate (calloc) before we know where the real allocator is: serve those few
@@ -60,6 +62,7 @@ static void resolve(void)
 	RESOLVE(memalign);
 	RESOLVE(valloc);
 	RESOLVE(pvalloc);
+	RESOLVE(malloc_usable_size);
 	/* malloc last, released: its being set means all are. */
 	__atomic_store_n(&real.malloc, (__typeof__(real.malloc))dlsym(RTLD_NEXT, "malloc"),
 			 __ATOMIC_RELEASE);
@@ -76,6 +79,8 @@ static size_t dtv_extra_slots;
 void prof_heap_init(void)
 {
 	resolve();
+	if (prof_cfg.heap_sample)
+		heap_tally_init(real.malloc_usable_size, real.malloc, real.free);
 	void *dl_allocate_tls = dlsym(RTLD_DEFAULT, "_dl_allocate_tls");
 	if (dl_allocate_tls && prof_module_range((uintptr_t)dl_allocate_tls, &ldso_lo, &ldso_hi))
 		dtv_extra_slots = (size_t)prof_tls_modules_added();
@@ -93,8 +98,8 @@ static inline size_t calloc_size_unprofiled(size_t n, size_t size, uintptr_t cal
  * sample points fall at random, one per `heap_sample` bytes on average (a Poisson process, so
  * the gaps are exponential). An allocation that holds a point is sampled: it gets its stack.
  * Its chance is p = 1 - exp(-size / heap_sample), so the analyzer counts it as 1/p calls and
- * size/p bytes of its site. Every other allocation is still an ALLOC record (stack 0, no
- * unwinding), and every free a FREE record: calls, bytes, the peak and leaks stay exact. */
+ * size/p bytes of its site. Every other allocation is only counted (heap_tally.c), unless it
+ * is large: calls and bytes stay exact, the peak and what is left at exit nearly so. */
 static __thread int64_t sample_left;   /* bytes to the next sample point */
 static __thread uint64_t sample_rng;   /* xorshift64* state; 0 = not seeded yet */
 
@@ -152,16 +157,9 @@ static inline int sampled(struct prof_thread *th, size_t size)
 }
 
 static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t,
-			 uintptr_t call_site)
+			 uintptr_t call_site, int with_stack)
 {
-	th = prof_thread_get();
-	uint32_t stack = 0;
-	if (!prof_cfg.heap_sample)
-		stack = prof_stack_at(th, call_site);
-	else if (sampled(th, size)) {
-		stack = prof_stack_at(th, call_site);
-		fn |= PROF_ALLOC_SAMPLED;  /* too wide for a short record: an ordinary one */
-	}
+	uint32_t stack = with_stack ? prof_stack_at(th, call_site) : 0;
 	prof_write_alloc(th, fn, (uint64_t)(uintptr_t)ptr, size, stack, t);
 }
 
@@ -169,8 +167,51 @@ static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t 
  * always sorts after this free. */
 static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint64_t t)
 {
-	th = prof_thread_get();
 	prof_write_free(th, flags, (uint64_t)(uintptr_t)ptr, t);
+}
+
+/* A successful allocation, in either mode. Sampled (heap_tally.c): only a sampled or large
+ * block gets a record, and goes into the set of blocks with records, which its free looks
+ * in; the others are tallied, without a clock read. */
+static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size, uintptr_t site)
+{
+	th = prof_thread_get();
+	int with_stack = 1;
+	if (prof_cfg.heap_sample) {
+		with_stack = sampled(th, size);  /* every byte counts for the sampler's stream */
+		if (!with_stack && size < PROF_HEAP_LARGE) {
+			heap_tally_alloc(th, p, size);
+			return;
+		}
+		if (heap_rec_add(p) < 0) {  /* no room to remember it: counted, not recorded */
+			heap_tally_alloc(th, p, size);
+			return;
+		}
+		if (with_stack)
+			fn |= PROF_ALLOC_SAMPLED;  /* too wide for a short record: an ordinary one */
+	}
+	uint64_t t = prof_now();
+	record_alloc(th, fn, p, size, t, site, with_stack);
+	if (unlikely(th->timed))  /* own time since t */
+		th->own_ns += prof_now() - t;
+}
+
+/* Sampled mode: whether a call we let pass (inside a hook of ours, or while recording is off:
+ * starting) may be of a block the program frees itself later. */
+static inline int passing_tracked(void)
+{
+	return unlikely(prof_cfg.heap_sample) &&
+	       (prof_self.in_hook || !atomic_load_explicit(&prof_active, memory_order_relaxed));
+}
+
+/* An allocation we let pass (fopen's FILE, inside our fopen hook): the program may free it
+ * itself, and that free must be no tallied one (exact mode: a free of a block never seen
+ * allocated, not counted). In the set of blocks with records, it is a FREE record. */
+static void *passed(void *p)
+{
+	if (p && passing_tracked())
+		heap_rec_add(p);
+	return p;
 }
 
 /* Where the hook was called from: a hint for stack interning (prof_stack_here). */
@@ -179,17 +220,14 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 /* Wraps the real call: guard, errno as the real function left it, record on success. */
 #define ALLOC_HOOK(fn_id, call, size_expr)                                 \
 	do {                                                               \
-		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);                      \
+		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);    \
 		if (!th)                                                   \
-			return call;                                       \
+			return passed(call);                               \
 		th->in_hook++;                                             \
 		void *p = call;                                            \
-		uint64_t t = prof_now();                                   \
 		int err = errno;                                           \
 		if (p)                                                     \
-			record_alloc(th, fn_id, p, size_expr, t, CALL_SITE); \
-		if (unlikely(th->timed))  /* own time since t */           \
-			th->own_ns += prof_now() - t;                      \
+			allocated(th, fn_id, p, size_expr, CALL_SITE);     \
 		errno = err;                                               \
 		th->in_hook--;                                             \
 		return p;                                                  \
@@ -248,16 +286,17 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
 	resolve();
 	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
-	if (!th)
-		return real.posix_memalign(out, align, size);
+	if (!th) {
+		int rc = real.posix_memalign(out, align, size);
+		if (rc == 0)
+			passed(*out);
+		return rc;
+	}
 	th->in_hook++;
 	int rc = real.posix_memalign(out, align, size);
-	uint64_t t = prof_now();
 	int err = errno;
 	if (rc == 0)
-		record_alloc(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, t, CALL_SITE);
-	if (unlikely(th->timed))
-		th->own_ns += prof_now() - t;
+		allocated(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, CALL_SITE);
 	errno = err;
 	th->in_hook--;
 	return rc;
@@ -271,15 +310,26 @@ PROF_EXPORT void free(void *ptr)
 		resolve();
 	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
 	if (!th) {
+		if (passing_tracked())
+			heap_rec_take(ptr);  /* one of passed()'s, freed inside the hook */
 		real.free(ptr);
 		return;
 	}
 	th->in_hook++;
+	if (prof_cfg.heap_sample && !heap_rec_take(ptr)) {  /* tallied, not recorded */
+		size_t usable = heap_tally_usable(ptr);
+		real.free(ptr);
+		int err = errno;
+		heap_tally_free(prof_thread_get(), usable);
+		errno = err;
+		th->in_hook--;
+		return;
+	}
 	uint64_t t = prof_now();
 	real.free(ptr);
 	int err = errno;
 	uint64_t own = prof_own_begin(th);
-	record_free(th, ptr, 0, t);
+	record_free(prof_thread_get(), ptr, 0, t);
 	prof_own_end(th, own);
 	errno = err;
 	th->in_hook--;
@@ -292,19 +342,36 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 {
 	size_t total = n * size;
 	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
-	if (!th)
-		return call(old, n, size);
+	if (!th) {
+		if (!passing_tracked())
+			return call(old, n, size);
+		int had = old && heap_rec_take(old);  /* see passed() */
+		void *p = call(old, n, size);
+		if (!p && had && total)
+			heap_rec_add(old);  /* failed: still there */
+		return passed(p);
+	}
 	th->in_hook++;
-	uint64_t t0 = prof_now();
+	/* Sampled mode: an old block without a record is tallied as freed (its size taken now,
+	 * while it is still ours); one with a record leaves the set before the call, as another
+	 * thread may get its address once it is freed, and goes back if the call fails. */
+	int old_recorded = 1;
+	size_t old_usable = 0;
+	if (old && prof_cfg.heap_sample && !(old_recorded = heap_rec_take(old)))
+		old_usable = heap_tally_usable(old);
+	uint64_t t0 = old && old_recorded ? prof_now() : 0;
 	void *p = call(old, n, size);
-	uint64_t t1 = prof_now();
 	int err = errno;
-	if (old && (p || total == 0))
-		record_free(th, old, PROF_FREE_REALLOC, t0);
+	if (old && (p || total == 0)) {
+		if (old_recorded)
+			record_free(prof_thread_get(), old, PROF_FREE_REALLOC, t0);
+		else
+			heap_tally_free(prof_thread_get(), old_usable);
+	} else if (old && prof_cfg.heap_sample && old_recorded) {
+		heap_rec_add(old);
+	}
 	if (p)
-		record_alloc(th, fn, p, total, t1, call_site);
-	if (unlikely(th->timed))
-		th->own_ns += prof_now() - t1;
+		allocated(th, fn, p, total, call_site);
 	errno = err;
 	th->in_hook--;
 	return p;

@@ -1,5 +1,6 @@
 /* libprof's lifecycle: configuration, start-up, threads, fork, exec, exit and fatal signals. */
 #include "prof.h"
+#include "heap_tally.h"
 #include "python.h"
 #include "locks.h"
 
@@ -198,10 +199,14 @@ static void read_config(void)
 	if ((v = getenv("PROF_HEAP_SAMPLE")) && *v) {
 		uint64_t b = parse_size(v);
 		prof_cfg.heap_sample = b > (1ull << 30) ? 1ull << 30 : b;
-		/* The sampled mode is for production: no leak classification at exit (it reads
-		 * every record of the trace again) unless asked for. */
-		if (b && !((v = getenv("PROF_LEAK_CHECK")) && *v))
+		/* The sampled mode knows only its sampled and large blocks one by one, too few
+		 * to tell which of the others point to them: no leak classes. */
+		if (b) {
+			if (prof_cfg.leak_check && (v = getenv("PROF_LEAK_CHECK")) && *v)
+				prof_log("PROF_LEAK_CHECK is ignored with PROF_HEAP_SAMPLE: the sampled "
+					 "mode does not classify leaks");
 			prof_cfg.leak_check = 0;
+		}
 	}
 	if ((v = getenv("PROF_HEAP_SAMPLE_SEED")) && *v)
 		prof_cfg.heap_sample_seed = strtoull(v, NULL, 0);
@@ -266,6 +271,7 @@ void prof_thread_end(struct prof_thread *th)
 		return;
 	prof_cpu_stop(th);
 	prof_modules_rescan_if_stale();
+	heap_tally_thread_done(th);
 	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		struct timespec ts;
@@ -338,6 +344,7 @@ static void on_exit_handler(int status, void *arg)
 	th->in_hook++;
 	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
 	prof_leak_scan();
+	heap_tally_flush_all(th);  /* every thread's counts, the others' too */
 	prof_locks_flush();
 	prof_thread_end(th);
 	write_exit(0, status);
@@ -354,6 +361,7 @@ static __attribute__((noreturn)) void quick_exit_with(int status)
 {
 	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
 		prof_self.in_hook++;
+		heap_tally_flush_all(prof_thread_get());
 		write_exit(2, status);
 		prof_self.in_hook--;
 	}
@@ -446,6 +454,7 @@ static void atfork_child(void)
 	prof_modules_reset();
 	prof_locks_fork_child();
 	prof_threads_fork_child();
+	heap_tally_fork_child();
 	if (was_active && wanted())
 		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
 }

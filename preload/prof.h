@@ -98,6 +98,7 @@ struct prof_thread {
 	 * time of their own work (unwinding, writing records) to own_ns, and the timed call
 	 * subtracts what was added meanwhile (prof_timed_begin(), prof_timed_end()). */
 	uint32_t timed;
+	uint32_t heap_tally;  /* heap_tally.c: the thread's tally slot + 1, 0 before it has one */
 	uint64_t own_ns;
 	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
 					* signal handler writes it, so no update is lost */

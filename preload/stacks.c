@@ -44,7 +44,8 @@ void prof_stacks_reset(void)
 		table_map = NULL;  /* stacks are then written without interning */
 	} else {
 		table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-		madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
+		if (!prof_cfg.heap_sample)  /* sampled: few stacks, not worth 16 MiB zeroed */
+			madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
 	}
 	atomic_store(&next_id, 1);
 	atomic_fetch_add(&cache_gen, 1);

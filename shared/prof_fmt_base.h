@@ -51,7 +51,12 @@
 /* Format 2: ALLOC and FREE may be short records (prof_short.h), 16 and 8 bytes, whose first
  * word has bit 15 set. Records stay 8-byte aligned and committed by their first word. */
 #define PROF_FEAT_SHORT_RECORDS 0x2ULL
-#define PROF_FEAT_KNOWN_REQUIRED (PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS)
+/* Sampled heap (heap_sample set): allocations that were neither sampled nor large, and their
+ * frees, have no ALLOC or FREE records; HEAP_TALLY records count them. A reader that does not
+ * add those counts up would get every heap total wrong, so the bit is required. */
+#define PROF_FEAT_HEAP_TALLY 0x4ULL
+#define PROF_FEAT_KNOWN_REQUIRED (PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | \
+				  PROF_FEAT_HEAP_TALLY)
 
 /* Event families selectable with PROF_EVENTS; the header records which were enabled. */
 #define PROF_EVENT_FAMILIES(X) \

@@ -33,6 +33,8 @@
 	X(FORK, 12, prof_rec_fork)                      \
 	X(LEAK_SCAN, 13, prof_rec_leak_scan)            \
 	X(LEAK_BLOCKS, 14, prof_rec_leak_blocks)        \
+	X(HEAP_TALLY, 15, prof_rec_heap_tally)          \
+	X(HEAP_CLASSES, 16, prof_rec_heap_classes)      \
 	X(PY_CODE, 19, prof_rec_py_code)
 
 /* The core range; within it, ALLOC and FREE belong to the heap family. */
@@ -40,9 +42,10 @@
 #define PROF_CORE_TYPE_LAST 19
 #define PROF_HEAP_TYPE_FIRST 8
 #define PROF_HEAP_TYPE_LAST 9
-/* The heap family's second range: the leak classes written at exit. */
+/* The heap family's second range: the leak classes written at exit, and the tallies of the
+ * sampled mode. */
 #define PROF_LEAK_TYPE_FIRST 13
-#define PROF_LEAK_TYPE_LAST 14
+#define PROF_LEAK_TYPE_LAST 16
 
 #define PROF_RECORD_TYPES(X) \
 	PROF_CORE_RECORD_TYPES(X) PROF_LOCK_RECORD_TYPES(X) PROF_IO_RECORD_TYPES(X) \
@@ -160,6 +163,42 @@ struct prof_rec_leak_blocks {
 	uint32_t count;
 	uint32_t pad;
 	uint64_t ptrs[];
+};
+
+/* HEAP_TALLY (files with PROF_FEAT_HEAP_TALLY): what one thread allocated and freed without
+ * records of its own (neither sampled nor of PROF_HEAP_LARGE bytes or more), as running totals
+ * since the thread began; a reader adds what grew since that thread's previous tally. Each
+ * thread writes one whenever its tallied bytes in use moved by some fraction of the heap,
+ * when it ends, and at exit for every thread (records written by the exiting thread, so
+ * `serial` is the thread counted, not necessarily the stream's). A free's size is not known
+ * to the writer: free_bytes is the allocator's size of each block (malloc_usable_size) less
+ * the rounding seen on the same thread's last allocation of that size, an estimate. */
+#define PROF_HEAP_LARGE (16u * 1024u)  /* allocations of this many bytes or more have records */
+struct prof_rec_heap_tally {
+	struct prof_rec h;
+	uint32_t serial;       /* the thread counted */
+	uint32_t pad;
+	uint64_t alloc_calls, alloc_bytes;  /* bytes asked for: exact */
+	uint64_t free_calls, free_bytes;    /* free_bytes: estimated */
+	int64_t in_use_high;  /* the most of alloc_bytes - free_bytes since the previous tally */
+};
+
+/* HEAP_CLASSES (with PROF_FEAT_HEAP_TALLY): a thread's last word on its tallied blocks, by
+ * the allocator's size class (index of malloc_usable_size: /16 below 4 KiB, then 255 +
+ * /4096), written once per thread, when it ends or at exit, in as many records as it takes.
+ * With them a reader tells the bytes still in use at the end from the blocks still in use
+ * per class (allocs - frees) times the class's mean size asked: off by little more than the
+ * rounding of those blocks, whatever happened before. */
+struct prof_heap_class {
+	uint32_t cls;
+	uint32_t pad;
+	uint64_t allocs, asked, frees;  /* asked: the bytes those allocations asked for */
+};
+struct prof_rec_heap_classes {
+	struct prof_rec h;
+	uint32_t serial;  /* the thread counted */
+	uint32_t count;
+	struct prof_heap_class classes[];
 };
 
 /* Fixed payload size of each known type (records may be larger: newer writers append fields). */

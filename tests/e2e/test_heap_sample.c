@@ -4,7 +4,9 @@
  * The sampler's seed is fixed (PROF_HEAP_SAMPLE_SEED), so a run is repeatable; 8 KiB gives
  * each site 1000 sample points or more, so that 10% is three standard deviations or more of
  * its estimate (3% for the 1.1% site of 128-byte blocks, 2% for the 64-byte one): with
- * another allocation stream (another libc) the test still holds. */
+ * another allocation stream (another libc) the test still holds. Most allocations are only
+ * counted in this mode (tallied): the tests at the end hold the counts to the exact mode's
+ * where threads free each other's blocks. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +145,62 @@ Test(heap_sample, other_seed_coarser)
 		cr_assert_leq(err, 0.10, "%s: %ld bytes estimated, %ld allocated", site_names[k],
 			      sa.site_bytes[k], want[k]);
 	}
+}
+
+/* The heap of a run of prog (argv[0] a program in tests/progs) with PROF_HEAP_SAMPLE=sample. */
+static json_t *heap_of_run(const char *const *argv, const char *sample, json_t **doc)
+{
+	const char *dir = e2e_tmpdir();
+	char var[64];
+	snprintf(var, sizeof(var), "PROF_HEAP_SAMPLE=%s", sample);
+	const char *env[] = { "PROF_EVENTS=alloc", var, "PROF_HEAP_SAMPLE_SEED=3", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0, "%s (%s)", argv[0], var);
+	*doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(*doc);
+	json_t *heap = json_object_get(e2e_process(*doc, 0), "heap");
+	cr_assert_not_null(heap);
+	return heap;
+}
+
+/* Sampled against exact where most allocations are only counted (tallied): calls, bytes and
+ * the blocks left at exit are exact; the bytes left within the rounding of those blocks (15
+ * bytes each), the peak within 1%. heap_handoff frees every block in another thread than the
+ * one that allocated it; heap_threads frees in the same one, from 4 threads at once. */
+static void tallies_match_exact(const char *const *argv, double peak_within, long or_bytes)
+{
+	json_t *exact_doc, *sampled_doc;
+	json_t *ex = heap_of_run(argv, "0", &exact_doc), *sa = heap_of_run(argv, "64K", &sampled_doc);
+	static const char *const same[] = { "alloc_calls", "free_calls", "bytes_allocated",
+					    "leaked_blocks" };
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++)
+		cr_expect_eq(e2e_int(sa, same[i]), e2e_int(ex, same[i]), "%s: %s %ld sampled, %ld exact",
+			     argv[0], same[i], e2e_int(sa, same[i]), e2e_int(ex, same[i]));
+	long left = e2e_int(ex, "leaked_bytes"), blocks = e2e_int(ex, "leaked_blocks");
+	cr_expect_leq(labs(e2e_int(sa, "leaked_bytes") - left), 15 * blocks,
+		      "%s: %ld bytes left sampled, %ld exact", argv[0], e2e_int(sa, "leaked_bytes"), left);
+	long peak = e2e_int(ex, "peak_bytes");
+	double slack = peak_within * (double)peak > (double)or_bytes ? peak_within * (double)peak :
+									  (double)or_bytes;
+	cr_expect_leq((double)labs(e2e_int(sa, "peak_bytes") - peak), slack,
+		      "%s: peak %ld sampled, %ld exact", argv[0], e2e_int(sa, "peak_bytes"), peak);
+	cr_expect(json_is_true(json_object_get(sa, "peak_estimated")));
+	cr_expect(json_is_false(json_object_get(ex, "peak_estimated")));
+	json_decref(exact_doc);
+	json_decref(sampled_doc);
+}
+
+Test(heap_sample, tallies_across_threads_match_exact_mode)
+{
+	const char *argv[] = { e2e_prog("heap_handoff"), NULL };
+	tallies_match_exact(argv, 0.01, 0);
+}
+
+/* A heap of a few hundred bytes (4 threads, one block each at a time): the peak may be off by
+ * what the threads did between two tallies, 8 KiB each at most; the rest as above. */
+Test(heap_sample, tallies_of_threads_match_exact_mode)
+{
+	const char *argv[] = { e2e_prog("heap_threads"), "4", "100000", NULL };
+	tallies_match_exact(argv, 0, 4 * 8192);
 }
 
 /* prof-run --heap-sample sets PROF_HEAP_SAMPLE; a bad value is a usage error. */

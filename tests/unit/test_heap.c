@@ -1,6 +1,7 @@
 /* Heap analysis on synthetic traces: the counting rules, temporaries, peak and its sites,
  * leaks, address reuse across threads, and frees of blocks never seen allocated. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 
@@ -253,5 +254,56 @@ Test(heap_analysis, sampled_trace_scales_sites_and_keeps_totals)
 	cr_expect_eq(site(&p, 2)->bytes, 5034);
 	cr_expect_eq(site(&p, 2)->peak_bytes, 5034);
 	cr_expect_null(site(&p, 0), "unsampled allocations have no site");
+	process_free(&p);
+}
+
+/* A HEAP_TALLY record: serial's running totals, from its prefix on (the payload after h). */
+static void tally(struct tg *tg, uint32_t stream, uint64_t t, uint32_t serial, uint64_t calls,
+		  uint64_t bytes, uint64_t frees, uint64_t freed, int64_t high)
+{
+	struct prof_rec_heap_tally r = { .serial = serial, .alloc_calls = calls, .alloc_bytes = bytes,
+					 .free_calls = frees, .free_bytes = freed,
+					 .in_use_high = high };
+	tg_rec(tg, stream, PROF_REC_HEAP_TALLY, 0, t, (const char *)&r + sizeof(r.h),
+	       sizeof(r) - sizeof(r.h));
+}
+
+/* The tallied sampled mode (PROF_FEAT_HEAP_TALLY): the threads' tallies add their growth to the
+ * totals; the peak counts a thread's high point between two tallies (with the others' latest);
+ * a tally older than one already seen (written at exit for a thread still running) adds
+ * nothing; what is left at the end comes from the classes: blocks left times mean size asked. */
+Test(heap_analysis, tallies_add_up_to_exact_totals_and_estimate_the_rest)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->heap_sample = 4096;
+	tg_header(tg)->features |= PROF_FEAT_HEAP_TALLY;
+	unsigned sampled = PROF_ALLOC_MALLOC | PROF_ALLOC_SAMPLED;
+	tg_alloc_fn(tg, 2, T0 + 1, (enum prof_alloc_fn)sampled, 0x1000, 1000, 1);
+	tally(tg, 2, T0 + 2, 1, 10, 500, 4, 200, 700);     /* thread 1: 300 in use, 700 at most */
+	tally(tg, 4, T0 + 3, 2, 5, 100, 0, 0, 100);        /* thread 2: 100 */
+	tally(tg, 2, T0 + 4, 1, 20, 900, 14, 800, 450);    /* thread 1: 100, 450 at most */
+	tally(tg, 2, T0 + 5, 1, 19, 850, 14, 800, 50);     /* older: nothing new */
+	tg_free(tg, 2, T0 + 6, 0x1000);
+	struct { struct prof_rec_heap_classes c; struct prof_heap_class v[2]; } cl = {
+		.c = { .serial = 1, .count = 2 },
+		.v = { { .cls = 3, .allocs = 16, .asked = 16 * 40, .frees = 14 },
+		       { .cls = 40, .allocs = 9, .asked = 9 * 641, .frees = 5 } } };
+	tg_rec(tg, 2, PROF_REC_HEAP_CLASSES, 0, T0 + 7, (const char *)&cl + sizeof(cl.c.h),
+	       sizeof(cl) - sizeof(cl.c.h));
+	tg_exit(tg, 2, T0 + 8, 0, 0);
+	struct process p;
+	load(tg, &p);
+	const struct heap_stats *h = heap_of(&p);
+	cr_expect_eq(h->alloc_calls, 1 + 20 + 5);
+	cr_expect_eq(h->free_calls, 1 + 14);
+	cr_expect_eq(h->bytes_allocated, 1000 + 900 + 100);
+	/* at T0 + 2: the sampled 1000 and thread 1's high point of 700 */
+	cr_expect_eq(h->peak, 1700, "peak %" PRIu64, h->peak);
+	cr_expect_eq(h->peak_ns, 2);
+	cr_expect_eq(site(&p, 1)->peak_bytes, site(&p, 1)->bytes, "the sampled block was in use then");
+	/* 2 blocks of 40 and 4 of 641 left, in tallied classes */
+	cr_expect_eq(h->leaked_bytes, 2 * 40 + 4 * 641, "leaked %" PRIu64, h->leaked_bytes);
+	cr_expect_eq(h->leaked_blocks, (20 + 5) - 14);
+	cr_expect_eq(h->temporary, 0, "temporaries are not known");
 	process_free(&p);
 }

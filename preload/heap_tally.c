@@ -1,0 +1,568 @@
+/* The sampled heap mode's bookkeeping (PROF_HEAP_SAMPLE): which live blocks have records of
+ * their own, and per-thread tallies of the allocations and frees that have none.
+ *
+ * In that mode an allocation gets an ALLOC record only when the sampler picks it (it then
+ * has its stack) or when it is large (PROF_HEAP_LARGE bytes or more, so that the peak stays
+ * exact where large blocks make it); its free then gets a FREE record. Every other
+ * allocation and free is only counted, in its thread's tally, and a HEAP_TALLY record says
+ * the totals now and then: no clock read, no record, no unwinding for nearly every call. */
+#include "prof.h"
+#include "heap_tally.h"
+
+#include <sched.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- blocks with records -------------------------------------------------------------------
+ * A free must know, before the real free, whether its block has an ALLOC record. Most have
+ * none, so the test is a lock-free read under a sequence lock, of a small table (the sampled
+ * blocks in use, one per heap_sample bytes, and the large ones): a miss costs a hash and a
+ * slot or two. Adding and removing take a spinlock; both are rare. Open addressing with
+ * linear probing and backward-shift removal; a table half full is replaced by one twice its
+ * size, and the old one stays mapped, as a reader may still be on it. */
+static struct {
+	_Alignas(64) _Atomic uint32_t seq;  /* odd while a writer changes the table */
+	_Atomic int lock;
+	uint64_t *_Atomic slots;
+	_Atomic unsigned shift;  /* 64 - log2(capacity) */
+	size_t count;
+} rec;
+
+#define REC_FIRST_SHIFT (64 - 12)  /* 4096 slots, 32 KiB, to begin with */
+
+static inline size_t rec_home(uint64_t key, unsigned shift)
+{
+	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> shift);
+}
+
+/* The slot of key in slots, or the empty one where it would go; *found says which. */
+static size_t rec_probe(uint64_t *slots, unsigned shift, uint64_t key, int *found)
+{
+	size_t mask = ((size_t)1 << (64 - shift)) - 1, i = rec_home(key, shift);
+	for (;;) {
+		uint64_t v = __atomic_load_n(&slots[i], __ATOMIC_RELAXED);
+		if (v == key || !v) {
+			*found = v != 0;
+			return i;
+		}
+		i = (i + 1) & mask;
+	}
+}
+
+/* A writer is at work (a few loads and stores): spin a little, then let it run. */
+static void rec_wait(unsigned *spins)
+{
+	if (++*spins < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else {
+		sched_yield();
+	}
+}
+
+static int rec_has(uint64_t key)
+{
+	unsigned spins = 0;
+	for (;;) {
+		uint32_t s0 = atomic_load_explicit(&rec.seq, memory_order_acquire);
+		uint64_t *slots = atomic_load_explicit(&rec.slots, memory_order_relaxed);
+		unsigned shift = atomic_load_explicit(&rec.shift, memory_order_relaxed);
+		int found = 0;
+		if (!(s0 & 1)) {
+			if (!slots)
+				return 0;
+			rec_probe(slots, shift, key, &found);
+		}
+		atomic_thread_fence(memory_order_acquire);
+		if (!(s0 & 1) && atomic_load_explicit(&rec.seq, memory_order_relaxed) == s0)
+			return found;
+		rec_wait(&spins);
+	}
+}
+
+static void rec_write_begin(void)
+{
+	unsigned spins = 0;
+	while (atomic_exchange_explicit(&rec.lock, 1, memory_order_acquire))
+		rec_wait(&spins);
+	atomic_fetch_add_explicit(&rec.seq, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+static void rec_write_end(void)
+{
+	atomic_fetch_add_explicit(&rec.seq, 1, memory_order_release);
+	atomic_store_explicit(&rec.lock, 0, memory_order_release);
+}
+
+static uint64_t *rec_map(unsigned shift)
+{
+	size_t bytes = sizeof(uint64_t) << (64 - shift);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	prof_own_memory(p, bytes);
+	return p;
+}
+
+/* Under the write lock: room for one more key, in a larger table if need be. */
+static int rec_room(void)
+{
+	uint64_t *slots = atomic_load_explicit(&rec.slots, memory_order_relaxed);
+	unsigned shift = atomic_load_explicit(&rec.shift, memory_order_relaxed);
+	if (slots && (rec.count + 1) * 2 <= ((size_t)1 << (64 - shift)))
+		return 0;
+	unsigned nshift = slots ? shift - 1 : REC_FIRST_SHIFT;
+	if (nshift < 64 - 30)
+		return -1;
+	uint64_t *n = rec_map(nshift);
+	if (!n)
+		return -1;
+	for (size_t i = 0; slots && i < ((size_t)1 << (64 - shift)); i++) {
+		uint64_t v = slots[i];
+		int found;
+		if (v)
+			n[rec_probe(n, nshift, v, &found)] = v;
+	}
+	atomic_store_explicit(&rec.slots, n, memory_order_relaxed);
+	atomic_store_explicit(&rec.shift, nshift, memory_order_relaxed);
+	return 0;
+}
+
+int heap_rec_add(const void *ptr)
+{
+	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	rec_write_begin();
+	int rc = rec_room();
+	if (rc == 0) {
+		uint64_t *slots = atomic_load_explicit(&rec.slots, memory_order_relaxed);
+		int found;
+		size_t i = rec_probe(slots, atomic_load_explicit(&rec.shift, memory_order_relaxed),
+				     key, &found);
+		if (!found) {  /* found: a free we did not see (a signal handler's); it is this one now */
+			__atomic_store_n(&slots[i], key, __ATOMIC_RELAXED);
+			rec.count++;
+		}
+	}
+	rec_write_end();
+	return rc;
+}
+
+int heap_rec_take(const void *ptr)
+{
+	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	if (likely(!rec_has(key)))
+		return 0;
+	rec_write_begin();
+	uint64_t *slots = atomic_load_explicit(&rec.slots, memory_order_relaxed);
+	unsigned shift = atomic_load_explicit(&rec.shift, memory_order_relaxed);
+	size_t mask = ((size_t)1 << (64 - shift)) - 1;
+	int found;
+	size_t i = rec_probe(slots, shift, key, &found), j = i;
+	if (found) {
+		for (;;) {  /* backward shift: later members of the run move up into the hole */
+			j = (j + 1) & mask;
+			uint64_t v = slots[j];
+			if (!v)
+				break;
+			size_t home = rec_home(v, shift);
+			if (((j - home) & mask) >= ((j - i) & mask)) {
+				__atomic_store_n(&slots[i], v, __ATOMIC_RELAXED);
+				i = j;
+			}
+		}
+		__atomic_store_n(&slots[i], 0, __ATOMIC_RELAXED);
+		rec.count--;
+	}
+	rec_write_end();
+	return found;
+}
+
+/* ---- tallies ----------------------------------------------------------------------------
+ * A thread counts its tallied allocations and frees (calls and bytes asked: exact) and, per
+ * size class of the allocator (of malloc_usable_size: 16-byte classes below 4 KiB, 4 KiB ones
+ * above), the blocks it allocated and freed and the bytes those asked for. A free's size asked
+ * is not known: the bytes in use are estimated as the blocks in use per class times the
+ * class's mean size asked, over every thread (a table the threads add their counts to when
+ * touch a class for the REFRESH_EVERY-th time). That is off by little more than the rounding
+ * of the blocks in use, whatever came before (and right where a class holds one size), and a
+ * block another thread frees counts as it should. The estimate is kept as it goes: each
+ * allocation adds its class's mean as the thread last read it, each free takes it away, and
+ * reading a mean anew corrects the estimate for the blocks of the class in use. The usable
+ * bytes in use, exact, decide when to write a tally: when they moved by a 256th of the heap
+ * since the last one (8 KiB at least). */
+
+#define ROUNDED_CLASSES (256 + PROF_HEAP_LARGE / 4096 + 2)  /* the last: anything larger */
+
+struct tally_class {
+	uint64_t allocs, asked, frees;
+	uint64_t merged_allocs, merged_asked;  /* the part added to the global table */
+	double mean;  /* the class's mean size asked, as last read; 0: not yet */
+};
+
+#define REFRESH_EVERY 128  /* allocations and frees of a class between two readings */
+
+struct heap_tally {  /* a thread's own cache lines */
+	/* Running totals; the owner adds, the exit flush may read them meanwhile. */
+	uint64_t alloc_calls, alloc_bytes, free_calls;
+	int64_t in_use;     /* usable bytes of its tallied blocks in use (less what it freed of
+			     * other threads': may be below 0) */
+	int64_t at_record;  /* in_use at the last tally */
+	int64_t high;       /* the most of in_use since then: its own peak in between */
+	int64_t limit;      /* how far in_use may move before the next tally */
+	double estimate;    /* bytes asked of its blocks in use: sum of blocks x mean */
+	uint32_t serial;
+	uint32_t shared;    /* the slot of threads without one of their own: atomic updates */
+	_Atomic int flushing;  /* shared slot: one tally at a time */
+	uint32_t classes_written;  /* HEAP_CLASSES are written once: at its end, or at exit */
+	struct tally_class cls[ROUNDED_CLASSES];
+} __attribute__((aligned(64)));
+
+#define TALLY_SLOTS 4096  /* threads at once with a tally of their own; the others share one */
+static struct heap_tally *tallies;  /* TALLY_SLOTS + 1 (the shared one, last) */
+static _Atomic uint64_t tallies_taken[TALLY_SLOTS / 64];
+static _Atomic int shared_used;
+static _Atomic int64_t tallied_in_use;  /* all tallies' usable bytes in use, at their tallies */
+static struct { _Atomic uint64_t allocs, asked; } class_means[ROUNDED_CLASSES];
+static size_t (*usable_size)(void *);
+/* The allocator is glibc's, whose chunk header (the word before a block) holds its size:
+ * read there, a block's usable size costs a load instead of a call. */
+static int glibc_chunks;
+
+#define TALLY_MIN_STEP (8 * 1024)
+
+static inline size_t chunk_usable(const void *p)
+{
+	size_t h = ((const size_t *)p)[-1];
+	return (h & ~(size_t)7) - (h & 2 ? 16 : 8);  /* IS_MMAPPED: a two-word header */
+}
+
+static inline size_t usable_of(void *p)
+{
+	if (likely(glibc_chunks))
+		return chunk_usable(p);
+	return usable_size ? usable_size(p) : 0;
+}
+
+/* Whether chunk_usable() agrees with the allocator on blocks of every kind (small, large,
+ * mapped): only then is the allocator taken for glibc's. */
+static int chunks_readable(void *(*alloc)(size_t), void (*release)(void *))
+{
+	static const size_t sizes[] = { 1, 24, 25, 100, 1000, 5000, 70000, 300000 };
+	int ok = usable_size != NULL;
+	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		void *p = alloc(sizes[i]);
+		ok = p && chunk_usable(p) == usable_size(p);
+		release(p);
+	}
+	return ok;
+}
+
+void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*release)(void *))
+{
+	usable_size = usable;
+	glibc_chunks = chunks_readable(alloc, release);
+	if (tallies)
+		return;
+	size_t bytes = (TALLY_SLOTS + 1) * sizeof(struct heap_tally);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return;  /* every thread then shares... nothing: see tally_of() */
+	prof_own_memory(p, bytes);
+	tallies = p;
+}
+
+static inline uint64_t ld(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+static inline int64_t ld64(const int64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+static inline void add(uint64_t *v, uint64_t n, int shared)
+{
+	if (unlikely(shared))
+		__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(v, *v + n, __ATOMIC_RELAXED);
+}
+
+static inline size_t rounded_class(size_t usable)
+{
+	size_t c = usable < 4096 ? usable >> 4 : 255 + (usable >> 12);
+	return c < ROUNDED_CLASSES ? c : ROUNDED_CLASSES - 1;
+}
+
+/* The class's mean (none merged yet: its middle). */
+static double class_mean(size_t c)
+{
+	uint64_t n = atomic_load_explicit(&class_means[c].allocs, memory_order_relaxed);
+	uint64_t asked = atomic_load_explicit(&class_means[c].asked, memory_order_relaxed);
+	return n ? (double)asked / (double)n :
+		   c < 256 ? (double)(c * 16) : (double)((c - 255) * 4096 - 2048);
+}
+
+/* The owner's counts of class c into the global table, and the class's mean read anew: the
+ * estimate changes by the blocks in use times the change of the mean. */
+static __attribute__((noinline)) void class_refresh(struct heap_tally *t, size_t c)
+{
+	struct tally_class *k = &t->cls[c];
+	if (k->allocs != k->merged_allocs) {
+		atomic_fetch_add_explicit(&class_means[c].allocs, k->allocs - k->merged_allocs,
+					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&class_means[c].asked, k->asked - k->merged_asked,
+					  memory_order_relaxed);
+		k->merged_allocs = k->allocs;
+		k->merged_asked = k->asked;
+	}
+	double mean = class_mean(c);
+	t->estimate += (double)(int64_t)(k->allocs - k->frees) * (mean - k->mean);
+	k->mean = mean;
+}
+
+/* Bytes asked of t's blocks in use: per class, blocks in use times the mean size asked. */
+static int64_t tally_estimate(const struct heap_tally *t)
+{
+	double bytes = 0;
+	for (size_t c = 0; c < ROUNDED_CLASSES; c++) {
+		const struct tally_class *k = &t->cls[c];
+		int64_t blocks = (int64_t)(ld(&k->allocs) - ld(&k->frees));
+		if (!blocks)
+			continue;
+		uint64_t n = atomic_load_explicit(&class_means[c].allocs, memory_order_relaxed);
+		uint64_t asked = atomic_load_explicit(&class_means[c].asked, memory_order_relaxed);
+		double mean = n ? (double)asked / (double)n :  /* none merged yet: the class's middle */
+			      c < 256 ? (double)(c * 16) : (double)((c - 255) * 4096 - 2048);
+		bytes += (double)blocks * mean;
+	}
+	return (int64_t)(bytes < 0 ? bytes - 0.5 : bytes + 0.5);
+}
+
+/* A HEAP_TALLY of t: its totals, the bytes in use as estimated, and its high point since the
+ * last one, in_use_high usable bytes, scaled the same way. */
+static void tally_write(struct prof_thread *th, struct heap_tally *t, int64_t in_use_high,
+			int kept)
+{
+	double e = kept ? t->estimate : 0;
+	int64_t estimate = kept ? (int64_t)(e < 0 ? e - 0.5 : e + 0.5) : tally_estimate(t);
+	int64_t in_use = ld64(&t->in_use);
+	int64_t above = in_use_high > in_use ? in_use_high - in_use : 0;
+	if (in_use > 0 && estimate > 0)
+		above = (int64_t)((double)above * (double)estimate / (double)in_use);
+	struct prof_rec_heap_tally *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->serial = t->serial;
+	r->pad = 0;
+	r->alloc_calls = ld(&t->alloc_calls);
+	r->alloc_bytes = ld(&t->alloc_bytes);
+	r->free_calls = ld(&t->free_calls);
+	r->free_bytes = r->alloc_bytes - (uint64_t)estimate;
+	r->in_use_high = estimate + above;
+	prof_commit(r, PROF_REC_HEAP_TALLY, 0, sizeof(*r), prof_now());
+}
+
+/* The thread's classes, in HEAP_CLASSES records of at most CLASSES_PER_RECORD. */
+#define CLASSES_PER_RECORD 64
+static void classes_write(struct prof_thread *th, struct heap_tally *t)
+{
+	if (__atomic_exchange_n(&t->classes_written, 1, __ATOMIC_RELAXED))
+		return;
+	unsigned c = 0;
+	while (c < ROUNDED_CLASSES) {
+		struct prof_heap_class batch[CLASSES_PER_RECORD];
+		uint32_t n = 0;
+		for (; c < ROUNDED_CLASSES && n < CLASSES_PER_RECORD; c++) {
+			uint64_t allocs = ld(&t->cls[c].allocs), frees = ld(&t->cls[c].frees);
+			if (allocs || frees)
+				batch[n++] = (struct prof_heap_class){ .cls = c, .allocs = allocs,
+					.asked = ld(&t->cls[c].asked), .frees = frees };
+		}
+		if (!n)
+			continue;
+		uint32_t size = (uint32_t)(sizeof(struct prof_rec_heap_classes) + n * sizeof(batch[0]));
+		struct prof_rec_heap_classes *r = prof_reserve(th, size);
+		if (!r)
+			return;
+		r->serial = t->serial;
+		r->count = n;
+		memcpy(r->classes, batch, n * sizeof(batch[0]));
+		prof_commit(r, PROF_REC_HEAP_CLASSES, 0, size, prof_now());
+	}
+}
+
+/* The owner's tally (or one thread's at a time of the shared slot), and how far in_use may
+ * move before the next: a 512th of all tallied bytes in use, so that the peak, summed by the
+ * analyzer from the threads' latest tallies, is off by little more than that per thread. */
+static __attribute__((noinline)) void tally_flush(struct prof_thread *th, struct heap_tally *t)
+{
+	int idle = 0;
+	if (t->shared && !atomic_compare_exchange_strong(&t->flushing, &idle, 1))
+		return;  /* another thread is at it */
+	int64_t in_use = ld64(&t->in_use), high = ld64(&t->high);
+	int64_t moved = in_use - t->at_record;
+	int64_t all = atomic_fetch_add_explicit(&tallied_in_use, moved, memory_order_relaxed) + moved;
+	tally_write(th, t, high > in_use ? high : in_use, !t->shared);
+	t->at_record = in_use;
+	__atomic_store_n(&t->high, in_use, __ATOMIC_RELAXED);
+	int64_t step = all / 256;
+	__atomic_store_n(&t->limit, step > TALLY_MIN_STEP ? step : TALLY_MIN_STEP,
+			 __ATOMIC_RELAXED);
+	if (t->shared)
+		atomic_store(&t->flushing, 0);
+}
+
+/* The slot of threads that found none free, and of a thread's last frees after it said its
+ * classes (its TLS destructors' and libc's own, as it ends): updated atomically. */
+static struct heap_tally *shared_slot(struct prof_thread *th)
+{
+	struct heap_tally *t = &tallies[TALLY_SLOTS];
+	int first = 0;
+	if (atomic_compare_exchange_strong(&shared_used, &first, 1)) {
+		memset(t, 0, sizeof(*t));
+		t->serial = 0;  /* no thread's: the analyzer keeps it apart all the same */
+		t->shared = 1;
+		__atomic_store_n(&t->limit, TALLY_MIN_STEP, __ATOMIC_RELAXED);
+	}
+	th->heap_tally = TALLY_SLOTS + 1;
+	return t;
+}
+
+static __attribute__((noinline)) struct heap_tally *tally_claim(struct prof_thread *th)
+{
+	if (!tallies)
+		return NULL;
+	for (unsigned i = 0; i < TALLY_SLOTS; i++) {
+		_Atomic uint64_t *word = &tallies_taken[i / 64];
+		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
+		while (!(old & bit)) {
+			if (atomic_compare_exchange_weak(word, &old, old | bit)) {
+				struct heap_tally *t = &tallies[i];
+				memset(t, 0, sizeof(*t));
+				t->serial = th->serial;
+				t->limit = TALLY_MIN_STEP;
+				th->heap_tally = i + 1;
+				return t;
+			}
+		}
+	}
+	return shared_slot(th);
+}
+
+static inline struct heap_tally *tally_of(struct prof_thread *th)
+{
+	if (likely(th->heap_tally))
+		return &tallies[th->heap_tally - 1];
+	return tally_claim(th);
+}
+
+static inline void in_use_by(struct prof_thread *th, struct heap_tally *t, int64_t by)
+{
+	int64_t v;
+	if (unlikely(t->shared)) {
+		v = __atomic_add_fetch(&t->in_use, by, __ATOMIC_RELAXED);
+	} else {
+		__atomic_store_n(&t->in_use, v = t->in_use + by, __ATOMIC_RELAXED);
+		if (v > t->high)
+			__atomic_store_n(&t->high, v, __ATOMIC_RELAXED);
+	}
+	int64_t moved = v - t->at_record, limit = __atomic_load_n(&t->limit, __ATOMIC_RELAXED);
+	if (unlikely(moved > limit || moved < -limit))
+		tally_flush(th, t);
+}
+
+void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size)
+{
+	struct heap_tally *t = tally_of(th);
+	if (unlikely(!t))
+		return;
+	int shared = (int)t->shared;
+	size_t usable = usable_of(ptr), c = rounded_class(usable);
+	struct tally_class *k = &t->cls[c];
+	add(&t->alloc_calls, 1, shared);
+	add(&t->alloc_bytes, size, shared);
+	add(&k->allocs, 1, shared);
+	add(&k->asked, size, shared);
+	if (likely(!shared)) {
+		if (unlikely(k->mean == 0))
+			k->mean = (double)size;
+		t->estimate += k->mean;
+		if (unlikely((k->allocs + k->frees) % REFRESH_EVERY == 0))
+			class_refresh(t, c);
+	}
+	in_use_by(th, t, (int64_t)usable);
+}
+
+size_t heap_tally_usable(void *ptr)
+{
+	return usable_of(ptr);
+}
+
+void heap_tally_free(struct prof_thread *th, size_t usable)
+{
+	struct heap_tally *t = tally_of(th);
+	if (unlikely(!t))
+		return;
+	int shared = (int)t->shared;
+	size_t c = rounded_class(usable);
+	struct tally_class *k = &t->cls[c];
+	add(&t->free_calls, 1, shared);
+	add(&k->frees, 1, shared);
+	if (likely(!shared)) {
+		if (unlikely(k->mean == 0))
+			k->mean = class_mean(c);
+		t->estimate -= k->mean;
+		if (unlikely((k->allocs + k->frees) % REFRESH_EVERY == 0))
+			class_refresh(t, c);
+	}
+	in_use_by(th, t, -(int64_t)usable);
+}
+
+void heap_tally_thread_done(struct prof_thread *th)
+{
+	unsigned slot = th->heap_tally;
+	if (!slot)
+		return;
+	struct heap_tally *t = &tallies[slot - 1];
+	if (!t->shared) {
+		tally_flush(th, t);
+		classes_write(th, t);
+		atomic_fetch_and(&tallies_taken[(slot - 1) / 64], ~(1ull << ((slot - 1) % 64)));
+		shared_slot(th);  /* for what it frees from here on */
+	}
+}
+
+/* At exit: every thread's last tally and its classes (the others may still be running: their
+ * counts are read as they are, and their merges left to them). */
+void heap_tally_flush_all(struct prof_thread *th)
+{
+	if (!tallies)
+		return;
+	for (unsigned i = 0; i <= TALLY_SLOTS; i++) {
+		if (i < TALLY_SLOTS ? !(atomic_load(&tallies_taken[i / 64]) & (1ull << (i % 64))) :
+				      !atomic_load(&shared_used))
+			continue;
+		struct heap_tally *t = &tallies[i];  /* the caller's own estimate is kept; others' not */
+		tally_write(th, t, ld64(&t->in_use), i < TALLY_SLOTS && i + 1 == th->heap_tally);
+		classes_write(th, t);
+	}
+}
+
+void heap_tally_fork_child(void)
+{
+	for (unsigned i = 0; i < TALLY_SLOTS / 64; i++)
+		atomic_store(&tallies_taken[i], 0);
+	atomic_store(&shared_used, 0);
+	atomic_store(&tallied_in_use, 0);
+	for (size_t c = 0; c < ROUNDED_CLASSES; c++) {
+		atomic_store(&class_means[c].allocs, 0);
+		atomic_store(&class_means[c].asked, 0);
+	}
+	atomic_store(&rec.lock, 0);
+	atomic_store(&rec.seq, 0);
+}
