@@ -138,8 +138,8 @@ Test(reader_errors, newer_min_version)
 Test(reader_errors, unknown_required_feature)
 {
 	write_default();
-	tg_patch_header(path, features, (1ull << 40) | 4);
-	open_fails("required features 0x4");
+	tg_patch_header(path, features, (1ull << 40) | 8);
+	open_fails("required features 0x8");
 }
 
 Test(reader_errors, header_size)
