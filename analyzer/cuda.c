@@ -779,8 +779,12 @@ static int dispatch(struct process *p, const struct trace_event *ev)
 		return on_name(s, (const void *)h);
 	case PROF_REC_CUDA_API:
 		return on_api(s, ev, (const void *)h);
-	case PROF_REC_CUDA_LAUNCH:
-		return on_launch(s, ev, (const void *)h);
+	case PROF_REC_CUDA_LAUNCH: {
+		struct prof_rec_cuda_api api;
+		if (on_launch(s, ev, (const void *)h) < 0)
+			return -1;
+		return prof_cuda_launch_api((const void *)h, &api) ? on_api(s, ev, &api) : 0;
+	}
 	case PROF_REC_CUDA_COPY:
 		return on_copy(s, ev, (const void *)h);
 	case PROF_REC_CUDA_MALLOC:

@@ -88,6 +88,9 @@ static int cuda_tl_event(void *state, struct timeline *tl, const struct trace_ev
 {
 	struct cuda_timeline *s = state;
 	const struct prof_rec *h = ev->rec;
+	struct prof_rec_cuda_api launch_api;
+	if (h->type == PROF_REC_CUDA_LAUNCH && prof_cuda_launch_api((const void *)h, &launch_api))
+		h = &launch_api.h;  /* the call a launch record stands for too */
 	switch (h->type) {
 	case PROF_REC_CUDA_API: {
 		const struct prof_rec_cuda_api *r = (const void *)h;
@@ -143,6 +146,10 @@ static void cuda_dump(FILE *out, const struct prof_rec *r)
 			" name=%u stack=%u grid=%u,%u,%u block=%u,%u,%u shared=%u graph=%u", l->corr,
 			l->function, l->stream, l->name, l->stack, l->grid[0], l->grid[1], l->grid[2],
 			l->block[0], l->block[1], l->block[2], l->shared_mem, l->graph);
+		struct prof_rec_cuda_api a;
+		if (prof_cuda_launch_api(l, &a))
+			fprintf(out, " api: name=%u duration_ns=%" PRIu64 " result=%d", a.name,
+				a.duration_ns, a.result);
 		break;
 	}
 	case PROF_REC_CUDA_COPY: {
@@ -222,6 +229,9 @@ static int cuda_sql_row(struct sql_out *o, struct process *p, const struct trace
 		const struct prof_rec_cuda_name *r = (const void *)h;
 		return sql_row(o, "cuda_names", "iiit", pid, (int64_t)r->id, (int64_t)h->flags, r->name);
 	}
+	struct prof_rec_cuda_api launch_api;
+	if (h->type == PROF_REC_CUDA_LAUNCH && prof_cuda_launch_api((const void *)h, &launch_api))
+		h = &launch_api.h;  /* the call a launch record stands for too */
 	if (h->type == PROF_REC_CUDA_API) {
 		const struct prof_rec_cuda_api *r = (const void *)h;
 		return sql_row(o, "cuda_api", "iiiiiiiit", pid, (int64_t)ev->tid,

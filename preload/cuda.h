@@ -76,6 +76,7 @@ struct cuda_call {
 	uint32_t name;   /* CUDA_NAME id */
 	int outer;       /* the thread's outermost API call */
 	unsigned layer;  /* PROF_CUDA_RUNTIME / PROF_CUDA_DRIVER */
+	int api_written; /* a CUDA_LAUNCH stood for the call's CUDA_API */
 };
 
 /* Name ids of static strings, interned on first use: `static uint32_t id;`. */

@@ -255,6 +255,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	prof_own_end(th, own);
 	errno = saved;
 	c->t1 = 0;
+	c->api_written = 0;
 	c->t0 = prof_timed_begin(th, &c->own0);
 	return 1;
 }
@@ -267,7 +268,7 @@ void cuda_call_end(struct cuda_call *c, int result)
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
-	struct prof_rec_cuda_api *r = prof_reserve(th, sizeof(*r));
+	struct prof_rec_cuda_api *r = c->api_written ? NULL : prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->duration_ns = t1 - c->t0;
 		r->corr = c->corr;
@@ -294,6 +295,8 @@ void cuda_call_end(struct cuda_call *c, int result)
 
 /* ---- records --------------------------------------------------------------------------- */
 
+/* The launch succeeded: its CUDA_LAUNCH is also the call's CUDA_API (PROF_CUDA_LAUNCH_API), one
+ * record instead of two; cuda_call_end() then writes none. */
 void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream stream,
 		     const unsigned grid[3], const unsigned block[3], unsigned smem, int graph)
 {
@@ -301,8 +304,9 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
 	th->in_hook++;
-	struct prof_rec_cuda_launch *r = prof_reserve(th, sizeof(*r));
-	if (r) {
+	struct prof_rec_cuda_launch_api *x = prof_reserve(th, sizeof(*x));
+	if (x) {
+		struct prof_rec_cuda_launch *r = &x->l;
 		r->corr = c->corr;
 		r->function = func;
 		r->stream = (uint64_t)(uintptr_t)stream;
@@ -314,7 +318,12 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 		}
 		r->shared_mem = smem;
 		r->graph = (uint32_t)graph;
-		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer, sizeof(*r), c->t1);
+		x->api_duration_ns = c->t1 - c->t0;
+		x->api_name = c->name;
+		x->api_result = CUDA_SUCCESS;
+		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer | PROF_CUDA_LAUNCH_API, sizeof(*x),
+			    c->t1);
+		c->api_written = 1;
 	}
 	th->in_hook--;
 	prof_own_end(th, own);

@@ -58,6 +58,7 @@ enum prof_rec_type {
 #undef PROF_X
 };
 
+_Static_assert(PROF_REC_CUDA_API == 61, "prof_cuda_launch_api() writes CUDA_API as 61");
 _Static_assert(PROF_REC_ALLOC == PROF_HEAP_TYPE_FIRST && PROF_REC_FREE == PROF_HEAP_TYPE_LAST,
 	       "the heap family's records are ALLOC and FREE");
 
