@@ -25,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* HEAP_CLASSES counts of one thread and class (heap_stats.classes). */
+struct heap_class_sum { uint64_t allocs, asked, frees; };
+
 #define SITE_NONE UINT32_MAX  /* live_block.site of an unsampled block: live, of no site */
 
 #define SITE_DIRECT_MAX (1u << 22)  /* stack ids indexed directly: 16 MiB of index at most */
@@ -35,6 +38,7 @@ void heap_init(void *state)
 	*h = (struct heap_stats){ 0 };
 	u64map_init(&h->site_map, sizeof(uint32_t));
 	u64map_init(&h->leak_class, sizeof(uint32_t));
+	u64map_init(&h->classes, sizeof(struct heap_class_sum));
 	/* Addresses come from the trace: a seed it cannot know keeps probing short. */
 	h->live_seed = u64_mix(u64_seed() ^ (uint64_t)(uintptr_t)h);
 }
@@ -50,7 +54,7 @@ void heap_free(void *state)
 	u64map_free(&h->leak_class);
 	free(h->last);
 	free(h->tally_seen);
-	free(h->classes);
+	u64map_free(&h->classes);
 }
 
 /* ---- live blocks ------------------------------------------------------------------------ */
@@ -329,6 +333,16 @@ static int64_t at_least_0(int64_t v)
 	return v > 0 ? v : 0;
 }
 
+/* a + b, kept within +-2^62: the sum of many damaged tallies must not overflow. */
+static int64_t sum_within(int64_t a, int64_t b)
+{
+	const int64_t most = (int64_t)1 << 62;
+	int64_t v;
+	if (__builtin_add_overflow(a, b, &v) || v > most || v < -most)
+		return a;
+	return v;
+}
+
 static void peak_check(struct heap_stats *h, uint64_t bytes, uint64_t t)
 {
 	if (bytes > h->peak) {
@@ -356,6 +370,13 @@ int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
 		h->tally_seen = v;
 		h->ntally_seen = n;
 	}
+	/* Counts a writer could reach stay far below 2^50; larger ones are a damaged trace's. */
+	const uint64_t most = 1ull << 50;
+	int64_t in_use = (int64_t)(r->alloc_bytes - r->free_bytes);
+	if (r->alloc_calls >= most || r->free_calls >= most || r->alloc_bytes >= most ||
+	    in_use >= (int64_t)most || in_use <= -(int64_t)most ||
+	    r->in_use_high >= (int64_t)most || r->in_use_high <= -(int64_t)most)
+		return 0;
 	struct heap_tally_seen *seen = &h->tally_seen[serial];
 	if (r->alloc_calls + r->free_calls < seen->alloc_calls + seen->free_calls)
 		return 0;
@@ -364,11 +385,10 @@ int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
 	h->alloc_calls += da;
 	h->bytes_allocated += grown(&seen->alloc_bytes, r->alloc_bytes);
 	h->free_calls += df;
-	h->tally_blocks += (int64_t)da - (int64_t)df;
-	int64_t in_use = (int64_t)(r->alloc_bytes - r->free_bytes);
+	h->tally_blocks = sum_within(h->tally_blocks, (int64_t)da - (int64_t)df);
 	int64_t rise = r->in_use_high - seen->in_use;
-	if (rise > 0 && rise < (int64_t)1 << 50) {
-		int64_t high = at_least_0(h->tally_bytes + rise) - at_least_0(h->tally_bytes);
+	if (rise > 0) {
+		int64_t high = at_least_0(sum_within(h->tally_bytes, rise)) - at_least_0(h->tally_bytes);
 		if (h->current + (uint64_t)high > h->peak) {  /* a peak, with the sites as they are */
 			snapshot_if_at_peak(h);
 			h->peak = h->current + (uint64_t)high;
@@ -377,7 +397,7 @@ int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
 		}
 	}
 	int64_t before = at_least_0(h->tally_bytes);
-	h->tally_bytes += in_use - seen->in_use;
+	h->tally_bytes = sum_within(h->tally_bytes, in_use - seen->in_use);
 	seen->in_use = in_use;
 	int64_t after = at_least_0(h->tally_bytes);
 	if (after < before) {
@@ -390,42 +410,55 @@ int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
 	return 0;
 }
 
-#define CLASS_MAX 4096  /* writers have 260; more is a damaged trace */
+#define CLASS_MAX 4096  /* writers have 262; more is a damaged trace */
 
-int heap_classes(struct heap_stats *h, const struct prof_heap_class *v, size_t n)
+static uint64_t most(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* A thread may say its classes more than once (at an exec that failed, then at its end): the
+ * counts only grow, so each keeps its largest. */
+int heap_classes(struct heap_stats *h, uint32_t serial, const struct prof_heap_class *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		uint32_t c = v[i].cls;
-		if (c >= CLASS_MAX)
+		if (v[i].cls >= CLASS_MAX || serial >= 1u << 24)
 			continue;
-		if (c >= h->nclasses) {
-			size_t cap = c + 64u;
-			struct heap_class_sum *g = realloc(h->classes, cap * sizeof(*g));
-			if (!g)
-				return -1;
-			memset(g + h->nclasses, 0, (cap - h->nclasses) * sizeof(*g));
-			h->classes = g;
-			h->nclasses = cap;
-		}
-		h->classes[c].allocs += v[i].allocs;
-		h->classes[c].asked += v[i].asked;
-		h->classes[c].frees += v[i].frees;
+		struct heap_class_sum *k = u64map_put(&h->classes, (uint64_t)serial << 16 | v[i].cls,
+						      NULL);
+		if (!k)
+			return -1;
+		k->allocs = most(k->allocs, v[i].allocs);
+		k->asked = most(k->asked, v[i].asked);
+		k->frees = most(k->frees, v[i].frees);
 	}
 	return 0;
 }
 
-/* The tallied bytes in use at the end: blocks left per size class times the class's mean
- * size asked; else the running estimate. */
+/* The tallied bytes in use at the end: blocks left per size class (over all threads) times
+ * the class's mean size asked; else the running estimate. */
 static uint64_t tallied_at_end(const struct heap_stats *h)
 {
-	if (!h->classes)  /* cut short: no thread said its classes */
+	if (!h->classes.count)  /* cut short: no thread said its classes */
 		return h->tally_bytes > 0 ? (uint64_t)h->tally_bytes : 0;
-	double bytes = 0;
-	for (size_t c = 0; c < h->nclasses; c++) {
-		const struct heap_class_sum *k = &h->classes[c];
-		if (k->allocs > k->frees)
-			bytes += (double)(k->allocs - k->frees) * ((double)k->asked / (double)k->allocs);
+	struct heap_class_sum *sum = calloc(CLASS_MAX, sizeof(*sum));
+	if (!sum)
+		return h->tally_bytes > 0 ? (uint64_t)h->tally_bytes : 0;
+	uint64_t key;
+	void *val;
+	for (size_t pos = 0; u64map_next(&h->classes, &pos, &key, &val);) {
+		const struct heap_class_sum *k = val;
+		struct heap_class_sum *c = &sum[key & 0xffff];
+		c->allocs += k->allocs;
+		c->asked += k->asked;
+		c->frees += k->frees;
 	}
+	double bytes = 0;
+	for (size_t c = 0; c < CLASS_MAX; c++)
+		if (sum[c].allocs > sum[c].frees)
+			bytes += (double)(sum[c].allocs - sum[c].frees) *
+				 ((double)sum[c].asked / (double)sum[c].allocs);
+	free(sum);
 	return (uint64_t)llround(bytes);
 }
 

@@ -75,10 +75,10 @@ struct heap_stats {
 		*tally_seen;
 	size_t ntally_seen;
 	int64_t tally_bytes, tally_blocks;
-	/* HEAP_CLASSES, summed over threads: what is left at the end, per size class (without
-	 * them, a trace cut short, that comes from tally_bytes). */
-	struct heap_class_sum { uint64_t allocs, asked, frees; } *classes;
-	size_t nclasses;
+	/* HEAP_CLASSES: per thread and size class (key serial << 16 | class), the latest counts
+	 * (struct heap_class_sum), summed at the end into what is left per class (without any,
+	 * a trace cut short, that comes from tally_bytes). */
+	struct u64map classes;
 };
 
 void heap_init(void *state);  /* a struct heap_stats */
@@ -92,8 +92,8 @@ int heap_release(struct heap_stats *h, uint32_t stream, uint64_t ptr, int reallo
 /* A HEAP_TALLY record: thread serial's running totals of the blocks counted without records. */
 int heap_tally(struct heap_stats *h, uint64_t t, uint32_t serial,
 	       const struct prof_rec_heap_tally *r);
-/* A HEAP_CLASSES record's classes. */
-int heap_classes(struct heap_stats *h, const struct prof_heap_class *v, size_t n);
+/* A HEAP_CLASSES record's classes, of thread serial. */
+int heap_classes(struct heap_stats *h, uint32_t serial, const struct prof_heap_class *v, size_t n);
 /* The leak check's records: LEAK_SCAN, then LEAK_BLOCKS lists (ptrs of one class). */
 int heap_leak_scan(struct heap_stats *h, unsigned flags, uint32_t listed);
 int heap_leak_class(struct heap_stats *h, unsigned cls, const uint64_t *ptrs, size_t n);

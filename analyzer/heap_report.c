@@ -45,7 +45,7 @@ static int heap_on_record(struct process *p, void *state, const struct trace_eve
 	if (h->type == PROF_REC_HEAP_CLASSES) {
 		const struct prof_rec_heap_classes *r = (const void *)h;
 		size_t room = (h->size - sizeof(*r)) / sizeof(r->classes[0]);
-		return heap_classes(heap, r->classes, r->count < room ? r->count : room);
+		return heap_classes(heap, r->serial, r->classes, r->count < room ? r->count : room);
 	}
 	if (h->type == PROF_REC_LEAK_SCAN)
 		return heap_leak_scan(state, h->flags, ((const struct prof_rec_leak_scan *)h)->listed);

@@ -215,7 +215,6 @@ struct heap_tally {  /* a thread's own cache lines */
 	uint32_t serial;
 	uint32_t shared;    /* the slot of threads without one of their own: atomic updates */
 	_Atomic int flushing;  /* shared slot: one tally at a time */
-	uint32_t classes_written;  /* HEAP_CLASSES are written once: at its end, or at exit */
 	struct tally_class cls[ROUNDED_CLASSES];
 } __attribute__((aligned(64)));
 
@@ -367,12 +366,11 @@ static void tally_write(struct prof_thread *th, struct heap_tally *t, int64_t in
 	prof_commit(r, PROF_REC_HEAP_TALLY, 0, sizeof(*r), prof_now());
 }
 
-/* The thread's classes, in HEAP_CLASSES records of at most CLASSES_PER_RECORD. */
+/* The thread's classes, in HEAP_CLASSES records of at most CLASSES_PER_RECORD (its end, an
+ * exec, the exit: the analyzer keeps the largest counts it saw of each). */
 #define CLASSES_PER_RECORD 64
 static void classes_write(struct prof_thread *th, struct heap_tally *t)
 {
-	if (__atomic_exchange_n(&t->classes_written, 1, __ATOMIC_RELAXED))
-		return;
 	unsigned c = 0;
 	while (c < ROUNDED_CLASSES) {
 		struct prof_heap_class batch[CLASSES_PER_RECORD];
@@ -537,8 +535,8 @@ void heap_tally_thread_done(struct prof_thread *th)
 	}
 }
 
-/* At exit: every thread's last tally and its classes (the others may still be running: their
- * counts are read as they are, and their merges left to them). */
+/* At exit or exec: every thread's last tally and its classes (the others may still be
+ * running: their counts are read as they are, and their merges left to them). */
 void heap_tally_flush_all(struct prof_thread *th)
 {
 	if (!tallies)
@@ -548,7 +546,9 @@ void heap_tally_flush_all(struct prof_thread *th)
 				      !atomic_load(&shared_used))
 			continue;
 		struct heap_tally *t = &tallies[i];  /* the caller's own estimate is kept; others' not */
-		tally_write(th, t, ld64(&t->in_use), i < TALLY_SLOTS && i + 1 == th->heap_tally);
+		int64_t in_use = ld64(&t->in_use), high = ld64(&t->high);
+		tally_write(th, t, high > in_use ? high : in_use,
+			    i < TALLY_SLOTS && i + 1 == th->heap_tally);
 		classes_write(th, t);
 	}
 }

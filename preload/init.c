@@ -648,6 +648,7 @@ static void record_exec(const char *path)
 		len = 4000;
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_exec) + len));
 	th->in_hook++;
+	heap_tally_flush_all(th);  /* the counts end with this image */
 	struct prof_rec_exec *r = prof_reserve(th, size);
 	if (r) {
 		memset(r->path, 0, size - sizeof(*r));

@@ -203,6 +203,52 @@ Test(heap_sample, tallies_of_threads_match_exact_mode)
 	tallies_match_exact(argv, 0, 4 * 8192);
 }
 
+/* Counts end with their process image: a fork child's, cut short by its exec, are in its
+ * trace as they are in the exact mode's, process by process (sorted: pids differ). */
+static int by_counts(const void *a, const void *b)
+{
+	const long *x = a, *y = b;
+	for (int i = 0; i < 3; i++)
+		if (x[i] != y[i])
+			return x[i] < y[i] ? -1 : 1;
+	return 0;
+}
+
+static size_t process_counts(const char *sample, long out[][3], size_t max)
+{
+	const char *dir = e2e_tmpdir();
+	char var[64];
+	snprintf(var, sizeof(var), "PROF_HEAP_SAMPLE=%s", sample);
+	const char *env[] = { "PROF_EVENTS=alloc", var, NULL };
+	const char *argv[] = { e2e_prog("forker"), NULL };
+	int st = e2e_profile(dir, argv, env, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 7, "forker exits with 7: status %d", st);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	size_t n = 0;
+	for (json_t *p; n < max && (p = e2e_process(doc, n)); n++) {
+		json_t *heap = json_object_get(p, "heap");
+		out[n][0] = e2e_int(heap, "alloc_calls");
+		out[n][1] = e2e_int(heap, "free_calls");
+		out[n][2] = e2e_int(heap, "bytes_allocated");
+	}
+	json_decref(doc);
+	qsort(out, n, sizeof(out[0]), by_counts);
+	return n;
+}
+
+Test(heap_sample, counts_of_fork_and_exec_match_exact_mode)
+{
+	long ex[8][3], sa[8][3];
+	size_t n = process_counts("0", ex, 8);
+	cr_assert_eq(n, 3, "parent, child, the child's exec: %zu processes", n);
+	cr_assert_eq(process_counts("64K", sa, 8), n);
+	for (size_t i = 0; i < n; i++)
+		cr_expect(!memcmp(ex[i], sa[i], sizeof(ex[i])),
+			  "process %zu: %ld calls, %ld frees, %ld bytes sampled; %ld, %ld, %ld exact", i,
+			  sa[i][0], sa[i][1], sa[i][2], ex[i][0], ex[i][1], ex[i][2]);
+}
+
 /* prof-run --heap-sample sets PROF_HEAP_SAMPLE; a bad value is a usage error. */
 Test(heap_sample, prof_run_option)
 {
