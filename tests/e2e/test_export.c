@@ -34,7 +34,8 @@ static size_t count(json_t *events, const char *ph, const char *cat, const char 
 }
 
 /* Records of type `type` in `prof dump` of dir (the type is the fifth column). */
-static size_t dumped(const char *dir, const char *type)
+/* Records of the type in `prof dump`, those whose line holds `with` if not NULL. */
+static size_t dumped_with(const char *dir, const char *type, const char *with)
 {
 	char out[PATH_MAX];
 	snprintf(out, sizeof(out), "%s/dump.txt", dir);
@@ -46,11 +47,16 @@ static size_t dumped(const char *dir, const char *type)
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		char col[5][64];
 		if (sscanf(line, "%63s %63s %63s %63s %63s", col[0], col[1], col[2], col[3], col[4]) == 5 &&
-		    !strcmp(col[4], type))
+		    !strcmp(col[4], type) && (!with || strstr(line, with)))
 			n++;
 	}
 	free(text);
 	return n;
+}
+
+static size_t dumped(const char *dir, const char *type)
+{
+	return dumped_with(dir, type, NULL);
 }
 
 static double sum_dur(json_t *events, const char *cat)
@@ -154,8 +160,8 @@ Test(export, unknown_format_and_bad_trace_fail_cleanly)
 	free(text);
 }
 
-/* CUDA against the fake driver: one API event per CUDA_API record, one GPU event per
- * CUDA_GPU record, on tracks named per stream. */
+/* CUDA against the fake driver: one API event per CUDA_API record (and per CUDA_LAUNCH that
+ * stands for its call too), one GPU event per CUDA_GPU record, on tracks named per stream. */
 Test(export, cuda_timeline_counts_every_call_and_kernel)
 {
 	char bin[PATH_MAX], env0[PATH_MAX + 32];
@@ -175,7 +181,9 @@ Test(export, cuda_timeline_counts_every_call_and_kernel)
 	json_t *doc = json_load_file(out, 0, &je);
 	cr_assert_not_null(doc, "not JSON: %s (line %d)", je.text, je.line);
 	json_t *ev = json_object_get(doc, "traceEvents");
-	size_t api = dumped(dir, "CUDA_API"), gpu = dumped(dir, "CUDA_GPU");
+	size_t api = dumped(dir, "CUDA_API") + dumped_with(dir, "CUDA_LAUNCH", " api: ");
+	size_t gpu = dumped(dir, "CUDA_GPU");
+	cr_assert_gt(dumped_with(dir, "CUDA_LAUNCH", " api: "), 0, "launches stand for their calls");
 	cr_assert_gt(api, 0);
 	cr_assert_gt(gpu, 0, "event pairs timed the kernels");
 	cr_expect_eq(count(ev, "X", "cuda", NULL), api);
