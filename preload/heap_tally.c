@@ -184,8 +184,8 @@ int heap_rec_take(const void *ptr)
  * size class of the allocator (of malloc_usable_size: 16-byte classes below 4 KiB, 4 KiB ones
  * above), the blocks it allocated and freed and the bytes those asked for. A free's size asked
  * is not known: the bytes in use are estimated as the blocks in use per class times the
- * class's mean size asked, over every thread (a table the threads add their counts to when
- * touch a class for the REFRESH_EVERY-th time). That is off by little more than the rounding
+ * class's mean size asked, over every thread (a table the threads add their counts to each
+ * REFRESH_EVERY-th time they touch a class). That is off by little more than the rounding
  * of the blocks in use, whatever came before (and right where a class holds one size), and a
  * block another thread frees counts as it should. The estimate is kept as it goes: each
  * allocation adds its class's mean as the thread last read it, each free takes it away, and
@@ -268,7 +268,7 @@ void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*re
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return;  /* every thread then shares... nothing: see tally_of() */
+		return;  /* no tallies: allocations without records go uncounted (tally_of()) */
 	prof_own_memory(p, bytes);
 	tallies = p;
 }
@@ -324,20 +324,15 @@ static __attribute__((noinline)) void class_refresh(struct heap_tally *t, size_t
 	k->mean = mean;
 }
 
-/* Bytes asked of t's blocks in use: per class, blocks in use times the mean size asked. */
+/* Bytes asked of t's blocks in use, from scratch: per class, blocks in use times the mean. */
 static int64_t tally_estimate(const struct heap_tally *t)
 {
 	double bytes = 0;
 	for (size_t c = 0; c < ROUNDED_CLASSES; c++) {
 		const struct tally_class *k = &t->cls[c];
 		int64_t blocks = (int64_t)(ld(&k->allocs) - ld(&k->frees));
-		if (!blocks)
-			continue;
-		uint64_t n = atomic_load_explicit(&class_means[c].allocs, memory_order_relaxed);
-		uint64_t asked = atomic_load_explicit(&class_means[c].asked, memory_order_relaxed);
-		double mean = n ? (double)asked / (double)n :  /* none merged yet: the class's middle */
-			      c < 256 ? (double)(c * 16) : (double)((c - 255) * 4096 - 2048);
-		bytes += (double)blocks * mean;
+		if (blocks)
+			bytes += (double)blocks * class_mean(c);
 	}
 	return (int64_t)(bytes < 0 ? bytes - 0.5 : bytes + 0.5);
 }
