@@ -19,10 +19,13 @@
  * blocks in use, one per heap_sample bytes, and the large ones): a miss costs a hash and a
  * slot or two. Adding and removing take a spinlock; both are rare. Open addressing with
  * linear probing and backward-shift removal; a table half full is replaced by one twice its
- * size, and the old one stays mapped, as a reader may still be on it. */
+ * size, and the old one stays mapped, as a reader may still be on it. A signal handler that
+ * allocates (no async-signal-safe thing to do, but programs do it) may interrupt its own
+ * thread inside the lock: the lock knows its owner, and such a nested call neither waits
+ * for it nor changes the table (it counts its block instead of recording it). */
 static struct {
 	_Alignas(64) _Atomic uint32_t seq;  /* odd while a writer changes the table */
-	_Atomic int lock;
+	_Atomic uintptr_t owner;  /* the writing thread (the address of its prof_self), or 0 */
 	uint64_t *_Atomic slots;
 	_Atomic unsigned shift;  /* 64 - log2(capacity) */
 	size_t count;
@@ -61,6 +64,11 @@ static void rec_wait(unsigned *spins)
 	}
 }
 
+static inline uintptr_t rec_me(void)
+{
+	return (uintptr_t)&prof_self;
+}
+
 static int rec_has(uint64_t key)
 {
 	unsigned spins = 0;
@@ -77,23 +85,33 @@ static int rec_has(uint64_t key)
 		atomic_thread_fence(memory_order_acquire);
 		if (!(s0 & 1) && atomic_load_explicit(&rec.seq, memory_order_relaxed) == s0)
 			return found;
+		if (atomic_load_explicit(&rec.owner, memory_order_relaxed) == rec_me())
+			return 0;  /* our own write, interrupted: the table is half changed */
 		rec_wait(&spins);
 	}
 }
 
-static void rec_write_begin(void)
+/* -1: the calling thread holds the lock already (a signal handler interrupted it). */
+static int rec_write_begin(void)
 {
+	uintptr_t me = rec_me(), idle = 0;
+	if (atomic_load_explicit(&rec.owner, memory_order_relaxed) == me)
+		return -1;
 	unsigned spins = 0;
-	while (atomic_exchange_explicit(&rec.lock, 1, memory_order_acquire))
+	while (!atomic_compare_exchange_weak_explicit(&rec.owner, &idle, me, memory_order_acquire,
+						      memory_order_relaxed)) {
+		idle = 0;
 		rec_wait(&spins);
+	}
 	atomic_fetch_add_explicit(&rec.seq, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
+	return 0;
 }
 
 static void rec_write_end(void)
 {
 	atomic_fetch_add_explicit(&rec.seq, 1, memory_order_release);
-	atomic_store_explicit(&rec.lock, 0, memory_order_release);
+	atomic_store_explicit(&rec.owner, 0, memory_order_release);
 }
 
 static uint64_t *rec_map(unsigned shift)
@@ -133,7 +151,8 @@ static int rec_room(void)
 int heap_rec_add(const void *ptr)
 {
 	uint64_t key = (uint64_t)(uintptr_t)ptr;
-	rec_write_begin();
+	if (rec_write_begin() < 0)
+		return -1;
 	int rc = rec_room();
 	if (rc == 0) {
 		uint64_t *slots = atomic_load_explicit(&rec.slots, memory_order_relaxed);
@@ -154,7 +173,8 @@ int heap_rec_take(const void *ptr)
 	uint64_t key = (uint64_t)(uintptr_t)ptr;
 	if (likely(!rec_has(key)))
 		return 0;
-	rec_write_begin();
+	if (rec_write_begin() < 0)
+		return 1;  /* nested: it stays in the table, where a new block there finds it */
 	uint64_t *slots = atomic_load_explicit(&rec.slots, memory_order_relaxed);
 	unsigned shift = atomic_load_explicit(&rec.shift, memory_order_relaxed);
 	size_t mask = ((size_t)1 << (64 - shift)) - 1;
@@ -558,6 +578,6 @@ void heap_tally_fork_child(void)
 		atomic_store(&class_means[c].allocs, 0);
 		atomic_store(&class_means[c].asked, 0);
 	}
-	atomic_store(&rec.lock, 0);
+	atomic_store(&rec.owner, 0);
 	atomic_store(&rec.seq, 0);
 }
