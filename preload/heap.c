@@ -189,6 +189,7 @@ static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size,
 		}
 		if (with_stack)
 			fn |= PROF_ALLOC_SAMPLED;  /* too wide for a short record: an ordinary one */
+		heap_tally_sync(th);
 	}
 	uint64_t t = prof_now();
 	record_alloc(th, fn, p, size, t, site, with_stack);
@@ -212,6 +213,15 @@ static void *passed(void *p)
 	if (p && passing_tracked())
 		heap_rec_add(p);
 	return p;
+}
+
+/* Before a recorded block's FREE: the thread's tallies up to date (heap_tally_sync()), the
+ * program's errno as it was. */
+static void tally_sync_keeping_errno(void)
+{
+	int err = errno;
+	heap_tally_sync(prof_thread_get());
+	errno = err;
 }
 
 /* Where the hook was called from: a hint for stack interning (prof_stack_here). */
@@ -325,6 +335,8 @@ PROF_EXPORT void free(void *ptr)
 		th->in_hook--;
 		return;
 	}
+	if (prof_cfg.heap_sample)
+		tally_sync_keeping_errno();
 	uint64_t t = prof_now();
 	real.free(ptr);
 	int err = errno;
@@ -359,6 +371,8 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 	size_t old_usable = 0;
 	if (old && prof_cfg.heap_sample && !(old_recorded = heap_rec_take(old)))
 		old_usable = heap_tally_usable(old);
+	if (old && prof_cfg.heap_sample && old_recorded)
+		tally_sync_keeping_errno();
 	uint64_t t0 = old && old_recorded ? prof_now() : 0;
 	void *p = call(old, n, size);
 	int err = errno;

@@ -201,9 +201,10 @@ int heap_rec_take(const void *ptr)
 
 /* ---- tallies ----------------------------------------------------------------------------
  * A thread counts its tallied allocations and frees (calls and bytes asked: exact) and, per
- * size class of the allocator (of malloc_usable_size: 16-byte classes below 4 KiB, 4 KiB ones
- * above), the blocks it allocated and freed and the bytes those asked for. A free's size asked
- * is not known: the bytes in use are estimated as the blocks in use per class times the
+ * size class of the allocator (malloc_usable_size / 16: the allocator's own granularity, up
+ * to PROF_HEAP_LARGE; wider classes made a class's mean a poor guess for its blocks), the
+ * blocks it allocated and freed and the bytes those asked for. A free's size asked is not
+ * known: the bytes in use are estimated as the blocks in use per class times the
  * class's mean size asked, over every thread (a table the threads add their counts to each
  * REFRESH_EVERY-th time they touch a class). That is off by little more than the rounding
  * of the blocks in use, whatever came before (and right where a class holds one size), and a
@@ -213,7 +214,7 @@ int heap_rec_take(const void *ptr)
  * bytes in use, exact, decide when to write a tally: when they moved by a 256th of the heap
  * since the last one (8 KiB at least). */
 
-#define ROUNDED_CLASSES (256 + PROF_HEAP_LARGE / 4096 + 2)  /* the last: anything larger */
+#define ROUNDED_CLASSES (PROF_HEAP_LARGE / 16 + 2)  /* the last: anything larger */
 
 struct tally_class {
 	uint64_t allocs, asked, frees;
@@ -313,7 +314,7 @@ static inline void add(uint64_t *v, uint64_t n, int shared)
 
 static inline size_t rounded_class(size_t usable)
 {
-	size_t c = usable < 4096 ? usable >> 4 : 255 + (usable >> 12);
+	size_t c = usable >> 4;
 	return c < ROUNDED_CLASSES ? c : ROUNDED_CLASSES - 1;
 }
 
@@ -323,7 +324,7 @@ static double class_mean(size_t c)
 	uint64_t n = atomic_load_explicit(&class_means[c].allocs, memory_order_relaxed);
 	uint64_t asked = atomic_load_explicit(&class_means[c].asked, memory_order_relaxed);
 	return n ? (double)asked / (double)n :
-		   c < 256 ? (double)(c * 16) : (double)((c - 255) * 4096 - 2048);
+		   (double)(c * 16);
 }
 
 /* The owner's counts of class c into the global table, and the class's mean read anew: the
@@ -534,6 +535,16 @@ void heap_tally_free(struct prof_thread *th, size_t usable)
 			class_refresh(t, c);
 	}
 	in_use_by(th, t, -(int64_t)usable);
+}
+
+void heap_tally_sync(struct prof_thread *th)
+{
+	unsigned slot = th->heap_tally;
+	if (!slot || slot > TALLY_SLOTS)
+		return;  /* none yet, or the shared one: its threads' order is not one */
+	struct heap_tally *t = &tallies[slot - 1];
+	if (t->in_use != t->at_record || t->high != t->in_use)
+		tally_flush(th, t);
 }
 
 void heap_tally_thread_done(struct prof_thread *th)

@@ -21,6 +21,11 @@ void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size);
 size_t heap_tally_usable(void *ptr);
 void heap_tally_free(struct prof_thread *th, size_t usable);
 
+/* A recorded block's ALLOC or FREE is next: the thread's tally first, if its counts moved
+ * since the last, so that the analyzer sees the two in the order they happened (a peak
+ * that held a large block, then small ones, must see both). */
+void heap_tally_sync(struct prof_thread *th);
+
 /* The thread ends: its last tally, and its slot back. At exit, every thread's last tally
  * (written by the calling thread). */
 void heap_tally_thread_done(struct prof_thread *th);

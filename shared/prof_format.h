@@ -185,9 +185,9 @@ struct prof_rec_heap_tally {
 };
 
 /* HEAP_CLASSES (with PROF_FEAT_HEAP_TALLY): a thread's last word on its tallied blocks, by
- * the allocator's size class (index of malloc_usable_size: /16 below 4 KiB, then 255 +
- * /4096), written when the thread ends, at exec and at exit, in as many records as it takes
- * (running totals: a reader keeps the largest of each thread's and class's counts).
+ * the allocator's size class (malloc_usable_size / 16; a writer's last class holds every
+ * larger block), written when the thread ends, at exec and at exit, in as many records as
+ * it takes (running totals: a reader keeps the largest of each thread's and class's counts).
  * With them a reader tells the bytes still in use at the end from the blocks still in use
  * per class (allocs - frees) times the class's mean size asked: off by little more than the
  * rounding of those blocks, whatever happened before. */
