@@ -423,7 +423,9 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 	free(l);
 	if (h->sample && n)
 		fprintf(out, "\n(sampled trace, one allocation per %s: the loss records above are "
-			"estimates; the summary below is exact)\n", fmt_bytes(h->sample, a, sizeof(a)));
+			"estimates; %s)\n", fmt_bytes(h->sample, a, sizeof(a)),
+			h->tallied ? "in the summary below the blocks are exact, the bytes within "
+				     "their rounding" : "the summary below is exact");
 	fprintf(out, "\nLEAK SUMMARY:\n");
 	if (h->leak_scanned) {
 		for (unsigned i = 0; i < PROF_LEAK_CLASS_COUNT; i++) {
@@ -438,8 +440,9 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 			fmt_count(h->leaked_bytes, a, sizeof(a)), fmt_count(h->leaked_blocks, b, sizeof(b)),
 			h->leaked_blocks == 1 ? "" : "s",
 			p->exit_kind == EXIT_EXEC ? "the image was replaced: nothing it held is a leak"
-			: p->complete ? "not classified: the trace has no leak check"
-				      : "not classified: the process did not exit normally");
+			: !p->complete ? "not classified: the process did not exit normally"
+			: h->tallied ? "not classified: the sampled mode knows too few blocks one by one"
+				     : "not classified: the trace has no leak check");
 	}
 	if (v->supp)
 		fprintf(out, "   %15s: %s bytes in %s block%s\n", "suppressed", fmt_count(sb, a, sizeof(a)),
