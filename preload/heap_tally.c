@@ -411,7 +411,7 @@ static void classes_write(struct prof_thread *th, struct heap_tally *t)
 }
 
 /* The owner's tally (or one thread's at a time of the shared slot), and how far in_use may
- * move before the next: a 512th of all tallied bytes in use, so that the peak, summed by the
+ * move before the next: a 256th of all tallied bytes in use, so that the peak, summed by the
  * analyzer from the threads' latest tallies, is off by little more than that per thread. */
 static __attribute__((noinline)) void tally_flush(struct prof_thread *th, struct heap_tally *t)
 {
