@@ -2,6 +2,7 @@
  * calls a signal could interrupt, and known waits, run under libprof (and perf record where
  * perf works), and what prof says about them. */
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -337,5 +338,27 @@ Test(cpu, small_thread_stacks_never_overflow)
 	json_array_foreach(json_object_get(cpu, "threads"), i, t)
 		if (i > 0)
 			cr_expect_gt(e2e_int(t, "samples"), 10, "thread %zu sampled", i);
+	json_decref(doc);
+}
+
+/* A thread that spends its CPU time inside dl_iterate_phdr callbacks (holding the loader's
+ * lock) while another one's allocations are unwound (libunwind holds its own lock and calls
+ * dl_iterate_phdr): a CPU sample of the first must not unwind, or both wait for ever (the
+ * program then stops for no signal but SIGKILL: libunwind blocks every signal while it holds
+ * its lock). Before the fix, tests/progs/loader_lock hung 3 runs in 3. */
+Test(cpu, a_thread_holding_the_loader_lock_is_sampled_without_a_wait)
+{
+	const char *dir = e2e_tmpdir();
+	char pre[PATH_MAX + 16], out[PATH_MAX + 32];
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", e2e_lib());
+	snprintf(out, sizeof(out), "PROF_OUTPUT=%s/t.%%p.trace", dir);
+	const char *argv[] = { "timeout", "-k", "2", "60", "env", pre, out, "PROF_CPU_HZ=999",
+			       e2e_prog("loader_lock"), NULL };
+	int st = e2e_run(argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "loader_lock: status %d (hung?)", st);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
+	cr_expect_gt(e2e_int(cpu, "samples"), 10, "the walker thread was sampled");
 	json_decref(doc);
 }
