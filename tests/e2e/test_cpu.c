@@ -345,7 +345,7 @@ Test(cpu, small_thread_stacks_never_overflow)
  * lock) while another one's allocations are unwound (libunwind holds its own lock and calls
  * dl_iterate_phdr): a CPU sample of the first must not unwind, or both wait for ever (the
  * program then stops for no signal but SIGKILL: libunwind blocks every signal while it holds
- * its lock). Before the fix, tests/progs/loader_lock hung 3 runs in 3. */
+ * its lock). Before the fix, `many_paths loader` hung 3 runs in 3. */
 Test(cpu, a_thread_holding_the_loader_lock_is_sampled_without_a_wait)
 {
 	const char *dir = e2e_tmpdir();
@@ -353,9 +353,9 @@ Test(cpu, a_thread_holding_the_loader_lock_is_sampled_without_a_wait)
 	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", e2e_lib());
 	snprintf(out, sizeof(out), "PROF_OUTPUT=%s/t.%%p.trace", dir);
 	const char *argv[] = { "timeout", "-k", "2", "60", "env", pre, out, "PROF_CPU_HZ=999",
-			       e2e_prog("loader_lock"), NULL };
+			       e2e_prog("many_paths"), "loader", NULL };
 	int st = e2e_run(argv, NULL, NULL, NULL);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "loader_lock: status %d (hung?)", st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "many_paths loader: status %d (hung?)", st);
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");

@@ -4,7 +4,12 @@
  * its own, then in the first thread. Built with and without frame pointers. The stack cache
  * should serve nearly every allocation after a path's first two in each thread.
  * `many_paths handoff`: the first thread ends (pthread_exit) while the other is half way, so
- * that its stack cache is given back while the other's is in use. */
+ * that its stack cache is given back while the other's is in use.
+ * `many_paths loader`: another thread spends its CPU time inside dl_iterate_phdr callbacks
+ * (holding the loader's lock, as an exception's table lookup or a dlclose does) while the
+ * paths are walked and unwound: a CPU sample of that thread must not unwind (cpu.c). */
+#define _GNU_SOURCE
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -85,8 +90,39 @@ static void *run_through_handoff(void *seed)
 	return NULL;
 }
 
+static volatile int walked;
+
+static int burn(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	volatile uint64_t *sum = arg;
+	for (int i = 0; i < 200000; i++)
+		*sum += (uint64_t)i * 2654435761u;
+	return 1;
+}
+
+static void *walker(void *arg)
+{
+	(void)arg;
+	uint64_t sum = 0;
+	while (!walked)
+		dl_iterate_phdr(burn, &sum);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && argv[1][0] == 'l') {
+		pthread_t w;
+		if (pthread_create(&w, NULL, walker, NULL) != 0)
+			return 1;
+		uintptr_t sum = (uintptr_t)run((void *)88172645463325252ull);
+		walked = 1;
+		pthread_join(w, NULL);
+		printf("%lu\n", (unsigned long)sum);
+		return 0;
+	}
 	if (argc > 1 && argv[1][0] == 'h') {
 		pthread_t t;
 		if (pthread_create(&t, NULL, run_through_handoff, (void *)88172645463325252ull) != 0)
