@@ -215,13 +215,20 @@ static void *passed(void *p)
 	return p;
 }
 
-/* Before a recorded block's FREE: the thread's tallies up to date (heap_tally_sync()), the
- * program's errno as it was. */
-static void tally_sync_keeping_errno(void)
+/* Sampled mode, before the real free of ptr (or its realloc): whether it has a record, which
+ * leaves the set now (another thread may get the address once it is freed), and then the
+ * thread's tally is written first (heap_tally_sync()); else its usable size, taken while the
+ * block is still ours, in *usable. errno stays the program's. */
+static int recorded_before_free(void *ptr, size_t *usable)
 {
+	if (!heap_rec_take(ptr)) {
+		*usable = heap_tally_usable(ptr);
+		return 0;
+	}
 	int err = errno;
 	heap_tally_sync(prof_thread_get());
 	errno = err;
+	return 1;
 }
 
 /* Where the hook was called from: a hint for stack interning (prof_stack_here). */
@@ -326,8 +333,8 @@ PROF_EXPORT void free(void *ptr)
 		return;
 	}
 	th->in_hook++;
-	if (prof_cfg.heap_sample && !heap_rec_take(ptr)) {  /* tallied, not recorded */
-		size_t usable = heap_tally_usable(ptr);
+	size_t usable;
+	if (prof_cfg.heap_sample && !recorded_before_free(ptr, &usable)) {  /* tallied */
 		real.free(ptr);
 		int err = errno;
 		heap_tally_free(prof_thread_get(), usable);
@@ -335,8 +342,6 @@ PROF_EXPORT void free(void *ptr)
 		th->in_hook--;
 		return;
 	}
-	if (prof_cfg.heap_sample)
-		tally_sync_keeping_errno();
 	uint64_t t = prof_now();
 	real.free(ptr);
 	int err = errno;
@@ -364,15 +369,12 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 		return passed(p);
 	}
 	th->in_hook++;
-	/* Sampled mode: an old block without a record is tallied as freed (its size taken now,
-	 * while it is still ours); one with a record leaves the set before the call, as another
-	 * thread may get its address once it is freed, and goes back if the call fails. */
+	/* Sampled mode: an old block without a record is tallied as freed; one with a record goes
+	 * back into the set if the call fails. */
 	int old_recorded = 1;
 	size_t old_usable = 0;
-	if (old && prof_cfg.heap_sample && !(old_recorded = heap_rec_take(old)))
-		old_usable = heap_tally_usable(old);
-	if (old && prof_cfg.heap_sample && old_recorded)
-		tally_sync_keeping_errno();
+	if (old && prof_cfg.heap_sample)
+		old_recorded = recorded_before_free(old, &old_usable);
 	uint64_t t0 = old && old_recorded ? prof_now() : 0;
 	void *p = call(old, n, size);
 	int err = errno;

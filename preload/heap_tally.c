@@ -345,6 +345,11 @@ static __attribute__((noinline)) void class_refresh(struct heap_tally *t, size_t
 	k->mean = mean;
 }
 
+static int64_t rounded(double v)
+{
+	return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+}
+
 /* Bytes asked of t's blocks in use, from scratch: per class, blocks in use times the mean. */
 static int64_t tally_estimate(const struct heap_tally *t)
 {
@@ -355,7 +360,7 @@ static int64_t tally_estimate(const struct heap_tally *t)
 		if (blocks)
 			bytes += (double)blocks * class_mean(c);
 	}
-	return (int64_t)(bytes < 0 ? bytes - 0.5 : bytes + 0.5);
+	return rounded(bytes);
 }
 
 /* A HEAP_TALLY of t: its totals, the bytes in use as estimated, and its high point since the
@@ -363,8 +368,7 @@ static int64_t tally_estimate(const struct heap_tally *t)
 static void tally_write(struct prof_thread *th, struct heap_tally *t, int64_t in_use_high,
 			int kept)
 {
-	double e = kept ? t->estimate : 0;
-	int64_t estimate = kept ? (int64_t)(e < 0 ? e - 0.5 : e + 0.5) : tally_estimate(t);
+	int64_t estimate = kept ? rounded(t->estimate) : tally_estimate(t);
 	int64_t in_use = ld64(&t->in_use);
 	int64_t above = in_use_high > in_use ? in_use_high - in_use : 0;
 	if (in_use > 0 && estimate > 0)
