@@ -232,6 +232,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/many.sh
 	BUILD=$(BUILD) bench/tracesize.sh
 	bench/python.sh
+	BUILD=$(BUILD) bench/symbols.sh
 	BUILD=$(BUILD) bench/analyzer
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and

@@ -46,7 +46,18 @@ struct object {
 	Dwfl_Module *mod;		/* NULL: could not be opened or reported */
 	uint8_t *build_id;		/* of the file on disk, NULL if none */
 	size_t build_id_len;
+	struct elf_sym *syms;		/* sorted by address, built at the first lookup */
+	size_t nsyms;
+	bool syms_built;
 	struct object *next;
+};
+
+/* A symbol that can name code, from every symbol table libdwfl found for an object. */
+struct elf_sym {
+	uint64_t addr, size;
+	uint64_t section_end;		/* a sizeless symbol names addresses below this */
+	const char *name;		/* libelf's string, alive as long as the Dwfl */
+	int rank;			/* among symbols at one address, the highest names it */
 };
 
 enum module_state { MOD_UNRESOLVED, MOD_OK, MOD_FAILED };
@@ -448,6 +459,7 @@ void sym_free(struct symbolizer *s)
 	for (struct object *o = s->objects, *next; o; o = next) {
 		next = o->next;
 		free(o->build_id);
+		free(o->syms);
 		free(o);
 	}
 	for (struct module *m = s->all_modules, *next; m; m = next) {
@@ -1125,6 +1137,100 @@ static int dwarf_frames(struct symbolizer *s, struct object *obj, Dwarf_Addr add
 	return n;
 }
 
+/* ---- the symbol tables ---- */
+
+/* libdwfl's dwfl_module_addrinfo() walks the whole symbol table for each address, which is
+ * minutes for a library of a million symbols (libtorch_cuda.so) and a trace of many thousand
+ * addresses; one sorted copy per object makes each lookup a binary search. */
+
+static int elf_sym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Where a sizeless symbol of section sh stops naming addresses: the byte just past the
+ * section, unless another section starts there (libdwfl's bounds). */
+static uint64_t sizeless_end(Elf *elf, const GElf_Shdr *sh)
+{
+	uint64_t end = sh->sh_addr + sh->sh_size + 1;
+	GElf_Shdr mem, *other;
+
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));)
+		if ((other = gelf_getshdr(scn, &mem)) && (other->sh_flags & SHF_ALLOC) &&
+		    other->sh_addr > sh->sh_addr && other->sh_addr < end)
+			end = other->sh_addr;
+	return end;
+}
+
+static void object_syms_build(struct object *o)
+{
+	int n = dwfl_module_getsymtab(o->mod);
+
+	o->syms_built = true;
+	if (n <= 1 || !(o->syms = malloc((size_t)n * sizeof(*o->syms))))
+		return;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		Elf *elf = NULL;
+		Dwarf_Addr bias = 0;
+		const char *name = dwfl_module_getsym_info(o->mod, i, &sym, &addr, &shndx, &elf,
+							   &bias);
+		int type = GELF_ST_TYPE(sym.st_info), bind = GELF_ST_BIND(sym.st_info);
+		GElf_Shdr shdr_mem, *shdr = NULL;
+
+		if (!name || !*name || shndx == SHN_UNDEF || type == STT_SECTION ||
+		    type == STT_FILE || type == STT_TLS)
+			continue;
+		/* as libdwfl: a sizeless symbol (an assembly label) names addresses of its own
+		 * section only */
+		if (sym.st_size == 0 &&
+		    (!elf || !(shdr = gelf_getshdr(elf_getscn(elf, shndx), &shdr_mem))))
+			continue;
+		/* a sized symbol, then a global one, then a weak one names an address best */
+		o->syms[o->nsyms++] = (struct elf_sym){
+			.addr = addr, .size = sym.st_size, .name = name,
+			.section_end = shdr ? sizeless_end(elf, shdr) + bias : 0,
+			.rank = (sym.st_size != 0) * 4 +
+				(bind == STB_GLOBAL ? 2 : bind == STB_WEAK ? 1 : 0),
+		};
+	}
+	qsort(o->syms, o->nsyms, sizeof(*o->syms), elf_sym_cmp);
+}
+
+/* The symbol holding addr: the nearest at or below it whose size covers it, or that has no
+ * size when no sized symbol ends between the two (past a nested symbol to the one around it). */
+static const char *object_sym_name(struct object *o, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (!o->syms_built)
+		object_syms_build(o);
+	hi = o->nsyms;
+	while (lo < hi) {	/* lo: the first symbol above addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (o->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool passed_sized = false;
+	for (size_t i = lo, looked = 0; i-- > 0 && looked < 64; looked++) {
+		const struct elf_sym *e = &o->syms[i];
+
+		if (e->size ? addr - e->addr < e->size : !passed_sized && addr < e->section_end)
+			return e->name;
+		passed_sized |= e->size != 0;
+	}
+	return NULL;
+}
+
 /* Computes the frames for one address; returns their count (>= 1). */
 static int symbolize(struct symbolizer *s, struct module *m, uint64_t address, int is_ret,
 		     struct sym_frame *frames)
@@ -1137,15 +1243,10 @@ static int symbolize(struct symbolizer *s, struct module *m, uint64_t address, i
 	if (m->state == MOD_UNRESOLVED)
 		module_resolve(s, m);
 	if (m->state == MOD_OK) {
-		Dwfl_Module *mod = m->obj->mod;
-
 		n = dwarf_frames(s, m->obj, addr, frames, SYM_MAX_FRAMES);
 		/* No DWARF function (stripped, assembly): the symbol table names the outermost. */
 		if (n == 0 || !frames[n - 1].function) {
-			GElf_Off off;
-			GElf_Sym sym;
-			const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL,
-								NULL, NULL);
+			const char *name = object_sym_name(m->obj, addr);
 
 			if (name)
 				frames[n ? n - 1 : 0].function = intern_demangled(s, name);

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
 #include <link.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -599,6 +600,80 @@ Test(symbolize, system_library)
 		  fr[n - 1].function);
 	cr_expect_str_eq(fr[0].module, info.dli_fname);
 	sym_free(s);
+}
+
+/* Every address of path, named from its symbol tables alone, as libdwfl's own
+ * dwfl_module_addrinfo() names it; at an address with several symbols, either may. */
+static void symbols_agree_with_libdwfl(const char *path)
+{
+	char *debuginfo_path = NULL;
+	Dwfl_Callbacks cb = { .find_elf = dwfl_build_id_find_elf,
+			      .find_debuginfo = dwfl_standard_find_debuginfo,
+			      .debuginfo_path = &debuginfo_path };
+	Dwfl *dwfl = dwfl_begin(&cb);
+	Dwfl_Module *mod = dwfl_report_offline(dwfl, "fixture", path, -1);
+	cr_assert_not_null(mod, "%s", path);
+	dwfl_report_end(dwfl, NULL, NULL);
+	Dwarf_Addr low, high, dwfl_bias;
+	dwfl_module_info(mod, NULL, &low, &high, NULL, NULL, NULL, NULL);
+	cr_assert_not_null(dwfl_module_getelf(mod, &dwfl_bias));	/* where libdwfl put it */
+
+	const uint64_t base = 0x10000000;
+	struct symbolizer *s = sym_new();
+	cr_assert_eq(sym_add_module(s, 1, path, base, base + high, base, NULL, 0), 0);
+	size_t named = 0, wrong = 0;
+	for (Dwarf_Addr a = low; a < high && wrong < 5; a++) {
+		struct sym_frame fr[4];
+		GElf_Off off;
+		GElf_Sym sym;
+		const char *want = dwfl_module_addrinfo(mod, a, &off, &sym, NULL, NULL, NULL);
+		int n = sym_lookup(s, 1, base + a - dwfl_bias, 0, fr, 4);
+		const char *got = n >= 1 ? fr[n - 1].function : NULL;
+		int same = want && got ? !strcmp(want, got) : want == got;
+
+		for (int i = 1; !same && want && got && i < dwfl_module_getsymtab(mod); i++) {
+			GElf_Sym other;
+			GElf_Addr at;
+			const char *name = dwfl_module_getsym_info(mod, i, &other, &at, NULL, NULL,
+								   NULL);
+			same = name && !strcmp(name, got) && at == a - off;
+		}
+		named += want != NULL;
+		wrong += !same;
+		cr_expect(same, "%s at %#llx: libdwfl says %s, we say %s", path,
+			  (unsigned long long)a, want ? want : "nothing", got ? got : "nothing");
+	}
+	cr_expect_gt(named, (high - low) / 8, "%s: only %zu addresses named", path, named);
+	sym_free(s);
+	dwfl_end(dwfl);
+}
+
+/* Functions of every kind a symbol table holds: global, static, weak, aliases, cold parts
+ * split from their function, and a sizeless assembly label. */
+static const char fixture_many[] =
+	"static volatile int sink;\n"
+	"#define F(n) __attribute__((noipa)) int g##n(int x) { if (__builtin_expect(x == n, 0)) "
+	"{ sink += x * 3; sink ^= n; } return x + n; } "
+	"__attribute__((noipa)) static int s##n(int x) { sink += n; return g##n(x); }\n"
+	"#define T(n) F(n##0) F(n##1) F(n##2) F(n##3) F(n##4) F(n##5) F(n##6) F(n##7) F(n##8) "
+	"F(n##9)\n"
+	"T(1) T(2) T(3) T(4) T(5) T(6) T(7) T(8) T(9)\n"
+	"int alias_of_g10(int) __attribute__((alias(\"g10\")));\n"
+	"__attribute__((weak)) int weak_one(int x) { return x * 7; }\n"
+	"__asm__(\".text\\nasm_label:\\n\\tret\\n\");\n"
+	"int main(int argc, char **argv) { (void)argv; return s10(argc) + s95(argc) + "
+	"weak_one(argc); }\n";
+
+Test(symbolize, symbol_tables_agree_with_libdwfl)
+{
+	char path[256];
+
+	write_file("sym_many.c", fixture_many);
+	sh("cc -O2 -g -o many sym_many.c && strip --strip-debug -o many_nodebug many && "
+	   "cc -O2 -g -fPIC -shared -o libmany.so sym_many.c && "
+	   "strip --strip-all -o libmany_dynsym.so libmany.so");
+	symbols_agree_with_libdwfl(tmp_path(path, sizeof(path), "many_nodebug"));
+	symbols_agree_with_libdwfl(tmp_path(path, sizeof(path), "libmany_dynsym.so"));
 }
 
 static double now(void)
