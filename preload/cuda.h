@@ -158,6 +158,9 @@ void cuda_cupti_lost(const char *why);
 /* Our hook for a CUPTI function the program looks up by name, or NULL. */
 void *cupti_hook_by_symbol(const char *name);
 void cupti_pop_corr(void);
+/* Our outermost driver-level call [start, end] that pushed corr: how a statically linked
+ * cudart's runtime call around it is joined to it (cupti_convert.h). */
+void cupti_note_driver_call(uint64_t start, uint64_t end, uint64_t corr);
 extern int cupti_active;
 #include "cupti_convert.h"
 

@@ -283,8 +283,11 @@ void cuda_call_end(struct cuda_call *c, int result)
 		ct->depth--;
 	if (c->outer) {
 		ct->corr = 0;
-		if (cupti_active)
+		if (cupti_active) {
 			cupti_pop_corr();
+			if (c->layer == PROF_CUDA_DRIVER)
+				cupti_note_driver_call(c->t0, t1, c->corr);
+		}
 	}
 	th->in_hook--;
 	prof_own_end(th, own);

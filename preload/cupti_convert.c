@@ -118,6 +118,33 @@ static int inside(const struct cupti_span *in, const struct cupti_span *out)
 	return in->tid == out->tid && in->start >= out->start && in->end <= out->end;
 }
 
+void cupti_link_call(struct cupti_links *l, uint32_t tid, uint64_t start, uint64_t end,
+		     uint64_t ext)
+{
+	typeof(l->calls[0]) *ring = &l->calls[tid % CUPTI_CALL_RINGS];
+	ring->call[ring->next++ % CUPTI_CALL_SLOTS] =
+		(struct cupti_span){ .tid = tid, .start = start, .end = end, .ext = ext };
+}
+
+/* Our call inside the runtime span rt, newest first; 0 if none is kept. */
+static uint64_t call_inside(struct cupti_links *l, const struct cupti_span *rt)
+{
+	typeof(l->calls[0]) *ring = &l->calls[rt->tid % CUPTI_CALL_RINGS];
+	for (uint32_t i = 0; i < CUPTI_CALL_SLOTS && i < ring->next; i++) {
+		struct cupti_span *c = &ring->call[(ring->next - 1 - i) % CUPTI_CALL_SLOTS];
+		if (c->tid != rt->tid || c->start > rt->end)
+			continue;
+		if (c->end < rt->start)
+			break;  /* a thread's calls are in time order: the rest are older */
+		if (inside(c, rt) && c->ext) {
+			uint64_t ext = c->ext;
+			c->ext = 0;  /* one runtime call per driver call */
+			return ext;
+		}
+	}
+	return 0;
+}
+
 int cupti_link_api(struct cupti_links *l, const void *record, uint32_t *corr_out, uint64_t *ext_out)
 {
 	const uint8_t *rec = record;
@@ -150,6 +177,8 @@ int cupti_link_api(struct cupti_links *l, const void *record, uint32_t *corr_out
 			*corr_out = corr;
 			*ext_out = n->drv.ext;
 			n->drv.ext = 0;
+		} else if ((*ext_out = call_inside(l, &a))) {
+			*corr_out = corr;
 		} else {
 			n->rt = a;
 		}

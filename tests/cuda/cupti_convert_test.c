@@ -61,6 +61,28 @@ static void check_links(void)
 	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
 	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 42, 8, 25, 40);
 	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	/* CUDA 13's static cudart: no driver API record, only our own driver call inside */
+	cupti_link_call(&l, 11, 100, 110, 500);
+	cupti_link_call(&l, 11 + CUPTI_CALL_RINGS, 101, 109, 600);  /* another thread, same ring */
+	cupti_link_call(&l, 11, 120, 130, 700);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 50, 11, 95, 115);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && corr == 50 && ext == 500);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 51, 11, 95, 115);  /* each call joins one */
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 52, 11, 118, 135);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && corr == 52 && ext == 700);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 53, 11 + CUPTI_CALL_RINGS, 100, 110);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && corr == 53 && ext == 600);
+	/* a call older than the ring keeps is forgotten, not misjoined */
+	for (uint64_t i = 0; i < CUPTI_CALL_SLOTS; i++)
+		cupti_link_call(&l, 12, 1000 + 10 * i, 1005 + 10 * i, 800 + i);
+	cupti_link_call(&l, 12, 200, 210, 900);
+	for (uint64_t i = 0; i < CUPTI_CALL_SLOTS; i++)
+		cupti_link_call(&l, 12, 10000 + 10 * i, 10005 + 10 * i, 2000 + i);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 54, 12, 195, 215);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 55, 12, 10009, 10016);
+	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && corr == 55 && ext == 2001);
 	/* any other record is not an API record */
 	CUpti_ActivityMemset4 m;
 	memset(&m, 0, sizeof(m));
