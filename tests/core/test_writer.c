@@ -3,6 +3,7 @@
 #include "ctest.h"
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -396,6 +397,7 @@ Test(writer, killed_process_after_recycling_leaves_a_readable_trace)
  * lost; never the same bytes. Every record written is read back whole. */
 static struct prof_thread *volatile nested_th;
 static volatile sig_atomic_t nested_written, nested_lost;
+static _Atomic int nested_kicking;  /* between threads: atomic, not sig_atomic_t */
 
 static void nested_handler(int sig)
 {
@@ -415,6 +417,7 @@ static void *nested_kicker(void *arg)
 	pthread_t target = *(pthread_t *)arg;
 	for (int i = 0; i < 20000 && !nested_th->tid; i++)
 		sched_yield();
+	atomic_store(&nested_kicking, 1);
 	for (int i = 0; i < 20000; i++)
 		if (pthread_kill(target, SIGUSR1) != 0)
 			break;
@@ -429,6 +432,10 @@ Test(writer, a_nested_signal_handler_never_shares_a_records_bytes)
 	signal(SIGUSR1, nested_handler);
 	pthread_t self = pthread_self(), kicker;
 	cr_assert_eq(pthread_create(&kicker, NULL, nested_kicker, &self), 0);
+	/* the signals must come while the loop writes: on a loaded machine the kicker may start
+	 * only after the loop, when the trace is full and every nested record is lost */
+	while (!atomic_load(&nested_kicking))
+		sched_yield();
 	uint64_t written = 0;
 	for (uint32_t i = 0; i < 400000; i++) {
 		th->in_signal += i & 1;  /* half on the signal-handler stream, as samples are */
