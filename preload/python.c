@@ -187,7 +187,14 @@ static uint32_t write_code(struct prof_thread *th, const unsigned char *cbuf)
 /* The id of the code object at addr (cbuf: its first CODE_BYTES), writing it first if new.
  * The key covers what the record says, so a code object freed and another made at the same
  * address are two entries. Lock-free, as stacks.c's table. */
-static uint32_t code_id(struct prof_thread *th, uintptr_t addr, const unsigned char *cbuf)
+static inline uint64_t rotl64(uint64_t x, unsigned r)
+{
+	return x << r | x >> (64 - r);
+}
+
+/* A code object by its address and the fields its PY_CODE record shows: another code object
+ * later at the same address has another key. */
+static uint64_t code_key(uintptr_t addr, const unsigned char *cbuf)
 {
 	uint64_t k = addr;
 	const unsigned fields[] = { L->co_name, L->co_qualname, L->co_filename, L->co_linetable };
@@ -195,7 +202,11 @@ static uint32_t code_id(struct prof_thread *th, uintptr_t addr, const unsigned c
 		k = (k ^ word_at(cbuf, fields[i])) * 0xff51afd7ed558ccdull, k ^= k >> 31;
 	k = (k ^ (uint32_t)int_at(cbuf, L->co_firstlineno)) * 0xc4ceb9fe1a85ec53ull;
 	k ^= k >> 29;
-	k |= 1;
+	return k | 1;
+}
+
+static uint32_t code_id(struct prof_thread *th, uint64_t k, const unsigned char *cbuf)
+{
 	if (!codes)
 		return write_code(th, cbuf);
 	for (uint32_t i = 0, pos = (uint32_t)k & (CODE_SLOTS - 1); i < 64;
@@ -309,14 +320,31 @@ static int gen_trusted(const struct py_layout *lay, const struct trust *t, uintp
 	return 0;
 }
 
+/* One kept frame into the hash of a chain: its code object (address and the fields its
+ * PY_CODE shows, as code_key() but folded without multiplying: this runs for each frame of
+ * each hook) and position. One multiply per frame is the whole dependent chain. */
+static uint64_t chain_step(const struct py_layout *lay, uint64_t h, uintptr_t code,
+			   const unsigned char *cb, int32_t lasti, int32_t seg)
+{
+	uint64_t x = code ^ rotl64(word_at(cb, lay->co_name), 17) ^
+		rotl64(word_at(cb, lay->co_qualname), 29) ^
+		rotl64(word_at(cb, lay->co_filename), 41) ^ rotl64(word_at(cb, lay->co_linetable), 53) ^
+		((uint64_t)(uint32_t)int_at(cb, lay->co_firstlineno) << 32) ^
+		((uint64_t)(uint32_t)lasti << 12 | (uint64_t)(uint32_t)seg);
+	return (h ^ x) * 0xff51afd7ed558ccdull;
+}
+
 /* Follows the chain from frame; fills raw[0..max) and returns the count, or -1 (with what was
  * read kept in *kept) when the chain loops or leaves readable memory. With th, each code
- * object is interned (written once) on the way. Frames inside tr (and their code objects)
- * are read directly, everything else through the kernel. */
+ * object is interned (written once) on the way; without, ids are 0 (the hash is enough for
+ * the stack cache, and the interning table's lookups are most of a walk's cost). With hash,
+ * the chain's hash. Frames inside tr (and their code objects) are read directly, everything
+ * else through the kernel. */
 static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		struct prof_thread *th, const struct trust *tr, struct py_raw *raw, int max,
-		int *kept, uintptr_t *codes)
+		int *kept, uintptr_t *codes, uint64_t *hash)
 {
+	uint64_t h = 0x84222325cbf29ce4ull;
 	int n = 0, seg = 0, rc = 0;
 	uintptr_t mark = 0;  /* Brent's loop check: a frame seen again ends the walk */
 	unsigned power = 1, lam = 0;
@@ -338,8 +366,10 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		 * object it ran the last time it was seen, in one call */
 		_Atomic uintptr_t *guess = code_guess[(frame >> 4) & (GUESSES - 1)];
 		uintptr_t guessed = 0;
+		/* what is read directly is read in place: a walk runs on every hook */
+		const unsigned char *f = fb, *c = cb;
 		if (direct) {
-			memcpy(fb, (const void *)frame, sizeof(fb));
+			f = (const unsigned char *)frame;
 		} else {
 			if (atomic_load_explicit(&guess[0], memory_order_relaxed) == frame)
 				guessed = atomic_load_explicit(&guess[1], memory_order_relaxed);
@@ -350,39 +380,40 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 			}
 			have_code = got == 2;
 		}
-		uintptr_t prev = word_at(fb, lay->fr_previous);
-		int owner = (signed char)fb[lay->fr_owner];
+		uintptr_t prev = word_at(f, lay->fr_previous);
+		int owner = (signed char)f[lay->fr_owner];
 		if (lay->owner_cstack >= 0 && owner == lay->owner_cstack) {
 			seg++;  /* the entry frame of a run of the loop: the next frames are another's */
 			frame = prev;
 			continue;
 		}
-		int entry = lay->fr_is_entry >= 0 && fb[lay->fr_is_entry];
-		uintptr_t code = word_at(fb, lay->fr_code), instr = word_at(fb, lay->fr_instr);
+		int entry = lay->fr_is_entry >= 0 && f[lay->fr_is_entry];
+		uintptr_t code = word_at(f, lay->fr_code), instr = word_at(f, lay->fr_instr);
 		int got_code;
 		if (have_code && guessed == code)
 			got_code = 1;
 		else if (direct && code > 4096 && !(code & 7))
 			/* the object's head first: only a code object is as long as cb */
 			got_code = *(const uintptr_t *)(code + 8) == ctype ?
-				(memcpy(cb, (const void *)code, sizeof(cb)), 1) : (memset(cb, 0, 16), 1);
+				(c = (const unsigned char *)code, 1) : (memset(cb, 0, 16), 1);
 		else
 			got_code = peek(cb, code, sizeof(cb)) == 0;
 		if (!direct && got_code && guessed != code) {
 			atomic_store_explicit(&guess[0], frame, memory_order_relaxed);
 			atomic_store_explicit(&guess[1], code, memory_order_relaxed);
 		}
-		if (got_code && word_at(cb, 8) == ctype) {
+		if (got_code && word_at(c, 8) == ctype) {
 			uintptr_t start = code + lay->co_code_adaptive;
-			int64_t first = int_at(cb, lay->co_firsttraceable);
+			int64_t first = int_at(c, lay->co_firsttraceable);
 			int64_t lasti = ((int64_t)instr - (int64_t)start) / 2;
 			/* a frame being set up (before its first traceable instruction) is not shown */
 			if (owner == lay->owner_generator || lasti >= first) {
 				if (codes)
 					codes[n] = code;
-				raw[n].id = th ? code_id(th, code, cb) : 0;
+				raw[n].id = th ? code_id(th, code_key(code, c), c) : 0;
 				raw[n].lasti = lasti < 0 || lasti > INT32_MAX ? -1 : (int32_t)lasti;
 				raw[n].seg = seg;
+				h = chain_step(lay, h, code, c, raw[n].lasti, seg);
 				n++;
 			}
 		} else if (lay->minor < 13) {
@@ -394,6 +425,11 @@ static int walk(const struct py_layout *lay, uintptr_t frame, uintptr_t ctype,
 		frame = prev;
 	}
 	*kept = n;
+	if (hash) {
+		h ^= (uint64_t)n;
+		h = (h ^ h >> 29) * 0xbf58476d1ce4e5b9ull;
+		*hash = (h ^ h >> 32) | 1;
+	}
 	return rc < 0 ? -1 : n;
 }
 
@@ -423,31 +459,22 @@ static uintptr_t current_frame(struct prof_thread *th, struct trust *tr)
 	return p;
 }
 
-static uint64_t chain_hash(const struct py_raw *raw, int n)
-{
-	uint64_t h = 0x84222325cbf29ce4ull ^ (uint64_t)n;
-	for (int i = 0; i < n; i++) {
-		h = (h ^ raw[i].id) * 0x100000001b3ull;
-		h = (h ^ ((uint64_t)(uint32_t)raw[i].lasti << 16 | (uint64_t)(uint32_t)raw[i].seg)) *
-		    0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	return h | 1;
-}
-
 static int in_eval(void *ip)
 {
 	return (uintptr_t)ip >= eval_lo && (uintptr_t)ip < eval_hi;
 }
 
-/* The thread's frames; n >= 0 (a walk cut short keeps what it read). */
-static int read_chain(struct prof_thread *th, struct py_raw *raw, int max)
+/* The thread's frames (their code objects interned where intern is set) and their hash;
+ * n >= 0 (a walk cut short keeps what it read). */
+static int read_chain(struct prof_thread *th, struct py_raw *raw, int max, int intern,
+		      uint64_t *hash)
 {
 	int saved = errno, kept = 0;
 	struct trust tr;
 	uintptr_t f = current_frame(th, &tr);
+	*hash = 1;
 	if (f)
-		walk(L, f, code_type, th, &tr, raw, max, &kept, NULL);
+		walk(L, f, code_type, intern ? th : NULL, &tr, raw, max, &kept, NULL, hash);
 	errno = saved;
 	return kept;
 }
@@ -486,7 +513,9 @@ uint64_t prof_py_chain_now(struct prof_thread *th)
 	if (!prof_py_on)
 		return 0;
 	struct py_raw raw[WALK_MAX];
-	return chain_hash(raw, read_chain(th, raw, WALK_MAX));
+	uint64_t hash;
+	read_chain(th, raw, WALK_MAX, 0, &hash);
+	return hash;
 }
 
 int prof_py_splice(struct prof_thread *th, void **frames, int n, int cap, uint64_t *chain)
@@ -500,8 +529,7 @@ int prof_py_splice(struct prof_thread *th, void **frames, int n, int cap, uint64
 	if (!evals)
 		return n;
 	struct py_raw raw[WALK_MAX];
-	int nr = read_chain(th, raw, WALK_MAX);
-	*chain = chain_hash(raw, nr);
+	int nr = read_chain(th, raw, WALK_MAX, 1, chain);
 	return merge(frames, n, cap, raw, nr, evals);
 }
 
@@ -530,7 +558,7 @@ int prof_py_walk_from(const struct py_layout *lay, uintptr_t frame, uintptr_t ct
 	if (max > WALK_MAX)
 		max = WALK_MAX;
 	self_pid = getpid();
-	int kept, rc = walk(lay, frame, ctype, NULL, NULL, raw, max, &kept, codes_out);
+	int kept, rc = walk(lay, frame, ctype, NULL, NULL, raw, max, &kept, codes_out, NULL);
 	for (int i = 0; i < kept; i++) {
 		lastis[i] = raw[i].lasti;
 		segs[i] = raw[i].seg;

@@ -184,6 +184,18 @@ struct frame_rule {
  * to hold, is marked multi and looked up by its key from then on. */
 #define SITE_SLOTS 256
 
+/* Python runs every function through the same native frames of its evaluation loop, so one
+ * native entry stands for as many stacks as there are Python call chains reaching it: those
+ * stacks are kept by (the entry's frames, the chain's hash), so that a hit with other Python
+ * frames than the entry's costs the walk of the chain, not an unwind. */
+#define PY_VARIANT_SLOTS 4096
+
+struct py_variant {
+	uint64_t key;         /* the entry's hash mixed with the chain's, 0 = empty */
+	uint64_t hash;        /* of the stack's frames */
+	uint32_t id, gen;
+};
+
 struct site_memo {
 	uintptr_t site, sp;
 	uint32_t at;     /* 1 + offset of its entry, 0 = none */
@@ -196,11 +208,12 @@ struct stack_cache {
 	uint32_t unrecorded;          /* misses not recorded, for RECORD_EVERY */
 	uint32_t overflowed;          /* the arena was full once: debt counts */
 	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
-	uint64_t hits, recorded, first_seen, throttled, closed;  /* said with PROF_DEBUG=1 */
+	uint64_t hits, recorded, first_seen, throttled, closed, py_hits;  /* said with PROF_DEBUG=1 */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
 	struct site_memo sites[SITE_SLOTS];
 	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
 	struct frame_rule rules[RULE_SLOTS];
+	struct py_variant py_variants[PY_VARIANT_SLOTS];
 	_Alignas(16) char arena[ARENA_BYTES];
 };
 
@@ -449,10 +462,12 @@ void prof_stacks_thread_done(struct prof_thread *th)
 	if (c) {
 		if (prof_cfg.debug)
 			prof_log("stack cache of thread %d: %llu hits, %llu recorded, %llu first seen, "
-				 "%llu throttled, %llu closed, %u KiB", th->tid,
+				 "%llu throttled, %llu closed, %u KiB, %llu hits with other Python "
+				 "frames", th->tid,
 				 (unsigned long long)c->hits, (unsigned long long)c->recorded,
 				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
-				 (unsigned long long)c->closed, c->used >> 10);
+				 (unsigned long long)c->closed, c->used >> 10,
+				 (unsigned long long)c->py_hits);
 		madvise(c, CACHE_STRIDE, MADV_DONTNEED);
 		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
 		atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
@@ -623,6 +638,25 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	return n;
 }
 
+/* The stack of a call whose native frames are entry e's, with the Python frames of chain. */
+static uint32_t py_variant(struct prof_thread *th, const struct cached_stack *e, uint64_t chain,
+			   uintptr_t call_site, uint64_t *guess)
+{
+	struct stack_cache *c = th->stack_cache;
+	uint64_t key = ((e->hash ^ chain) * 0x9e3779b97f4a7c15ull) | 1;
+	struct py_variant *v = &c->py_variants[(key >> 40) & (PY_VARIANT_SLOTS - 1)];
+	uint32_t gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
+	if (v->key == key && v->gen == gen) {
+		c->py_hits++;
+		*guess = v->hash;
+		return v->id;
+	}
+	uint32_t id = prof_stack_at_uncached(th, call_site, guess);
+	if (id && id != ID_FAILED)
+		*v = (struct py_variant){ key, *guess, id, gen };
+	return id;
+}
+
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 {
 	if (prof_cfg.stack_depth == 0)
@@ -646,10 +680,24 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	 * loop holds only with the same ones. Else the native part is known to unwind well:
 	 * the fast unwind, not a second recording of it (which would hide this entry). */
 	int coarse;
-	uint64_t key;
-	if (((e = cache_find(th, call_site, sp0, bp0, &coarse, &key)) && e->pychain &&
-	     e->pychain != prof_py_chain_now(th)) || coarse)
+	uint64_t key, chain;
+	e = cache_find(th, call_site, sp0, bp0, &coarse, &key);
+	if (coarse)
 		return prof_stack_at_uncached(th, call_site, guess);
+	if (e && e->pychain && (chain = prof_py_chain_now(th)) != e->pychain) {
+		uint32_t id = py_variant(th, e, chain, call_site, guess);
+		if (prof_cfg.stack_cache == 1)
+			return id;
+		uint64_t kept = *guess;  /* check, as for a hit below */
+		uint32_t full = prof_stack_at_uncached(th, call_site, guess);
+		atomic_fetch_add(&cache_hits, 1);
+		if (!full || *guess != kept) {
+			atomic_fetch_add(&cache_wrong, 1);
+			prof_log("stack cache: call site %#lx gave stack %u with other Python frames, "
+				 "an unwind %u", (unsigned long)call_site, id, full);
+		}
+		return full;
+	}
 	if (e) {
 		*guess = e->hash;
 		if (prof_cfg.stack_cache == 1)

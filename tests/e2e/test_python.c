@@ -276,7 +276,7 @@ static void newer(const char *version)
 	if (!python)
 		cr_skip_test("no CPython %s under " PYENV, version);
 	const char *args[] = { "cpu", "0.8", "gen", "alloc", NULL };
-	const char *env[] = { "PROF_CPU_HZ=499", "PROF_STACK_CACHE=check", NULL };
+	const char *env[] = { "PROF_CPU_HZ=499", "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
 	const char *dir;
 	char *err;
 	json_t *doc = run(python, args, env, &dir, &err);
@@ -325,6 +325,14 @@ static void newer(const char *version)
 	cr_assert_not_null(site, "%s: a heap site under make_blocks", version);
 	expect_frame_at_marker(site, at, "BLOCKS-LINE");
 	cr_expect_null(strstr(err ? err : "", "stack cache: call site"), "%s: %s", version, err);
+	/* one native entry served other Python call chains (checked above like every hit) */
+	long other = 0;
+	for (const char *p = err; p && (p = strstr(p, "stack cache of thread")); p++) {
+		const char *q = strstr(p, " KiB, ");
+		if (q)
+			other += strtol(q + 6, NULL, 10);
+	}
+	cr_expect_gt(other, 0, "%s: no hit with other Python frames: %s", version, err);
 	free(err);
 	json_decref(doc);
 }
