@@ -207,6 +207,19 @@ Test(prof_run, no_follow_and_only)
 	free(err);
 }
 
+/* Whether run holds a trace of a program named name (its libprof has started). */
+static int has_trace_of(const char *run, const char *name)
+{
+	DIR *d = opendir(run);
+	int found = 0;
+	struct dirent *de;
+	while (d && !found && (de = readdir(d)))
+		found = strstr(de->d_name, name) && strstr(de->d_name, ".trace");
+	if (d)
+		closedir(d);
+	return found;
+}
+
 /* kill of prof-run reaches the program; its end and signal are in its trace. */
 static void signal_is_passed_on(int sig)
 {
@@ -224,6 +237,10 @@ static void signal_is_passed_on(int sig)
 		execl("scripts/prof-run", "prof-run", "-o", run, "--", "/bin/sleep", "30", (char *)NULL);
 		_exit(127);
 	}
+	/* the program must be running under libprof, and for a while, before the signal: on a
+	 * loaded machine prof-run may take longer than any fixed wait to start it */
+	for (int i = 0; i < 200 && !has_trace_of(run, ".sleep."); i++)
+		usleep(50 * 1000);
 	usleep(700 * 1000);
 	kill(pid, sig);
 	int st = 0;
