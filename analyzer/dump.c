@@ -105,6 +105,17 @@ static void dump_header(const struct trace *t)
 }
 
 /* The fields of one record; the reader has checked the sizes of known types. */
+
+/* A stack's frames: Python frames as code id and instruction, native ones as addresses. */
+static void dump_frames(const uint64_t *frames, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (prof_py_frame_is(frames[i]))
+			printf(" py:%u@%u", prof_py_frame_code(frames[i]), prof_py_frame_lasti(frames[i]));
+		else
+			printf(" 0x%" PRIx64, frames[i]);
+}
+
 static void dump_fields(const struct prof_rec *r)
 {
 	switch (r->type) {
@@ -132,12 +143,13 @@ static void dump_fields(const struct prof_rec *r)
 	case PROF_REC_STACK: {
 		const struct prof_rec_stack *s = (const void *)r;
 		printf(" id=%u depth=%u", s->id, s->depth);
-		for (uint32_t i = 0; i < s->depth; i++)
-			if (prof_py_frame_is(s->frames[i]))  /* a Python frame: code id, instruction */
-				printf(" py:%u@%u", prof_py_frame_code(s->frames[i]),
-				       prof_py_frame_lasti(s->frames[i]));
-			else
-				printf(" 0x%" PRIx64, s->frames[i]);
+		dump_frames(s->frames, s->depth);
+		break;
+	}
+	case PROF_REC_STACK_TAIL: {
+		const struct prof_rec_stack_tail *s = (const void *)r;
+		printf(" id=%u depth=%u parent=%u shared=%u", s->id, s->depth, s->parent, s->shared);
+		dump_frames(s->frames, s->depth);
 		break;
 	}
 	case PROF_REC_THREAD_START: {
@@ -199,7 +211,8 @@ static void dump_fields(const struct prof_rec *r)
 	}
 	/* Bytes past the known fields (a newer writer's); string records end in their string. */
 	if (r->size > prof_rec_min_size(r->type) && r->type != PROF_REC_PAD &&
-	    r->type != PROF_REC_STACK && !prof_rec_string_offset(r->type))
+	    r->type != PROF_REC_STACK && r->type != PROF_REC_STACK_TAIL &&
+	    !prof_rec_string_offset(r->type))
 		printf(" (+%u bytes)", r->size - prof_rec_min_size(r->type));
 }
 

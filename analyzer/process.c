@@ -186,23 +186,48 @@ uint32_t process_module_at(const struct process *p, uint64_t addr, int loaded_on
 	return m == ~0u ? ~0u : p->modules[m].id;
 }
 
-static int on_stack(struct process *p, const struct prof_rec_stack *r)
+/* Interns stack id: frames[0..own), then the last `shared` frames of stack parent (0: none).
+ * A parent lost with its chunk, or shorter than said (a damaged trace), leaves the stack its
+ * own frames only. */
+static int stack_define(struct process *p, uint32_t id, const uint64_t *frames, uint32_t own,
+			uint32_t parent, uint32_t shared)
 {
 	int created;
-	struct stack_info *s = u64map_put(&p->stacks, r->id, &created);
+	struct stack_info *s = u64map_put(&p->stacks, id, &created);
 	if (!s)
 		return -1;
 	if (!created)  /* a second definition of an id: keep the first */
 		return 0;
-	s->frames = malloc(sizeof(uint64_t) * (r->depth ? r->depth : 1));
-	s->modules = malloc(sizeof(uint32_t) * (r->depth ? r->depth : 1));
+	/* looked up after the put, which may move the map's values */
+	const struct stack_info *par = parent && parent != id ? u64map_get(&p->stacks, parent) : NULL;
+	if (!par || shared > par->depth)
+		shared = 0;
+	uint32_t depth = own + shared;
+	s->frames = malloc(sizeof(uint64_t) * (depth ? depth : 1));
+	s->modules = malloc(sizeof(uint32_t) * (depth ? depth : 1));
 	if (!s->frames || !s->modules)
 		return -1;  /* depth stays 0: nothing reads the arrays */
-	s->depth = r->depth;
-	memcpy(s->frames, r->frames, sizeof(uint64_t) * r->depth);
-	for (uint32_t i = 0; i < r->depth; i++)
-		s->modules[i] = process_module_at(p, r->frames[i], 1);
+	s->depth = depth;
+	memcpy(s->frames, frames, sizeof(uint64_t) * own);
+	for (uint32_t i = 0; i < own; i++)
+		s->modules[i] = process_module_at(p, frames[i], 1);
+	if (shared) {
+		memcpy(s->frames + own, par->frames + par->depth - shared, sizeof(uint64_t) * shared);
+		memcpy(s->modules + own, par->modules + par->depth - shared,
+		       sizeof(uint32_t) * shared);
+	}
 	return 0;
+}
+
+static int on_stack(struct process *p, const struct prof_rec_stack *r)
+{
+	return stack_define(p, r->id, r->frames, r->depth, 0, 0);
+}
+
+/* Its parent came earlier in the same stream. */
+static int on_stack_tail(struct process *p, const struct prof_rec_stack_tail *r)
+{
+	return stack_define(p, r->id, r->frames, r->depth, r->parent, r->shared);
 }
 
 /* A frame in no module known when its stack was recorded (a CPU sample in a library loaded
@@ -262,6 +287,8 @@ static int on_record(struct process *p, const struct trace_event *ev)
 		return 0;
 	case PROF_REC_STACK:
 		return on_stack(p, (const void *)h);
+	case PROF_REC_STACK_TAIL:
+		return on_stack_tail(p, (const void *)h);
 	case PROF_REC_THREAD_START:
 		return on_thread_start(p, (const void *)h);
 	case PROF_REC_THREAD_END:

@@ -571,6 +571,18 @@ static int check_record(struct trace *t, const struct prof_rec *r, uint64_t off,
 				 s->depth, r->size);
 			what = buf;
 		}
+	} else if (r->type == PROF_REC_STACK_TAIL) {
+		const struct prof_rec_stack_tail *s = (const void *)r;
+		if (s->depth > PROF_MAX_STACK_DEPTH || s->shared > PROF_MAX_STACK_DEPTH ||
+		    s->depth + s->shared > PROF_MAX_STACK_DEPTH) {
+			snprintf(buf, sizeof(buf), "STACK_TAIL depth %u + shared %u is over %d",
+				 s->depth, s->shared, PROF_MAX_STACK_DEPTH);
+			what = buf;
+		} else if (sizeof(*s) + 8ull * s->depth > r->size) {
+			snprintf(buf, sizeof(buf), "STACK_TAIL depth %u does not fit in size %u",
+				 s->depth, r->size);
+			what = buf;
+		}
 	} else if (r->type == PROF_REC_MODULE &&
 		   ((const struct prof_rec_module *)r)->build_id_len > 20) {
 		snprintf(buf, sizeof(buf), "MODULE build_id_len %u is over 20",
@@ -600,7 +612,8 @@ static const uint32_t fast_min_size[FAST_TYPES] = { PROF_RECORD_TYPES(PROF_X) };
 #undef PROF_X
 #define PROF_Y(name, st, field) [PROF_REC_##name] = 1,
 static const uint8_t needs_full_check[FAST_TYPES] = {
-	[PROF_REC_STACK] = 1, PROF_STRING_RECORDS(PROF_Y)  /* MODULE is a string record */
+	[PROF_REC_STACK] = 1, [PROF_REC_STACK_TAIL] = 1,
+	PROF_STRING_RECORDS(PROF_Y)  /* MODULE is a string record */
 };
 #undef PROF_Y
 

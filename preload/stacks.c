@@ -68,6 +68,21 @@ static uint64_t hash_frames(void *const *frames, int n)
 
 #define ID_FAILED UINT32_MAX  /* a slot whose STACK record could not be written */
 
+/* The last stacks a thread wrote (outside signal handlers): a new one is written as a
+ * STACK_TAIL of the one it shares the most outer frames with, when that saves enough. */
+#define RECENT_STACKS 4
+#define TAIL_MIN_SHARED 4  /* frames: a STACK_TAIL's header is 8 bytes longer */
+
+struct recent_stack {
+	uint32_t id, n, gen, pad;
+	uint64_t frames[PROF_MAX_STACK_DEPTH];
+};
+
+struct stack_cache;
+static struct recent_stack *tail_parent(struct stack_cache *c, void *const *frames, int n,
+					int *shared);
+static void tail_remember(struct stack_cache *c, uint32_t id, void *const *frames, int n);
+
 static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
 {
 	/* A frame in an object we have not described (dlopen'ed since) needs its MODULE record
@@ -79,16 +94,36 @@ static uint32_t write_stack(struct prof_thread *th, void *const *frames, int n)
 				prof_modules_rescan();
 				break;
 			}
-	uint32_t size = (uint32_t)(sizeof(struct prof_rec_stack) + 8u * (uint32_t)n);
-	struct prof_rec_stack *r = prof_reserve(th, size);
+	/* a signal handler's records go to another stream, where a parent may not precede them */
+	struct stack_cache *c = th->in_signal ? NULL : th->stack_cache;
+	int shared = 0;
+	struct recent_stack *parent = c ? tail_parent(c, frames, n, &shared) : NULL;
+	int own = n - shared;
+	uint32_t size = parent ? (uint32_t)(sizeof(struct prof_rec_stack_tail) + 8u * (uint32_t)own)
+			       : (uint32_t)(sizeof(struct prof_rec_stack) + 8u * (uint32_t)n);
+	void *r = prof_reserve(th, size);
 	if (!r)
 		return 0;
 	uint32_t id = atomic_fetch_add(&next_id, 1);
-	r->id = id;
-	r->depth = (uint32_t)n;
-	for (int i = 0; i < n; i++)
-		r->frames[i] = (uint64_t)(uintptr_t)frames[i];
-	prof_commit(r, PROF_REC_STACK, 0, size, prof_now());
+	if (parent) {
+		struct prof_rec_stack_tail *t = r;
+		t->id = id;
+		t->depth = (uint32_t)own;
+		t->parent = parent->id;
+		t->shared = (uint32_t)shared;
+		for (int i = 0; i < own; i++)
+			t->frames[i] = (uint64_t)(uintptr_t)frames[i];
+		prof_commit(t, PROF_REC_STACK_TAIL, 0, size, prof_now());
+	} else {
+		struct prof_rec_stack *f = r;
+		f->id = id;
+		f->depth = (uint32_t)n;
+		for (int i = 0; i < n; i++)
+			f->frames[i] = (uint64_t)(uintptr_t)frames[i];
+		prof_commit(f, PROF_REC_STACK, 0, size, prof_now());
+	}
+	if (c)
+		tail_remember(c, id, frames, n);
 	return id;
 }
 
@@ -214,10 +249,46 @@ struct stack_cache {
 	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
 	struct frame_rule rules[RULE_SLOTS];
 	struct py_variant py_variants[PY_VARIANT_SLOTS];
+	uint32_t recent_next;
+	struct recent_stack recent[RECENT_STACKS];
 	_Alignas(16) char arena[ARENA_BYTES];
 };
 
 static _Atomic uint64_t cache_hits, cache_misses, cache_wrong;  /* PROF_STACK_CACHE=check */
+
+/* The recent stack sharing the most outer frames with frames[0..n), if enough; *shared: how
+ * many. Stacks of an earlier generation (before a fork's reset) name ids of another trace. */
+static struct recent_stack *tail_parent(struct stack_cache *c, void *const *frames, int n,
+					int *shared)
+{
+	uint32_t gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
+	struct recent_stack *best = NULL;
+	int most = TAIL_MIN_SHARED - 1;
+	for (int i = 0; i < RECENT_STACKS; i++) {
+		struct recent_stack *r = &c->recent[i];
+		if (!r->id || r->gen != gen)
+			continue;
+		int k = 0, m = n < (int)r->n ? n : (int)r->n;
+		while (k < m && r->frames[r->n - 1 - k] == (uint64_t)(uintptr_t)frames[n - 1 - k])
+			k++;
+		if (k > most) {
+			most = k;
+			best = r;
+		}
+	}
+	*shared = best ? most : 0;
+	return best;
+}
+
+static void tail_remember(struct stack_cache *c, uint32_t id, void *const *frames, int n)
+{
+	struct recent_stack *r = &c->recent[c->recent_next++ % RECENT_STACKS];
+	r->id = id;
+	r->n = (uint32_t)n;
+	r->gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
+	for (int i = 0; i < n; i++)
+		r->frames[i] = (uint64_t)(uintptr_t)frames[i];
+}
 
 /* Rules live in sets of RULE_WAYS by a hash of the code address: a program's hot call sites
  * are a few dozen, and a direct-mapped table let two of them (often a function's call and

@@ -645,7 +645,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->version = PROF_FORMAT_VERSION;
 	h->min_version = PROF_FORMAT_MIN_VERSION;
 	h->header_size = (uint32_t)(sizeof(*h) + len);
-	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS |
+	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | PROF_FEAT_STACK_TAILS |
 		      (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
 	h->data_offset = HEADER_AREA;

@@ -55,8 +55,11 @@
  * frees, have no ALLOC or FREE records; HEAP_TALLY records count them. A reader that does not
  * add those counts up would get every heap total wrong, so the bit is required. */
 #define PROF_FEAT_HEAP_TALLY 0x4ULL
+/* Stacks may be STACK_TAIL records (their outer frames those of an earlier stack): a reader
+ * that skipped them would lose those stacks, so the bit is required. */
+#define PROF_FEAT_STACK_TAILS 0x8ULL
 #define PROF_FEAT_KNOWN_REQUIRED (PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | \
-				  PROF_FEAT_HEAP_TALLY)
+				  PROF_FEAT_HEAP_TALLY | PROF_FEAT_STACK_TAILS)
 
 /* Event families selectable with PROF_EVENTS; the header records which were enabled. */
 #define PROF_EVENT_FAMILIES(X) \

@@ -35,6 +35,7 @@
 	X(LEAK_BLOCKS, 14, prof_rec_leak_blocks)        \
 	X(HEAP_TALLY, 15, prof_rec_heap_tally)          \
 	X(HEAP_CLASSES, 16, prof_rec_heap_classes)      \
+	X(STACK_TAIL, 17, prof_rec_stack_tail)          \
 	X(PY_CODE, 19, prof_rec_py_code)
 
 /* The core range; within it, ALLOC and FREE belong to the heap family. */
@@ -88,6 +89,19 @@ struct prof_rec_stack {
 	struct prof_rec h;
 	uint32_t id;
 	uint32_t depth;
+	uint64_t frames[];
+};
+
+/* STACK_TAIL (files with PROF_FEAT_STACK_TAILS): interns a stack that ends as an earlier one
+ * of the same thread does, written before it in the same stream: its frames are frames[0..depth)
+ * (its own, innermost first) followed by the last `shared` frames of stack `parent`. Deep
+ * stacks of one program differ near the top: this writes what differs. */
+struct prof_rec_stack_tail {
+	struct prof_rec h;
+	uint32_t id;
+	uint32_t depth;   /* frames of its own */
+	uint32_t parent;  /* a STACK or STACK_TAIL id */
+	uint32_t shared;  /* parent's outermost frames that follow; depth + shared <= 256 */
 	uint64_t frames[];
 };
 

@@ -33,7 +33,22 @@ static void checked_run(const char *prog)
 	free(text);
 }
 
-static char *flame(const char *prog, const char *cache)
+/* Stacks written as STACK_TAIL records (their outer frames an earlier stack's) in dir. */
+static long stack_tails(const char *dir)
+{
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/dump.txt", dir);
+	const char *cmd[] = { e2e_prof(), "dump", dir, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	long n = 0;
+	for (const char *p = text; p && (p = strstr(p, " STACK_TAIL ")); p++)
+		n++;
+	free(text);
+	return n;
+}
+
+static char *flame(const char *prog, const char *cache, long *tails)
 {
 	const char *dir = e2e_tmpdir();
 	const char *argv[] = { e2e_prog(prog), NULL };
@@ -46,13 +61,18 @@ static char *flame(const char *prog, const char *cache)
 	const char *cmd[] = { e2e_prof(), "flame", "--kind", "alloc", "--folded", "--fold", "none",
 			      dir, NULL };
 	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	*tails = stack_tails(dir);
 	return e2e_read_file(out);
 }
 
+/* The cache's threads also write most new stacks as tails of recent ones: read back whole. */
 static void same_flames(const char *prog)
 {
-	char *off = flame(prog, "0"), *on = flame(prog, "1");
+	long tails_off, tails_on;
+	char *off = flame(prog, "0", &tails_off), *on = flame(prog, "1", &tails_on);
 	cr_assert(off && on);
+	cr_expect_eq(tails_off, 0, "%s: no cache, no tails", prog);
+	cr_expect_gt(tails_on, 10, "%s: %ld stacks written as tails", prog, tails_on);
 	cr_expect_gt(e2e_count_lines(off), 20, "%s", off);
 	cr_expect_str_eq(on, off, "%s: with the cache:\n%s\nwithout:\n%s", prog, on, off);
 	free(off);

@@ -139,6 +139,51 @@ Test(process_model, threads_found_by_serial)
 	process_free(&p);
 }
 
+/* A STACK_TAIL is its own frames, then its parent's outermost `shared` frames; a parent that
+ * is missing (lost with its chunk) or shorter than said leaves its own frames only. */
+static void stack_tail(struct tg *tg, uint32_t id, const uint64_t *own, uint32_t depth,
+		       uint32_t parent, uint32_t shared)
+{
+	uint8_t buf[16 + 8 * 8];
+	memcpy(buf, &id, 4);
+	memcpy(buf + 4, &depth, 4);
+	memcpy(buf + 8, &parent, 4);
+	memcpy(buf + 12, &shared, 4);
+	memcpy(buf + 16, own, 8 * depth);
+	tg_rec(tg, 0, PROF_REC_STACK_TAIL, 0, TG_START_NS + 10, buf, 16 + 8 * depth);
+}
+
+Test(process_model, stack_tails_take_their_parents_outer_frames)
+{
+	struct tg *tg = tg_create();
+	const uint64_t full[] = { 0x10, 0x20, 0x30, 0x40 }, own[] = { 0x11, 0x12 };
+	tg_stack(tg, 0, TG_START_NS, 7, full, 4);
+	stack_tail(tg, 8, own, 2, 7, 3);    /* 0x11 0x12 0x20 0x30 0x40 */
+	stack_tail(tg, 9, own, 1, 8, 4);    /* a tail of a tail: 0x11 0x12 0x20 0x30 0x40 */
+	stack_tail(tg, 10, own, 2, 99, 3);  /* no such parent */
+	stack_tail(tg, 11, own, 2, 7, 5);   /* more than the parent has */
+	stack_tail(tg, 12, own, 0, 7, 2);   /* nothing of its own: 0x30 0x40 */
+	tg_exit(tg, 0, TG_START_NS + 20, 0, 0);
+	struct process p;
+	char err[512];
+	cr_assert_eq(tg_load(tg, dir, &p, err, sizeof(err)), 0, "%s", err);
+	const struct { uint32_t id, depth; uint64_t frames[5]; } want[] = {
+		{ 8, 5, { 0x11, 0x12, 0x20, 0x30, 0x40 } },
+		{ 9, 5, { 0x11, 0x12, 0x20, 0x30, 0x40 } },
+		{ 10, 2, { 0x11, 0x12 } },
+		{ 11, 2, { 0x11, 0x12 } },
+		{ 12, 2, { 0x30, 0x40 } },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct stack_info *s = u64map_get(&p.stacks, want[i].id);
+		cr_assert_not_null(s, "stack %u", want[i].id);
+		cr_assert_eq(s->depth, want[i].depth, "stack %u: depth %u", want[i].id, s->depth);
+		for (uint32_t k = 0; k < s->depth; k++)
+			cr_expect_eq(s->frames[k], want[i].frames[k], "stack %u frame %u", want[i].id, k);
+	}
+	process_free(&p);
+}
+
 Test(process_model, records_reach_the_family_that_owns_them)
 {
 	/* Every known record type in a family's range routes to that family, and none other. */

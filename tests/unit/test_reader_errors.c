@@ -138,8 +138,8 @@ Test(reader_errors, newer_min_version)
 Test(reader_errors, unknown_required_feature)
 {
 	write_default();
-	tg_patch_header(path, features, (1ull << 40) | 8);
-	open_fails("required features 0x8");
+	tg_patch_header(path, features, (1ull << 40) | 0x80);
+	open_fails("required features 0x80");
 }
 
 Test(reader_errors, header_size)
@@ -359,6 +359,32 @@ Test(reader_errors, stack_depth_past_size)
 	tg_write(tg, path);
 	tg_destroy(tg);
 	next_fails(1, off, "STACK depth 3 does not fit in size 40");
+}
+
+Test(reader_errors, stack_tail_too_deep)
+{
+	struct tg *tg = tg_create();
+	uint8_t payload[16 + 8 * 200] = {0};
+	uint32_t depth = 200, parent = 1, shared = 100;
+	memcpy(payload + 4, &depth, 4);
+	memcpy(payload + 8, &parent, 4);
+	memcpy(payload + 12, &shared, 4);
+	uint64_t off = tg_rec(tg, 0, PROF_REC_STACK_TAIL, 0, 20, payload, sizeof(payload));
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails(0, off, "STACK_TAIL depth 200 + shared 100 is over");
+}
+
+Test(reader_errors, stack_tail_depth_past_size)
+{
+	struct tg *tg = tg_create();
+	uint8_t payload[16 + 8 * 2] = {0};
+	uint32_t depth = 3;
+	memcpy(payload + 4, &depth, 4);
+	uint64_t off = tg_rec(tg, 0, PROF_REC_STACK_TAIL, 0, 20, payload, sizeof(payload));
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails(0, off, "STACK_TAIL depth 3 does not fit in size 48");
 }
 
 static uint64_t write_module(uint32_t build_id_len, const char *path_bytes, size_t plen)

@@ -274,8 +274,8 @@ Test(reader_runs, unit_size_bounds)
 	tg_patch_header(path, features, 0);
 	open_fails("chunk_size 1024 (must be a power of two from 4096");
 	/* Required bits other than this one are still refused. */
-	tg_patch_header(path, features, PROF_FEAT_CHUNK_RUNS | 8);
-	open_fails("required features 0x8");
+	tg_patch_header(path, features, PROF_FEAT_CHUNK_RUNS | 0x80);
+	open_fails("required features 0x80");
 }
 
 /* A unit of 4 KiB or more works too, and streams that use many chunks keep their order. */
