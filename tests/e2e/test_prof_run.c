@@ -234,6 +234,9 @@ static void signal_is_passed_on(int sig)
 		putenv(lib);
 		putenv(an);
 		freopen("/dev/null", "w", stderr);
+		/* a shell that started the tests in the background without job control made them
+		 * ignore SIGINT, and an ignored signal stays ignored for prof-run and the program */
+		signal(sig, SIG_DFL);
 		execl("scripts/prof-run", "prof-run", "-o", run, "--", "/bin/sleep", "30", (char *)NULL);
 		_exit(127);
 	}
