@@ -336,55 +336,44 @@ Test(reader_errors, known_record_too_short)
 	next_fails(1, off, "ALLOC record size 24 is smaller than 40");
 }
 
-Test(reader_errors, stack_too_deep)
+/* A STACK or STACK_TAIL whose header words (id, depth[, parent, shared]) are head and which
+ * holds `frames` frames, after `before` ALLOC records: the reader must fail on it. */
+static void bad_stack(uint16_t type, const uint32_t *head, size_t nhead, size_t frames,
+		      int before, const char *want)
 {
 	struct tg *tg = tg_create();
-	uint8_t payload[8 + 8 * 300] = {0};
-	uint32_t depth = 300;
-	memcpy(payload + 4, &depth, 4);
-	uint64_t off = tg_rec(tg, 0, PROF_REC_STACK, 0, 20, payload, sizeof(payload));
+	uint8_t payload[16 + 8 * 300] = {0};
+	memcpy(payload, head, 4 * nhead);
+	for (int i = 0; i < before; i++)
+		tg_alloc(tg, 0, 10, 1, 1, 0);
+	uint64_t off = tg_rec(tg, 0, type, 0, 20, payload, 4 * nhead + 8 * frames);
 	tg_write(tg, path);
 	tg_destroy(tg);
-	next_fails(0, off, "STACK depth 300 is over");
+	next_fails((size_t)before, off, want);
+}
+
+Test(reader_errors, stack_too_deep)
+{
+	const uint32_t head[] = { 0, 300 };
+	bad_stack(PROF_REC_STACK, head, 2, 300, 0, "STACK depth 300 is over");
 }
 
 Test(reader_errors, stack_depth_past_size)
 {
-	struct tg *tg = tg_create();
-	uint8_t payload[8 + 8 * 2] = {0};
-	uint32_t depth = 3;
-	memcpy(payload + 4, &depth, 4);
-	tg_alloc(tg, 0, 10, 1, 1, 0);
-	uint64_t off = tg_rec(tg, 0, PROF_REC_STACK, 0, 20, payload, sizeof(payload));
-	tg_write(tg, path);
-	tg_destroy(tg);
-	next_fails(1, off, "STACK depth 3 does not fit in size 40");
+	const uint32_t head[] = { 0, 3 };
+	bad_stack(PROF_REC_STACK, head, 2, 2, 1, "STACK depth 3 does not fit in size 40");
 }
 
 Test(reader_errors, stack_tail_too_deep)
 {
-	struct tg *tg = tg_create();
-	uint8_t payload[16 + 8 * 200] = {0};
-	uint32_t depth = 200, parent = 1, shared = 100;
-	memcpy(payload + 4, &depth, 4);
-	memcpy(payload + 8, &parent, 4);
-	memcpy(payload + 12, &shared, 4);
-	uint64_t off = tg_rec(tg, 0, PROF_REC_STACK_TAIL, 0, 20, payload, sizeof(payload));
-	tg_write(tg, path);
-	tg_destroy(tg);
-	next_fails(0, off, "STACK_TAIL depth 200 + shared 100 is over");
+	const uint32_t head[] = { 0, 200, 1, 100 };
+	bad_stack(PROF_REC_STACK_TAIL, head, 4, 200, 0, "STACK_TAIL depth 200 + shared 100 is over");
 }
 
 Test(reader_errors, stack_tail_depth_past_size)
 {
-	struct tg *tg = tg_create();
-	uint8_t payload[16 + 8 * 2] = {0};
-	uint32_t depth = 3;
-	memcpy(payload + 4, &depth, 4);
-	uint64_t off = tg_rec(tg, 0, PROF_REC_STACK_TAIL, 0, 20, payload, sizeof(payload));
-	tg_write(tg, path);
-	tg_destroy(tg);
-	next_fails(0, off, "STACK_TAIL depth 3 does not fit in size 48");
+	const uint32_t head[] = { 0, 3, 0, 0 };
+	bad_stack(PROF_REC_STACK_TAIL, head, 4, 2, 0, "STACK_TAIL depth 3 does not fit in size 48");
 }
 
 static uint64_t write_module(uint32_t build_id_len, const char *path_bytes, size_t plen)
