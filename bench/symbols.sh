@@ -53,4 +53,6 @@ for ((i = 0; i < RUNS; i++)); do
 done >"$tmp/ms"
 named=$("$prof" flame --kind alloc --folded "$tmp/run" | grep -oE ';f[0-9]+' | sort -u | wc -l || true)
 ((named == N)) || die "the flame graph names $named of the $N functions"
-echo "symbols: prof report, $N stacks through a library of $N symbols (no DWARF): $(median "$tmp/ms") ms (median of $RUNS)"
+mkdir -p "$root/$BUILD/bench"
+echo "symbols: prof report, $N stacks through a library of $N symbols (no DWARF): $(median "$tmp/ms") ms (median of $RUNS)" |
+	tee "$root/$BUILD/bench/symbols.txt"
