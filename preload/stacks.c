@@ -709,6 +709,25 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	return n;
 }
 
+/* A hit: stack id, whose frames hash to hash. PROF_STACK_CACHE=check unwinds as if there were
+ * no cache and compares the frames (by their hash: two threads interning one stack at once
+ * may give it two ids); how says what kind of hit it was. */
+static uint32_t hit_checked(struct prof_thread *th, uintptr_t call_site, uint32_t id, uint64_t hash,
+			    uint64_t *guess, const char *how)
+{
+	*guess = hash;
+	if (prof_cfg.stack_cache == 1)
+		return id;
+	uint32_t full = prof_stack_at_uncached(th, call_site, guess);
+	atomic_fetch_add(&cache_hits, 1);
+	if (!full || *guess != hash) {
+		atomic_fetch_add(&cache_wrong, 1);
+		prof_log("stack cache: call site %#lx gave stack %u%s, an unwind %u",
+			 (unsigned long)call_site, id, how, full);
+	}
+	return full;
+}
+
 /* The stack of a call whose native frames are entry e's, with the Python frames of chain. */
 static uint32_t py_variant(struct prof_thread *th, const struct cached_stack *e, uint64_t chain,
 			   uintptr_t call_site, uint64_t *guess)
@@ -757,33 +776,10 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 		return prof_stack_at_uncached(th, call_site, guess);
 	if (e && e->pychain && (chain = prof_py_chain_now(th)) != e->pychain) {
 		uint32_t id = py_variant(th, e, chain, call_site, guess);
-		if (prof_cfg.stack_cache == 1)
-			return id;
-		uint64_t kept = *guess;  /* check, as for a hit below */
-		uint32_t full = prof_stack_at_uncached(th, call_site, guess);
-		atomic_fetch_add(&cache_hits, 1);
-		if (!full || *guess != kept) {
-			atomic_fetch_add(&cache_wrong, 1);
-			prof_log("stack cache: call site %#lx gave stack %u with other Python frames, "
-				 "an unwind %u", (unsigned long)call_site, id, full);
-		}
-		return full;
+		return hit_checked(th, call_site, id, *guess, guess, " with other Python frames");
 	}
-	if (e) {
-		*guess = e->hash;
-		if (prof_cfg.stack_cache == 1)
-			return e->id;
-		/* check: unwind as if there were no cache, and compare the frames (by their hash:
-		 * two threads interning one stack at once may give it two ids) */
-		uint32_t full = prof_stack_at_uncached(th, call_site, guess);
-		atomic_fetch_add(&cache_hits, 1);
-		if (!full || *guess != e->hash) {
-			atomic_fetch_add(&cache_wrong, 1);
-			prof_log("stack cache: call site %#lx gave stack %u, an unwind %u",
-				 (unsigned long)call_site, e->id, full);
-		}
-		return full;
-	}
+	if (e)
+		return hit_checked(th, call_site, e->id, e->hash, guess, "");
 	if (!(e = cache_room(th)))
 		return prof_stack_at_uncached(th, call_site, guess);
 	struct stack_cache *c = th->stack_cache;
