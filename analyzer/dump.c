@@ -104,8 +104,6 @@ static void dump_header(const struct trace *t)
 	}
 }
 
-/* The fields of one record; the reader has checked the sizes of known types. */
-
 /* A stack's frames: Python frames as code id and instruction, native ones as addresses. */
 static void dump_frames(const uint64_t *frames, uint32_t n)
 {
@@ -116,6 +114,7 @@ static void dump_frames(const uint64_t *frames, uint32_t n)
 			printf(" 0x%" PRIx64, frames[i]);
 }
 
+/* The fields of one record; the reader has checked the sizes of known types. */
 static void dump_fields(const struct prof_rec *r)
 {
 	switch (r->type) {

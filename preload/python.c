@@ -184,9 +184,6 @@ static uint32_t write_code(struct prof_thread *th, const unsigned char *cbuf)
 	return id;
 }
 
-/* The id of the code object at addr (cbuf: its first CODE_BYTES), writing it first if new.
- * The key covers what the record says, so a code object freed and another made at the same
- * address are two entries. Lock-free, as stacks.c's table. */
 static inline uint64_t rotl64(uint64_t x, unsigned r)
 {
 	return x << r | x >> (64 - r);
@@ -205,6 +202,9 @@ static uint64_t code_key(uintptr_t addr, const unsigned char *cbuf)
 	return k | 1;
 }
 
+/* The id of the code object whose code_key() is k (cbuf: its first CODE_BYTES), writing it
+ * first if new. The key covers what the record says, so a code object freed and another made
+ * at the same address are two entries. Lock-free, as stacks.c's table. */
 static uint32_t code_id(struct prof_thread *th, uint64_t k, const unsigned char *cbuf)
 {
 	if (!codes)
