@@ -137,40 +137,6 @@ static void links_give(void)
 	atomic_flag_clear_explicit(&links_lock, memory_order_release);
 }
 
-/* PROF_DEBUG=2: each CUPTI record's kind and correlation fields on stderr, to see how CUPTI
- * links the records of a CUDA build we have not met (an API record: cbid, thread, span, corr;
- * an external correlation: our id, corr; GPU work: corr). */
-static void dump_record(const uint8_t *rec)
-{
-	uint32_t kind, a, b, c, d;
-	uint64_t x, y;
-	char line[160];
-	int n;
-	memcpy(&kind, rec, 4);
-	if (kind == 4 || kind == 5) {
-		memcpy(&a, rec + 4, 4);
-		memcpy(&x, rec + 8, 8);
-		memcpy(&y, rec + 16, 8);
-		memcpy(&b, rec + 28, 4);
-		memcpy(&c, rec + 32, 4);
-		n = snprintf(line, sizeof(line), "libprof: cupti %s cbid %u tid %u %llu-%llu corr %u\n",
-			     kind == 4 ? "DRIVER" : "RUNTIME", a, b, (unsigned long long)x,
-			     (unsigned long long)y, c);
-	} else if (kind == 39) {
-		memcpy(&x, rec + 8, 8);
-		memcpy(&c, rec + 16, 4);
-		n = snprintf(line, sizeof(line), "libprof: cupti EXTERNAL ext %llu corr %u\n",
-			     (unsigned long long)x, c);
-	} else {
-		struct cupti_out o;
-		d = cupti_convert(rec, &o) < 0 ? 0 : (uint32_t)o.corr;
-		n = snprintf(line, sizeof(line), "libprof: cupti kind %u corr %u start %llu\n", kind,
-			     d, (unsigned long long)o.start);
-	}
-	if (n > 0 && write(2, line, (size_t)n) < 0)
-		return;
-}
-
 static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_t size, size_t valid)
 {
 	(void)ctx;
@@ -182,8 +148,11 @@ static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_
 	while (valid && cupti.cuptiActivityGetNextRecord(buf, valid, &rec) == 0) {
 		uint32_t corr;
 		uint64_t ext;
-		if (prof_cfg.debug >= 2)
-			dump_record(rec);
+		if (prof_cfg.debug >= 2) {  /* how CUPTI links the records of a CUDA we have not met */
+			char what[160];
+			cupti_describe(rec, what, sizeof(what));
+			prof_log("cupti %s", what);
+		}
 		links_take();
 		int api = cupti_link_api(&links, rec, &corr, &ext);
 		links_give();

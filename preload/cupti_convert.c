@@ -5,6 +5,7 @@
 #include "cupti_convert.h"
 #include "prof_format.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* CUpti_ActivityKind values we ask for. */
@@ -106,6 +107,25 @@ int cupti_convert(const void *rec, struct cupti_out *o)
  * 4.0). */
 #define ACT_DRIVER 4
 #define ACT_RUNTIME 5
+
+void cupti_describe(const void *rec, char *buf, size_t len)
+{
+	uint32_t kind = u32_at(rec, 0);
+	struct cupti_out o;
+	if (kind == ACT_DRIVER || kind == ACT_RUNTIME)
+		snprintf(buf, len, "%s cbid %u tid %u %llu-%llu corr %u",
+			 kind == ACT_DRIVER ? "DRIVER" : "RUNTIME", u32_at(rec, 4), u32_at(rec, 28),
+			 (unsigned long long)u64_at(rec, 8), (unsigned long long)u64_at(rec, 16),
+			 u32_at(rec, 32));
+	else if (kind == ACT_EXTERNAL_CORRELATION)
+		snprintf(buf, len, "EXTERNAL ext %llu corr %u", (unsigned long long)u64_at(rec, 8),
+			 u32_at(rec, 16));
+	else if (cupti_convert(rec, &o) == 0)
+		snprintf(buf, len, "kind %u corr %llu start %llu", kind, (unsigned long long)o.corr,
+			 (unsigned long long)o.start);
+	else
+		snprintf(buf, len, "kind %u", kind);
+}
 
 void cupti_link_learn(struct cupti_links *l, uint32_t corr, uint64_t ext)
 {

@@ -3,6 +3,7 @@
 #ifndef PROF_CUPTI_CONVERT_H
 #define PROF_CUPTI_CONVERT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct cupti_out {
@@ -15,6 +16,10 @@ struct cupti_out {
 /* 0, or -1 for a kind we do not convert. Fields are read at the offsets that are the same in
  * every record version CUDA 11-13 ship (CUDA.md). */
 int cupti_convert(const void *record, struct cupti_out *out);
+/* One line (no newline) naming any record's kind and correlation fields, for PROF_DEBUG=2:
+ * an API record's callback id, thread, span and corr; an external correlation's id and corr;
+ * GPU work's corr and start. */
+void cupti_describe(const void *record, char *buf, size_t len);
 
 /* A statically linked cudart (the program's, cuBLAS's) is not hooked: only its driver call
  * pushes our id, while the kernel or copy carries the correlation id of the runtime call around

@@ -83,6 +83,12 @@ static void check_links(void)
 	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && ext == 0);
 	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 55, 12, 10009, 10016);
 	CHECK(cupti_link_api(&l, &r, &corr, &ext) == 1 && corr == 55 && ext == 2001);
+	/* PROF_DEBUG=2's line for an API record */
+	char line[160];
+	r = api(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 5, 5, 30);
+	r.cbid = 211;
+	cupti_describe(&r, line, sizeof(line));
+	CHECK(strcmp(line, "RUNTIME cbid 211 tid 5 5-30 corr 10") == 0);
 	/* any other record is not an API record */
 	CUpti_ActivityMemset4 m;
 	memset(&m, 0, sizeof(m));
