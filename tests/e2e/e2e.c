@@ -1,6 +1,7 @@
 /* Helpers for the end-to-end tests (see e2e.h). */
 #include "e2e.h"
 
+#include <criterion/criterion.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
@@ -260,6 +261,25 @@ int e2e_count_lines(const char *text)
 	int n = 0;
 	for (const char *p = text; p && *p; p++)
 		n += *p == '\n';
+	return n;
+}
+
+size_t e2e_dumped(const char *dir, const char *type, const char *with)
+{
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/dump.txt", dir);
+	const char *cmd[] = { e2e_prof(), "dump", dir, NULL };
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	size_t n = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		char col[5][64];
+		if (sscanf(line, "%63s %63s %63s %63s %63s", col[0], col[1], col[2], col[3], col[4]) == 5 &&
+		    !strcmp(col[4], type) && (!with || strstr(line, with)))
+			n++;
+	}
+	free(text);
 	return n;
 }
 

@@ -33,32 +33,6 @@ static size_t count(json_t *events, const char *ph, const char *cat, const char 
 	return n;
 }
 
-/* Records of type `type` in `prof dump` of dir (the type is the fifth column). */
-/* Records of the type in `prof dump`, those whose line holds `with` if not NULL. */
-static size_t dumped_with(const char *dir, const char *type, const char *with)
-{
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/dump.txt", dir);
-	const char *cmd[] = { e2e_prof(), "dump", dir, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	char *text = e2e_read_file(out);
-	cr_assert_not_null(text);
-	size_t n = 0;
-	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-		char col[5][64];
-		if (sscanf(line, "%63s %63s %63s %63s %63s", col[0], col[1], col[2], col[3], col[4]) == 5 &&
-		    !strcmp(col[4], type) && (!with || strstr(line, with)))
-			n++;
-	}
-	free(text);
-	return n;
-}
-
-static size_t dumped(const char *dir, const char *type)
-{
-	return dumped_with(dir, type, NULL);
-}
-
 static double sum_dur(json_t *events, const char *cat)
 {
 	double sum = 0;
@@ -89,15 +63,15 @@ Test(export, chrome_timeline_of_a_real_run)
 	cr_assert(json_is_array(ev));
 	cr_expect_eq(count(ev, "M", NULL, "process_name"), 1);
 	/* Every record that makes an event made one: as many as the trace holds. */
-	size_t waits = dumped(dir, "LOCK_WAIT");
+	size_t waits = e2e_dumped(dir, "LOCK_WAIT", NULL);
 	cr_assert_gt(waits, 0, "4 threads on one mutex contend");
 	cr_expect_eq(count(ev, "X", "lock", NULL), waits);
 	cr_expect_geq(count(ev, "X", "lock", "mutex"), 1, "the mutex is among them");
-	size_t io = dumped(dir, "IO_CALL") + dumped(dir, "IO_NAME");
+	size_t io = e2e_dumped(dir, "IO_CALL", NULL) + e2e_dumped(dir, "IO_NAME", NULL);
 	cr_assert_gt(io, 0, "the writes to stdout");
 	cr_expect_eq(count(ev, "X", "io", NULL), io);
 	cr_expect_eq(count(ev, "M", NULL, "thread_name"),
-		     dumped(dir, "THREAD_END") + dumped(dir, "THREAD_NAME"));
+		     e2e_dumped(dir, "THREAD_END", NULL) + e2e_dumped(dir, "THREAD_NAME", NULL));
 	cr_expect_geq(count(ev, "M", NULL, "thread_name"), 5, "main and 4 workers named");
 	cr_expect_eq(count(ev, "i", "process", "exit 0"), 1);
 	cr_expect_eq(count(ev, "i", "process", NULL), 1, "no fork or exec in this run");
@@ -181,9 +155,9 @@ Test(export, cuda_timeline_counts_every_call_and_kernel)
 	json_t *doc = json_load_file(out, 0, &je);
 	cr_assert_not_null(doc, "not JSON: %s (line %d)", je.text, je.line);
 	json_t *ev = json_object_get(doc, "traceEvents");
-	size_t api = dumped(dir, "CUDA_API") + dumped_with(dir, "CUDA_LAUNCH", " api: ");
-	size_t gpu = dumped(dir, "CUDA_GPU");
-	cr_assert_gt(dumped_with(dir, "CUDA_LAUNCH", " api: "), 0, "launches stand for their calls");
+	size_t api = e2e_dumped(dir, "CUDA_API", NULL) + e2e_dumped(dir, "CUDA_LAUNCH", " api: ");
+	size_t gpu = e2e_dumped(dir, "CUDA_GPU", NULL);
+	cr_assert_gt(e2e_dumped(dir, "CUDA_LAUNCH", " api: "), 0, "launches stand for their calls");
 	cr_assert_gt(api, 0);
 	cr_assert_gt(gpu, 0, "event pairs timed the kernels");
 	cr_expect_eq(count(ev, "X", "cuda", NULL), api);

@@ -51,18 +51,24 @@ static int prof_run(const char *dir, const char *const *prog, char **out, char *
 	return prof_run_with(dir, NULL, prog, out, err);
 }
 
-static int traces_in(const char *dir)
+/* Traces in the run directory run whose file name holds name ("" for all). */
+static int traces_of(const char *run, const char *name)
 {
-	char run[PATH_MAX];
-	snprintf(run, sizeof(run), "%s/run", dir);
 	DIR *d = opendir(run);
 	int n = 0;
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		n += strstr(de->d_name, ".trace") != NULL;
+		n += strstr(de->d_name, name) && strstr(de->d_name, ".trace");
 	if (d)
 		closedir(d);
 	return n;
+}
+
+static int traces_in(const char *dir)
+{
+	char run[PATH_MAX];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	return traces_of(run, "");
 }
 
 Test(prof_run, exit_status_stdout_and_summary)
@@ -207,19 +213,6 @@ Test(prof_run, no_follow_and_only)
 	free(err);
 }
 
-/* Whether run holds a trace of a program named name (its libprof has started). */
-static int has_trace_of(const char *run, const char *name)
-{
-	DIR *d = opendir(run);
-	int found = 0;
-	struct dirent *de;
-	while (d && !found && (de = readdir(d)))
-		found = strstr(de->d_name, name) && strstr(de->d_name, ".trace");
-	if (d)
-		closedir(d);
-	return found;
-}
-
 /* kill of prof-run reaches the program; its end and signal are in its trace. */
 static void signal_is_passed_on(int sig)
 {
@@ -242,7 +235,7 @@ static void signal_is_passed_on(int sig)
 	}
 	/* the program must be running under libprof, and for a while, before the signal: on a
 	 * loaded machine prof-run may take longer than any fixed wait to start it */
-	for (int i = 0; i < 200 && !has_trace_of(run, ".sleep."); i++)
+	for (int i = 0; i < 200 && !traces_of(run, ".sleep."); i++)
 		usleep(50 * 1000);
 	usleep(700 * 1000);
 	kill(pid, sig);

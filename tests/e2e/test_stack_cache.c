@@ -33,21 +33,6 @@ static void checked_run(const char *prog)
 	free(text);
 }
 
-/* Stacks written as STACK_TAIL records (their outer frames an earlier stack's) in dir. */
-static long stack_tails(const char *dir)
-{
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/dump.txt", dir);
-	const char *cmd[] = { e2e_prof(), "dump", dir, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	char *text = e2e_read_file(out);
-	long n = 0;
-	for (const char *p = text; p && (p = strstr(p, " STACK_TAIL ")); p++)
-		n++;
-	free(text);
-	return n;
-}
-
 static char *flame(const char *prog, const char *cache, long *tails)
 {
 	const char *dir = e2e_tmpdir();
@@ -61,7 +46,7 @@ static char *flame(const char *prog, const char *cache, long *tails)
 	const char *cmd[] = { e2e_prof(), "flame", "--kind", "alloc", "--folded", "--fold", "none",
 			      dir, NULL };
 	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	*tails = stack_tails(dir);
+	*tails = (long)e2e_dumped(dir, "STACK_TAIL", NULL);
 	return e2e_read_file(out);
 }
 
