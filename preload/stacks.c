@@ -16,6 +16,15 @@
 
 #define TABLE_SLOTS (1u << 20)  /* 16 MiB of address space, touched as it fills */
 #define MAX_PROBES 64
+/* Level 0, the table's first 2 MiB (one huge page), holds the stacks of most programs: a
+ * table whose every huge page was zeroed on first use cost a short run more than all its
+ * unwinding. A stack whose probes there find no free slot goes to level 1, the upper half,
+ * touched only by programs with that many stacks. A lookup goes on to level 1 only past a
+ * full window of level 0, which never empties again: a stack not in the one is not in the
+ * other. */
+#define LEVEL0_SLOTS (1u << 17)
+#define LEVEL0_PROBES 16
+#define LEVEL1_FIRST (TABLE_SLOTS / 2)
 
 struct slot {
 	_Atomic uint64_t hash;  /* 0 = empty; set first, by CAS, to claim the slot */
@@ -24,6 +33,15 @@ struct slot {
 };
 
 static struct slot *table;
+
+/* The slot of the i-th probe for hash h in a level; level 1 takes other bits of h, so that
+ * stacks crowded together in level 0 are not in level 1. */
+static inline struct slot *slot_at(uint64_t h, int level, uint32_t i)
+{
+	if (!level)
+		return &table[((uint32_t)h + i) & (LEVEL0_SLOTS - 1)];
+	return &table[LEVEL1_FIRST + (((uint32_t)(h >> 32) + i) & (TABLE_SLOTS / 2 - 1))];
+}
 static _Atomic uint32_t cache_gen = 1;  /* bumped by prof_stacks_reset(): cached ids are void */
 static _Atomic uint32_t next_id = 1;
 
@@ -592,15 +610,18 @@ static uintptr_t read_from(unw_cursor_t *c, int reg, uintptr_t sp0)
 
 /* A fork while another thread is inside unw_step (a recording unwind) leaves libunwind's lock
  * held in the child, whose first unwind then waits forever. So a fork waits until no recording
- * unwind is under way, and none starts while it forks (they fall back to unw_backtrace). */
+ * unwind is under way, and none starts while it forks (they fall back to unw_backtrace).
+ * One thread records at a time: libunwind, as Debian builds it (no per-thread cache), takes
+ * one global lock for every step, and threads that recorded at once spent their start-up
+ * waiting on it (futex sleeps). A thread that finds another recording unwinds fast instead
+ * and records the call when it comes again. */
 static _Atomic int recording_unwinds, forking;
 
 static int recording_begin(void)
 {
-	if (atomic_load(&forking))
+	if (atomic_load(&forking) || atomic_load_explicit(&recording_unwinds, memory_order_relaxed))
 		return 0;
-	atomic_fetch_add(&recording_unwinds, 1);
-	if (!atomic_load(&forking))
+	if (atomic_fetch_add(&recording_unwinds, 1) == 0 && !atomic_load(&forking))
 		return 1;
 	atomic_fetch_sub(&recording_unwinds, 1);
 	return 0;
@@ -799,7 +820,7 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	c->debt += RECORD_COST;
 	c->recorded++;
 	if (table && *guess)
-		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
+		__builtin_prefetch(slot_at(*guess, 0, 0));
 	void *buf[PROF_MAX_STACK_DEPTH];
 	th->hook_site = call_site;
 	/* Debian's libunwind blocks every signal around each step (two sigprocmask calls, most of
@@ -841,7 +862,7 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess)
 {
 	if (table && *guess && call_site)
-		__builtin_prefetch(&table[(uint32_t)*guess & (TABLE_SLOTS - 1)]);
+		__builtin_prefetch(slot_at(*guess, 0, 0));
 	void *buf[PROF_MAX_STACK_DEPTH + 16];
 	/* A CPU sample taken meanwhile must not unwind too (libunwind's per-thread cache). */
 	th->hook_site = call_site;
@@ -871,28 +892,30 @@ static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint6
 {
 	if (!table)
 		return write_stack(th, frames, n);
-	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
-	     i++, pos = (pos + 1) & (TABLE_SLOTS - 1)) {
-		struct slot *s = &table[pos];
-		uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
-		if (cur == 0) {
-			if (!atomic_compare_exchange_strong(&s->hash, &cur, h)) {
-				if (cur != h)
-					continue;
-			} else {
-				return publish(th, s, frames, n);
-			}
-		}
-		if (cur == h) {
-			uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
-			/* Its record was lost: one lookup (the one that takes the mark) writes it
-			 * again, and the slot serves every later one. */
-			if (id == ID_FAILED) {
-				if (atomic_compare_exchange_strong(&s->id, &id, 0))
+	for (int level = 0; level < 2; level++) {
+		for (uint32_t i = 0; i < (level ? MAX_PROBES : LEVEL0_PROBES); i++) {
+			struct slot *s = slot_at(h, level, i);
+			uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
+			if (cur == 0) {
+				if (!atomic_compare_exchange_strong(&s->hash, &cur, h)) {
+					if (cur != h)
+						continue;
+				} else {
 					return publish(th, s, frames, n);
+				}
 			}
-			/* Still being written by another thread: write our own copy rather than wait. */
-			return id ? id : write_stack(th, frames, n);
+			if (cur == h) {
+				uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+				/* Its record was lost: one lookup (the one that takes the mark)
+				 * writes it again, and the slot serves every later one. */
+				if (id == ID_FAILED) {
+					if (atomic_compare_exchange_strong(&s->id, &id, 0))
+						return publish(th, s, frames, n);
+				}
+				/* Still being written by another thread: write our own copy
+				 * rather than wait. */
+				return id ? id : write_stack(th, frames, n);
+			}
 		}
 	}
 	return write_stack(th, frames, n);  /* table crowded here: correct, just not shared */
@@ -905,14 +928,16 @@ uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site)
 	uint64_t h = call_site ? *prediction(th, call_site) : 0;
 	if (!h || !table)
 		return 0;
-	for (uint32_t i = 0, pos = (uint32_t)h & (TABLE_SLOTS - 1); i < MAX_PROBES;
-	     i++, pos = (pos + 1) & (TABLE_SLOTS - 1)) {
-		uint64_t cur = atomic_load_explicit(&table[pos].hash, memory_order_acquire);
-		if (cur == 0)
-			return 0;
-		if (cur == h) {
-			uint32_t id = atomic_load_explicit(&table[pos].id, memory_order_acquire);
-			return id == ID_FAILED ? 0 : id;
+	for (int level = 0; level < 2; level++) {
+		for (uint32_t i = 0; i < (level ? MAX_PROBES : LEVEL0_PROBES); i++) {
+			struct slot *s = slot_at(h, level, i);
+			uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
+			if (cur == 0)
+				return 0;
+			if (cur == h) {
+				uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+				return id == ID_FAILED ? 0 : id;
+			}
 		}
 	}
 	return 0;

@@ -96,3 +96,26 @@ Test(stacks, full_trace_gives_no_stack_and_claims_nothing)
 	cr_expect_geq(trace_header(t)->lost_records, 1);
 	trace_close(t);
 }
+
+/* More stacks than the intern table's first level holds (its 2 MiB, 131072 slots): those
+ * past it go to the second, where a later lookup finds them; none is written twice. */
+Test(stacks, stacks_past_the_first_level_keep_their_ids)
+{
+	enum { STACKS = 300000 };
+	static uint32_t ids[STACKS];
+	core_open(0);
+	struct prof_thread *th = core_thread_begin();
+	for (int round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < STACKS; i++) {
+			void *frames[2] = { (void *)(uintptr_t)(0x400000u + i), (void *)(uintptr_t)0x401000u };
+			uint32_t id = prof_stack_intern(th, frames, 2);
+			cr_assert_neq(id, 0, "stack %u", i);
+			if (round == 0)
+				ids[i] = id;
+			else
+				cr_assert_eq(id, ids[i], "stack %u: id %u, then %u", i, ids[i], id);
+		}
+	}
+	core_thread_end(th);
+	cr_expect_eq(count_type(core_close(), PROF_REC_STACK), STACKS);
+}
