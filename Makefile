@@ -76,6 +76,9 @@ $(BUILD)/progs/%: tests/progs/%.c
 $(BUILD)/progs/db_sqlite: tests/progs/db_sqlite.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -Wall -Wextra -Werror $< -o $@ -lsqlite3
+$(BUILD)/progs/leak_sqlite: tests/progs/leak_sqlite.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O0 -Wall -Wextra -Werror $< -o $@ -lsqlite3
 $(BUILD)/progs/db_pq: tests/progs/db_pq.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -Wall -Wextra -Werror -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql) $< -o $@ -lpq

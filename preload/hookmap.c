@@ -29,6 +29,9 @@ static int map_ready(struct prof_map *m)
 		atomic_store(&m->state, 3);
 		return 0;
 	}
+	/* Its keys are the program's handles (statements, connections), in its heap: never a
+	 * root of the leak scan, or a handle the program lost would look reachable. */
+	prof_own_memory(p, keys + (size_t)m->slots * m->vsize);
 	m->keys = p;
 	m->vals = (char *)p + keys;
 	atomic_store_explicit(&m->state, 2, memory_order_release);

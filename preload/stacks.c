@@ -51,19 +51,25 @@ static void *table_map;  /* the mapping: the table, 2 MiB aligned inside it */
 
 /* Lookups land on random slots: with 4 KiB pages each one is a TLB miss, which cost more
  * than the rest of the lookup; 2 MiB pages (where the kernel allows) make them hits. */
+/* The table is libprof's own memory, never a root of the leak scan (its hashes are random
+ * words, and reading 18 MiB cost a short run's exit milliseconds); a fork child empties the
+ * parent's table in place, so the range registered stays the table's. */
 void prof_stacks_reset(void)
 {
-	if (table_map)
-		munmap(table_map, TABLE_BYTES + HUGE_PAGE);
-	table = NULL;
-	table_map = mmap(NULL, TABLE_BYTES + HUGE_PAGE, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (table_map == MAP_FAILED) {
-		table_map = NULL;  /* stacks are then written without interning */
+	if (table_map) {
+		madvise(table_map, TABLE_BYTES + HUGE_PAGE, MADV_DONTNEED);  /* zero-filled again */
 	} else {
-		table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-		if (!prof_cfg.heap_sample)  /* sampled: few stacks, not worth 16 MiB zeroed */
-			madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
+		table_map = mmap(NULL, TABLE_BYTES + HUGE_PAGE, PROT_READ | PROT_WRITE,
+				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (table_map == MAP_FAILED) {
+			table_map = NULL;  /* stacks are then written without interning */
+		} else {
+			prof_own_memory(table_map, TABLE_BYTES + HUGE_PAGE);
+			table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) &
+						~(uintptr_t)(HUGE_PAGE - 1));
+			if (!prof_cfg.heap_sample)  /* sampled: few stacks, no huge page to zero */
+				madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
+		}
 	}
 	atomic_store(&next_id, 1);
 	atomic_fetch_add(&cache_gen, 1);

@@ -257,3 +257,39 @@ Test(leaks, the_check_can_be_turned_off)
 	cr_expect_eq(blocks, 3 + 7 + 3 + 3, "every block listed, unclassified");
 	json_decref(doc);
 }
+
+/* The db family keeps a SQLite statement's handle as a key of a map in memory of libprof's
+ * own: that memory is no root, so a connection and statement the program dropped are lost,
+ * as memcheck finds them, whether that family is on or off. */
+Test(leaks, handles_libprof_keeps_are_no_roots)
+{
+	long lost[2][4];
+	const char *events[2] = { "PROF_EVENTS=all", "PROF_EVENTS=alloc" };
+	for (int k = 0; k < 2; k++) {
+		const char *dir = e2e_tmpdir();
+		const char *argv[] = { e2e_prog("leak_sqlite"), NULL };
+		const char *env[] = { events[k], NULL };
+		cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		json_t *p = e2e_process(doc, 0);
+		for (int i = 0; i < 4; i++) {
+			char key[64];
+			snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+			lost[k][i] = e2e_int(p, key);
+		}
+		json_decref(doc);
+	}
+	cr_expect_gt(lost[0][0] + lost[0][1], 0, "the dropped connection is lost");
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(lost[0][i], lost[1][i], "%s: %ld with the db family, %ld without",
+			     class_keys[i], lost[0][i], lost[1][i]);
+	if (system("valgrind --version >/dev/null 2>&1") != 0)
+		return;
+	const char *argv[] = { e2e_prog("leak_sqlite"), NULL };
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+	for (int i = 0; i < 4; i++)
+		cr_expect_eq(lost[0][i], vg.leak[i][0], "%s: prof %ld, valgrind %ld", class_keys[i],
+			     lost[0][i], vg.leak[i][0]);
+}
