@@ -291,6 +291,7 @@ void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*re
 	if (p == MAP_FAILED)
 		return;  /* no tallies: allocations without records go uncounted (tally_of()) */
 	prof_own_memory(p, bytes);
+	madvise(p, bytes, MADV_NOHUGEPAGE);  /* each thread touches its 12 KiB, not 2 MiB */
 	tallies = p;
 }
 

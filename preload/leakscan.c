@@ -103,7 +103,7 @@ static int tab_grow(void)
 {
 	size_t old_cap = tab_cap;
 	struct block *old = tab;
-	tab_cap = old_cap ? old_cap * 2 : 1u << 16;
+	tab_cap = old_cap ? old_cap * 2 : 1u << 12;
 	if (!(tab = scratch(tab_cap * sizeof(*tab))))
 		return -1;
 	for (size_t i = 0; i < old_cap; i++)

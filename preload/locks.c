@@ -173,6 +173,8 @@ static void table_map(void)
 		return;
 	}
 	prof_own_memory(p, size);  /* lock addresses: never roots of the leak scan */
+	/* A program's few locks touch a few pages: no huge page zeroed for each (THP). */
+	madvise(p, size, MADV_NOHUGEPAGE);
 	used = (_Atomic uint32_t *)((char *)p + LOCK_SLOTS * sizeof(struct lock_entry));
 	atomic_store(&nused, 0);
 	table = p;  /* last: a hook that sees it sees the rest */

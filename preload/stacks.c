@@ -67,7 +67,9 @@ void prof_stacks_reset(void)
 			prof_own_memory(table_map, TABLE_BYTES + HUGE_PAGE);
 			table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) &
 						~(uintptr_t)(HUGE_PAGE - 1));
-			if (!prof_cfg.heap_sample)  /* sampled: few stacks, no huge page to zero */
+			/* Huge pages: a thousand stacks land on most of level 0's 4 KiB pages,
+			 * a fault each, where one huge page is zeroed once. */
+			if (!prof_cfg.heap_sample)  /* sampled: few stacks */
 				madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
 		}
 	}
@@ -491,6 +493,9 @@ static struct stack_cache *cache_claim(void)
 			return NULL;
 		if (atomic_compare_exchange_strong(&caches, &all, (struct stack_cache *)p)) {
 			prof_own_memory(p, bytes);
+			/* A thread touches its tables and what its entries fill: small pages, not
+			 * a huge page zeroed for each (THP "always"), 2 MiB at a thread's start. */
+			madvise(p, bytes, MADV_NOHUGEPAGE);
 			all = p;
 		} else {
 			munmap(p, bytes);  /* another thread's mapping won */
