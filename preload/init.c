@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -541,6 +542,20 @@ void prof_start(void)
 	}
 	prof_self.in_hook--;
 	atomic_store(&prof_start_state, 2);
+}
+
+/* libprof's zero-initialized data is 10 MiB, most of it tables of families a program may
+ * never use, its hot variables a few pages: small pages, so that a first touch zeroes 4 KiB
+ * and not a 2 MiB huge page (THP "always"). Before any other constructor of ours. */
+extern char __bss_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+
+__attribute__((constructor(101))) static void bss_in_small_pages(void)
+{
+	uintptr_t lo = ((uintptr_t)__bss_start + 4095) & ~(uintptr_t)4095;
+	uintptr_t hi = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
+	if (hi > lo)
+		madvise((void *)lo, hi - lo, MADV_NOHUGEPAGE);
 }
 
 __attribute__((constructor)) static void prof_constructor(void)
