@@ -243,7 +243,7 @@ static void register_thread_from(struct prof_thread *th, uint32_t parent_serial,
 	prof_cpu_start(th);
 }
 
-static void register_thread(struct prof_thread *th)
+void prof_thread_register(struct prof_thread *th)
 {
 	register_thread_from(th, ~0u, 0, 0);
 }
@@ -255,14 +255,6 @@ struct prof_thread *prof_thread_start_child(uint32_t parent_serial, uint32_t sta
 	struct prof_thread *th = &prof_self;
 	if (th->serial == 0)
 		register_thread_from(th, parent_serial, stack, start_routine);
-	return th;
-}
-
-struct prof_thread *prof_thread_get(void)
-{
-	struct prof_thread *th = &prof_self;
-	if (unlikely(th->serial == 0))
-		register_thread(th);
 	return th;
 }
 
@@ -426,7 +418,7 @@ static int start_recording(uint32_t ppid, int argc, char **argv)
 	struct prof_thread *th = &prof_self;
 	th->in_hook++;
 	prof_stacks_reset();
-	register_thread(th);
+	prof_thread_register(th);
 	prof_modules_init();
 	prof_py_start();
 	th->in_hook--;

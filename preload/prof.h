@@ -242,8 +242,16 @@ int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
 		      uintptr_t *map_lo, uintptr_t *map_hi);
 int prof_writer_growing(void);
 
-/* Registers the calling thread (THREAD_START) if it is not yet; returns its state. */
-struct prof_thread *prof_thread_get(void);
+/* Registers the calling thread (THREAD_START) if it is not yet; returns its state. Inline:
+ * every hook asks, and all but a thread's first find it registered. */
+void prof_thread_register(struct prof_thread *th);
+static inline struct prof_thread *prof_thread_get(void)
+{
+	struct prof_thread *th = &prof_self;
+	if (unlikely(th->serial == 0))
+		prof_thread_register(th);
+	return th;
+}
 void prof_thread_end(struct prof_thread *th);
 int prof_threads_alive(void);
 
