@@ -19,9 +19,10 @@ static void teardown(void)
 
 TestSuite(prof_run, .fini = teardown, .timeout = 120);
 
-/* Runs prof-run -o DIR/run [opts...] -- argv...; returns its exit status, stdout and stderr. */
-static int prof_run_with(const char *dir, const char *const *opts, const char *const *prog,
-			 char **out, char **err)
+/* Runs [VAR=VALUE] prof-run -o DIR/run [opts...] -- argv...; returns its exit status, stdout
+ * and stderr. */
+static int prof_run_env(const char *dir, const char *var, const char *const *opts,
+			const char *const *prog, char **out, char **err)
 {
 	static char lib[PATH_MAX + 16], an[PATH_MAX + 32];
 	char o[PATH_MAX], e[PATH_MAX], run[PATH_MAX];
@@ -38,12 +39,18 @@ static int prof_run_with(const char *dir, const char *const *opts, const char *c
 	for (size_t i = 0; prog[i] && n < 23; i++)
 		argv[n++] = prog[i];
 	argv[n] = NULL;
-	const char *env[] = { lib, an, NULL };
+	const char *env[] = { lib, an, var, NULL };
 	int st = e2e_run(argv, env, o, e);
 	*out = e2e_read_file(o);
 	*err = e2e_read_file(e);
 	cr_assert(WIFEXITED(st), "prof-run itself must exit, not die");
 	return WEXITSTATUS(st);
+}
+
+static int prof_run_with(const char *dir, const char *const *opts, const char *const *prog,
+			 char **out, char **err)
+{
+	return prof_run_env(dir, NULL, opts, prog, out, err);
 }
 
 static int prof_run(const char *dir, const char *const *prog, char **out, char **err)
@@ -343,4 +350,23 @@ Test(prof_run, a_recorded_crash_gets_no_second_end)
 		exits++;
 	cr_expect_eq(exits, 1, "%s", text);
 	free(text);
+}
+
+/* Steps on large traces (compressing, summarizing) are announced, so that the pause after a
+ * long run does not look like a hang; PROF_RUN_NOTE_MB sets from how many MB. */
+Test(prof_run, steps_on_large_traces_are_announced)
+{
+	const char *prog[] = { e2e_prog("crash"), "exit", "10", NULL };  /* exit 3 */
+	char *out, *err;
+	const char *dir = e2e_tmpdir();
+	cr_expect_eq(prof_run_env(dir, "PROF_RUN_NOTE_MB=0", NULL, prog, &out, &err), 3);
+	cr_expect_not_null(strstr(err, "prof-run: compressing 0 MB of traces..."), "%s", err);
+	cr_expect_not_null(strstr(err, "prof-run: summarizing 0 MB of traces..."), "%s", err);
+	free(out);
+	free(err);
+	dir = e2e_tmpdir();
+	cr_expect_eq(prof_run(dir, prog, &out, &err), 3);
+	cr_expect_null(strstr(err, "MB of traces"), "small traces: no such line: %s", err);
+	free(out);
+	free(err);
 }
