@@ -708,6 +708,10 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 		w.base = NULL;
 		goto fail;
 	}
+	/* No read-ahead: the file is new, and every fault on it read ahead (zero-filled) large
+	 * folios beyond the page written, most of a short run's start-up; chunks are mapped a
+	 * run at a time anyway (next_chunk()). */
+	madvise(w.base, w.map_size, MADV_RANDOM);
 	int err = posix_fallocate(w.fd, 0, HEADER_AREA + GROW_MIN);
 	if (err == EOPNOTSUPP || err == EINVAL)
 		err = ftruncate(w.fd, HEADER_AREA + GROW_MIN) < 0 ? errno : 0;
