@@ -15,16 +15,23 @@
 #include <unistd.h>
 
 #define TABLE_SLOTS (1u << 20)  /* 16 MiB of address space, touched as it fills */
-#define MAX_PROBES 64
-/* Level 0, the table's first 2 MiB (one huge page), holds the stacks of most programs: a
- * table whose every huge page was zeroed on first use cost a short run more than all its
- * unwinding. A stack whose probes there find no free slot goes to level 1, the upper half,
- * touched only by programs with that many stacks. A lookup goes on to level 1 only past a
- * full window of level 0, which never empties again: a stack not in the one is not in the
- * other. */
-#define LEVEL0_SLOTS (1u << 17)
-#define LEVEL0_PROBES 16
-#define LEVEL1_FIRST (TABLE_SLOTS / 2)
+/* The table fills in levels, each touched only by programs with more stacks than the one
+ * before holds: a table whose every huge page was zeroed on first use cost a short run more
+ * than all its unwinding. A stack whose probe window in a level is full goes to the next; a
+ * lookup goes on to the next level only past a full window, which never empties again: a
+ * stack not in one level is in none after it. Level 0, 64 KiB in small pages (a short
+ * program's few hundred stacks: a few pages faulted, not a huge page zeroed); level 1, 2 MiB
+ * in one huge page (thousands: one zeroing, not hundreds of faults); level 2, 8 MiB of huge
+ * pages. Each level takes other bits of the hash, so that stacks crowded together in one
+ * are not in the next. */
+#define LEVELS 3
+static const struct level {
+	uint32_t first, mask, probes, shift;
+} levels[LEVELS] = {
+	{ 1u << 17, (1u << 12) - 1, 8, 0 },       /* slots 128K..: a 2 MiB stretch of small pages */
+	{ 0, (1u << 17) - 1, 16, 16 },            /* slots 0..128K: the first huge page */
+	{ 1u << 19, (1u << 19) - 1, 64, 32 },     /* the upper half */
+};
 
 struct slot {
 	_Atomic uint64_t hash;  /* 0 = empty; set first, by CAS, to claim the slot */
@@ -34,13 +41,11 @@ struct slot {
 
 static struct slot *table;
 
-/* The slot of the i-th probe for hash h in a level; level 1 takes other bits of h, so that
- * stacks crowded together in level 0 are not in level 1. */
+/* The slot of the i-th probe for hash h in a level. */
 static inline struct slot *slot_at(uint64_t h, int level, uint32_t i)
 {
-	if (!level)
-		return &table[((uint32_t)h + i) & (LEVEL0_SLOTS - 1)];
-	return &table[LEVEL1_FIRST + (((uint32_t)(h >> 32) + i) & (TABLE_SLOTS / 2 - 1))];
+	const struct level *l = &levels[level];
+	return &table[l->first + (((uint32_t)(h >> l->shift) + i) & l->mask)];
 }
 static _Atomic uint32_t cache_gen = 1;  /* bumped by prof_stacks_reset(): cached ids are void */
 static _Atomic uint32_t next_id = 1;
@@ -67,10 +72,11 @@ void prof_stacks_reset(void)
 			prof_own_memory(table_map, TABLE_BYTES + HUGE_PAGE);
 			table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) &
 						~(uintptr_t)(HUGE_PAGE - 1));
-			/* Huge pages: a thousand stacks land on most of level 0's 4 KiB pages,
-			 * a fault each, where one huge page is zeroed once. */
-			if (!prof_cfg.heap_sample)  /* sampled: few stacks */
-				madvise(table, TABLE_BYTES, MADV_HUGEPAGE);
+			madvise(slot_at(0, 0, 0), HUGE_PAGE, MADV_NOHUGEPAGE);
+			if (!prof_cfg.heap_sample) {  /* sampled: few stacks */
+				madvise(slot_at(0, 1, 0), HUGE_PAGE, MADV_HUGEPAGE);
+				madvise(slot_at(0, 2, 0), TABLE_BYTES / 2, MADV_HUGEPAGE);
+			}
 		}
 	}
 	atomic_store(&next_id, 1);
@@ -903,8 +909,8 @@ static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint6
 {
 	if (!table)
 		return write_stack(th, frames, n);
-	for (int level = 0; level < 2; level++) {
-		for (uint32_t i = 0; i < (level ? MAX_PROBES : LEVEL0_PROBES); i++) {
+	for (int level = 0; level < LEVELS; level++) {
+		for (uint32_t i = 0; i < levels[level].probes; i++) {
 			struct slot *s = slot_at(h, level, i);
 			uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
 			if (cur == 0) {
@@ -939,8 +945,8 @@ uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site)
 	uint64_t h = call_site ? *prediction(th, call_site) : 0;
 	if (!h || !table)
 		return 0;
-	for (int level = 0; level < 2; level++) {
-		for (uint32_t i = 0; i < (level ? MAX_PROBES : LEVEL0_PROBES); i++) {
+	for (int level = 0; level < LEVELS; level++) {
+		for (uint32_t i = 0; i < levels[level].probes; i++) {
 			struct slot *s = slot_at(h, level, i);
 			uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
 			if (cur == 0)

@@ -97,8 +97,8 @@ Test(stacks, full_trace_gives_no_stack_and_claims_nothing)
 	trace_close(t);
 }
 
-/* More stacks than the intern table's first level holds (its 2 MiB, 131072 slots): those
- * past it go to the second, where a later lookup finds them; none is written twice. */
+/* More stacks than the intern table's first two levels hold (4096 and 131072 slots): those
+ * past them go to the next, where a later lookup finds them; none is written twice. */
 Test(stacks, stacks_past_the_first_level_keep_their_ids)
 {
 	enum { STACKS = 300000 };
