@@ -232,6 +232,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/cpu.sh
 	bench/db.sh
 	bench/overhead.sh
+	bench/breakdown.sh
 	bench/many.sh
 	BUILD=$(BUILD) bench/tracesize.sh
 	bench/python.sh
