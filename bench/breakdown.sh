@@ -5,7 +5,8 @@
 # malloc and free passes through), heap records without stacks and without the exit's leak
 # scan, with the leak scan, with stacks (the default); then, in place of the default, stacks
 # without the stack cache, and the sampled mode. Each step's cost is its difference to the
-# step it builds on, also per operation.
+# step it builds on, also in ns of wall time per operation of a thread (the threads run at
+# once).
 # Median wall time of BENCH_ROUNDS (default 7) interleaved rounds; writes
 # build/bench/breakdown.txt.
 # shellcheck source=bench/lib.sh
@@ -66,6 +67,6 @@ done
 		fi
 		d=$((ms[$name] - ms[$base]))
 		printf '%-10s %7d %-10s %7d %8.1f  %s\n' "$name" "${ms[$name]}" "$base" "$d" \
-			"$(awk -v d="$d" -v n=$((THREADS * OPS)) 'BEGIN { print d * 1e6 / n }')" "$what"
+			"$(awk -v d="$d" -v n="$OPS" 'BEGIN { print d * 1e6 / n }')" "$what"
 	done
 } | tee "$root/$BUILD/bench/breakdown.txt"
