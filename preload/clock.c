@@ -5,12 +5,15 @@
  * prof_now() values for durations, CUPTI's timestamps come from prof_now() (cupti.c), and the
  * analyzer compares record times with start_ns and start_realtime_ns, so every time stays on
  * one clock and no reader converts anything. The rate is calibrated against CLOCK_MONOTONIC
- * for CALIBRATE_NS at start, then, about once a second while chunks are claimed, re-anchored:
- * a new segment starts where the old one is (no jump, no step back) with the rate measured
- * from the first calibration to now, whose error shrinks as the run goes on. The offset from
- * CLOCK_MONOTONIC is then what each segment's rate error adds up to: about the jitter of one
- * (TSC, clock_gettime) pair (tens of ns) per re-anchor, times the log of their number; tens of
- * microseconds after an idle minute that follows the first calibration. Segments rotate
+ * for CALIBRATE_NS at start (short: every process pays it, and a shell script starts
+ * hundreds), re-anchored at its first chunk claim after FIRST_REFINE_NS, then about once a
+ * second while chunks are claimed: a new segment starts where the old one is (no jump, no
+ * step back) with the rate measured from the first calibration to now, whose error shrinks as
+ * the run goes on. The offset from CLOCK_MONOTONIC is then what each segment's rate error adds
+ * up to: about the jitter of one (TSC, clock_gettime) pair (a few ns) per re-anchor, times the
+ * log of their number; more where a process idles between its start and its first chunk
+ * claim after 10 ms, on the first calibration's rate (a few ns in 0.2 ms: 1e-5, 0.6 ms after
+ * an idle minute). Segments rotate
  * through PROF_CLOCK_SEGS slots, so a reader would have to stall that many seconds between
  * reading the index and its slot to see one rewritten.
  *
@@ -26,6 +29,7 @@
 #include <unistd.h>
 
 #define CALIBRATE_NS 200000ull        /* the first calibration: 0.2 ms, every process's start */
+#define FIRST_REFINE_NS 10000000ull   /* the first re-anchor, at the first chunk after 10 ms */
 #define REFINE_NS 1000000000ull       /* re-anchor about this often */
 
 struct prof_clock prof_clock;
@@ -172,7 +176,7 @@ void prof_clock_init(void)
 	cal.tsc_start = t0;
 	cal.ns_start = n0;
 	cal.hz = hz;
-	cal.next_refine = n1 + REFINE_NS / 8;  /* a first re-anchor soon, then every second */
+	cal.next_refine = n1 + FIRST_REFINE_NS;  /* a first re-anchor soon, then every second */
 	prof_clock.seg[0] = (struct prof_clock_seg){ .tsc0 = t1, .ns0 = n1,
 						     .mult = ns_per_tick_q32(n1 - n0, (uint64_t)(t1 - t0)) };
 	atomic_store_explicit(&prof_clock.cur, 0, memory_order_release);
