@@ -44,7 +44,12 @@ struct name_ent {
 	uint16_t kind;
 	_Atomic uint32_t gen;    /* trace_gen when its CUDA_NAME was written */
 };
-static struct name_ent names[NAME_SLOTS];
+static void *_Atomic names_map;  /* NAME_SLOTS entries, made on first use */
+
+static struct name_ent *name_table(void)
+{
+	return prof_lazy(&names_map, NAME_SLOTS * sizeof(struct name_ent));
+}
 static _Atomic uint32_t name_count;
 static atomic_flag name_lock = ATOMIC_FLAG_INIT;
 static char *arena;
@@ -60,7 +65,7 @@ static uint64_t hash_str(const char *s, size_t len, unsigned kind)
 
 static void write_name(uint32_t id)
 {
-	struct name_ent *e = &names[id - 1];
+	struct name_ent *e = &name_table()[id - 1];  /* an id: the table is there */
 	uint32_t gen = atomic_load_explicit(&trace_gen, memory_order_relaxed);
 	if (atomic_load_explicit(&e->gen, memory_order_relaxed) == gen ||
 	    atomic_exchange(&e->gen, gen) == gen)
@@ -82,6 +87,9 @@ static void write_name(uint32_t id)
 /* Id of the interned string (slot index + 1), inserting it; 0 when full. */
 static uint32_t intern(const char *s, unsigned kind)
 {
+	struct name_ent *names = name_table();
+	if (!names)
+		return 0;
 	size_t len = strnlen(s, 4000);
 	uint64_t h = hash_str(s, len, kind);
 	uint32_t i = (uint32_t)h & (NAME_SLOTS - 1);
@@ -141,7 +149,7 @@ uint32_t cuda_name_static(uint32_t *slot, const char *name, unsigned kind)
 		id = intern(name, kind);
 		__atomic_store_n(slot, id, __ATOMIC_RELAXED);
 	}
-	if (id && unlikely(atomic_load_explicit(&names[id - 1].gen, memory_order_relaxed) !=
+	if (id && unlikely(atomic_load_explicit(&name_table()[id - 1].gen, memory_order_relaxed) !=
 			   atomic_load_explicit(&trace_gen, memory_order_relaxed)))
 		write_name(id);
 	return id;
@@ -153,11 +161,12 @@ uint32_t cuda_name_static(uint32_t *slot, const char *name, unsigned kind)
  * its name is interned, and its CUDA_NAME written, only when it is first launched. */
 #define HANDLE_SLOTS (1u << 18)
 
-static struct {
+struct handle_ent {
 	_Atomic uint64_t key;          /* handle; 0 empty */
 	_Atomic(const char *) str;     /* registered device name, not yet interned */
 	_Atomic uint32_t name;         /* interned name id; 0 until first use */
-} handles[HANDLE_SLOTS];
+};
+static void *_Atomic handles_map;  /* HANDLE_SLOTS entries, made on first use */
 
 static uint32_t handle_hash(uint64_t h)
 {
@@ -167,55 +176,59 @@ static uint32_t handle_hash(uint64_t h)
 	return (uint32_t)h & (HANDLE_SLOTS - 1);
 }
 
-/* The handle's slot, claimed if absent and insert is set; -1 if absent (or the table full). */
-static int64_t handle_slot(uint64_t handle, int insert)
+/* The handle's slot, claimed if absent and insert is set; NULL if absent (or the table full,
+ * or not to be had). */
+static struct handle_ent *handle_slot(uint64_t handle, int insert)
 {
+	struct handle_ent *handles = prof_lazy(&handles_map, HANDLE_SLOTS * sizeof(*handles));
+	if (!handles)
+		return NULL;
 	uint32_t i = handle_hash(handle);
 	for (uint32_t n = 0; n < HANDLE_SLOTS / 2; n++, i = (i + 1) & (HANDLE_SLOTS - 1)) {
 		uint64_t k = atomic_load_explicit(&handles[i].key, memory_order_acquire);
 		if (k == handle)
-			return i;
+			return &handles[i];
 		if (k == 0) {
 			if (!insert)
-				return -1;
+				return NULL;
 			uint64_t expected = 0;
 			if (atomic_compare_exchange_strong(&handles[i].key, &expected, handle) ||
 			    expected == handle)
-				return i;
+				return &handles[i];
 		}
 	}
-	return -1;
+	return NULL;
 }
 
 void cuda_handle_set(uint64_t handle, uint32_t name)
 {
-	int64_t i;
-	if (!handle || !name || (i = handle_slot(handle, 1)) < 0)
+	struct handle_ent *e;
+	if (!handle || !name || !(e = handle_slot(handle, 1)))
 		return;
-	atomic_store_explicit(&handles[i].name, name, memory_order_relaxed);
+	atomic_store_explicit(&e->name, name, memory_order_relaxed);
 }
 
 /* At registration: the string lives in the registering library's data, as long as its
  * handles can be launched (a library loaded again at the same place registers again). */
 void cuda_handle_set_str(uint64_t handle, const char *str)
 {
-	int64_t i;
-	if (!handle || !str || (i = handle_slot(handle, 1)) < 0)
+	struct handle_ent *e;
+	if (!handle || !str || !(e = handle_slot(handle, 1)))
 		return;
-	atomic_store_explicit(&handles[i].name, 0, memory_order_relaxed);
-	atomic_store_explicit(&handles[i].str, str, memory_order_release);
+	atomic_store_explicit(&e->name, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->str, str, memory_order_release);
 }
 
 uint32_t cuda_handle_name(uint64_t handle)
 {
-	int64_t i;
-	if (!handle || (i = handle_slot(handle, 0)) < 0)
+	struct handle_ent *e;
+	if (!handle || !(e = handle_slot(handle, 0)))
 		return 0;
-	uint32_t id = atomic_load_explicit(&handles[i].name, memory_order_relaxed);
+	uint32_t id = atomic_load_explicit(&e->name, memory_order_relaxed);
 	if (!id) {
-		const char *str = atomic_load_explicit(&handles[i].str, memory_order_acquire);
+		const char *str = atomic_load_explicit(&e->str, memory_order_acquire);
 		if (str && (id = intern(str, PROF_CUDA_NAME_KERNEL)))
-			atomic_store_explicit(&handles[i].name, id, memory_order_relaxed);
+			atomic_store_explicit(&e->name, id, memory_order_relaxed);
 	}
 	if (id)
 		write_name(id);  /* first use, or a fork child's trace needs it again */

@@ -17,7 +17,7 @@ struct cuda_pair {
 	uint32_t grid[3], block[3];
 };
 
-static struct cuda_pair pool[POOL];
+static void *_Atomic pool_map;  /* POOL pairs, made on first use */
 static struct cuda_pair *free_list, *pending, **pending_tail = &pending;
 static int pool_ready;
 static atomic_flag lock = ATOMIC_FLAG_INIT;
@@ -38,10 +38,11 @@ static void spin_unlock(void)
 	atomic_flag_clear_explicit(&lock, memory_order_release);
 }
 
-/* Called with the lock held. */
+/* Called with the lock held. Without memory the pool stays empty: no pair, no event timing. */
 static void pool_init(void)
 {
-	for (int i = POOL - 1; i >= 0; i--) {
+	struct cuda_pair *pool = prof_lazy(&pool_map, POOL * sizeof(struct cuda_pair));
+	for (int i = POOL - 1; pool && i >= 0; i--) {
 		pool[i].next = free_list;
 		free_list = &pool[i];
 	}
@@ -221,7 +222,9 @@ void cuda_events_fork_child(void)
 {
 	atomic_flag_clear(&lock);
 	atomic_flag_clear(&draining);
-	memset(pool, 0, sizeof(pool));
+	struct cuda_pair *pool = atomic_load(&pool_map);
+	if (pool)
+		memset(pool, 0, POOL * sizeof(*pool));
 	free_list = pending = NULL;
 	pending_tail = &pending;
 	pool_ready = 0;

@@ -123,8 +123,13 @@ static void write_xcorr(struct prof_thread *th, uint32_t cupti_corr, uint64_t co
 
 /* Links between CUPTI's correlation ids and ours (cupti_convert.c); buffers may complete on
  * several threads at once. */
-static struct cupti_links links;
+static void *_Atomic links_map;  /* a struct cupti_links, made on first use */
 static atomic_flag links_lock = ATOMIC_FLAG_INIT;
+
+static struct cupti_links *links_of(void)
+{
+	return prof_lazy(&links_map, sizeof(struct cupti_links));
+}
 
 static void links_take(void)
 {
@@ -153,8 +158,11 @@ static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_
 			cupti_describe(rec, what, sizeof(what));
 			prof_log("cupti %s", what);
 		}
+		struct cupti_links *links = links_of();
+		if (!links)
+			continue;  /* no memory for the links: no record can be placed */
 		links_take();
-		int api = cupti_link_api(&links, rec, &corr, &ext);
+		int api = cupti_link_api(links, rec, &corr, &ext);
 		links_give();
 		if (api) {
 			if (ext)
@@ -167,7 +175,7 @@ static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_
 		if (o.type == PROF_REC_CUDA_XCORR) {
 			write_xcorr(th, (uint32_t)o.corr, o.ext_id);
 			links_take();
-			cupti_link_learn(&links, (uint32_t)o.corr, o.ext_id);
+			cupti_link_learn(links, (uint32_t)o.corr, o.ext_id);
 			links_give();
 			continue;
 		}
@@ -311,8 +319,11 @@ void cupti_push_corr(uint64_t corr)
 
 void cupti_note_driver_call(uint64_t start, uint64_t end, uint64_t corr)
 {
+	struct cupti_links *links = links_of();
+	if (!links)
+		return;
 	links_take();
-	cupti_link_call(&links, (uint32_t)pthread_self(), start, end, corr);
+	cupti_link_call(links, (uint32_t)pthread_self(), start, end, corr);
 	links_give();
 }
 

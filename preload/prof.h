@@ -310,6 +310,18 @@ void prof_heap_init(void);
 void prof_leak_scan(void);
 void prof_own_memory(const void *p, size_t len);
 
+/* Zeroed memory of ours made on first use: *slot, else a new mapping of bytes put there (the
+ * first thread's wins); NULL if none can be had. Never a root of the leak scan; errno stays.
+ * The tables of a family a process may never use (CUDA's) live there, not in libprof's
+ * zero-initialized data, which stays under 2 MiB: no huge page (THP "always") to zero when
+ * a hook runs before our constructors (another library's constructor calling malloc). */
+void *prof_lazy_map(void *_Atomic *slot, size_t bytes);
+static inline void *prof_lazy(void *_Atomic *slot, size_t bytes)
+{
+	void *p = atomic_load_explicit(slot, memory_order_acquire);
+	return likely(p) ? p : prof_lazy_map(slot, bytes);
+}
+
 /* log.c: one line on stderr with write(2); never allocates. */
 void prof_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same from anywhere, signal handlers included: a, b, c, then ": " and what the errno
