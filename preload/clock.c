@@ -4,18 +4,19 @@
  * With the TSC, ticks become ns here, in the writer, not in the analyzer: hooks subtract two
  * prof_now() values for durations, CUPTI's timestamps come from prof_now() (cupti.c), and the
  * analyzer compares record times with start_ns and start_realtime_ns, so every time stays on
- * one clock and no reader converts anything. The rate is calibrated against CLOCK_MONOTONIC
- * for CALIBRATE_NS at start (short: every process pays it, and a shell script starts
- * hundreds), re-anchored at its first chunk claim after FIRST_REFINE_NS, then about once a
- * second while chunks are claimed: a new segment starts where the old one is (no jump, no
- * step back) with the rate measured from the first calibration to now, whose error shrinks as
- * the run goes on. The offset from CLOCK_MONOTONIC is then what each segment's rate error adds
- * up to: about the jitter of one (TSC, clock_gettime) pair (a few ns) per re-anchor, times the
- * log of their number; more where a process idles between its start and its first chunk
- * claim after 10 ms, on the first calibration's rate (a few ns in 0.2 ms: 1e-5, 0.6 ms after
- * an idle minute). Segments rotate
- * through PROF_CLOCK_SEGS slots, so a reader would have to stall that many seconds between
- * reading the index and its slot to see one rewritten.
+ * one clock and no reader converts anything. The rate is measured against CLOCK_MONOTONIC
+ * while the program runs its first CALIBRATE_NS (its times meanwhile are clock_gettime's: no
+ * process spends its start waiting on a calibration, and a shell script starts hundreds),
+ * then the first clock read switches to the TSC (prof_clock_calibrate()). It is re-anchored
+ * at the first chunk claim after FIRST_REFINE_NS, then about once a second while chunks are
+ * claimed: a new segment starts where the old one is (no jump, no step back) with the rate
+ * measured from the first pair to now, whose error shrinks as the run goes on. The offset
+ * from CLOCK_MONOTONIC is then what each segment's rate error adds up to: about the jitter of
+ * one (TSC, clock_gettime) pair (a few ns) per re-anchor, times the log of their number; more
+ * where a process idles between the switch and its first chunk claim after 10 ms, on the
+ * first rate (a few ns in 1 ms or more: 1e-6 to 1e-5, at most 0.6 ms after an idle minute).
+ * Segments rotate through PROF_CLOCK_SEGS slots, so a reader would have to stall that many
+ * seconds between reading the index and its slot to see one rewritten.
  *
  * PROF_CLOCK=auto (default) uses the TSC when CPUID says it is invariant and the kernel's own
  * clocksource is the TSC (so the kernel trusts it across CPUs); PROF_CLOCK=tsc whenever it is
@@ -28,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CALIBRATE_NS 200000ull        /* the first calibration: 0.2 ms, every process's start */
+#define CALIBRATE_NS 1000000ull       /* clock_gettime for the first 1 ms, while the rate is measured */
 #define FIRST_REFINE_NS 10000000ull   /* the first re-anchor, at the first chunk after 10 ms */
 #define REFINE_NS 1000000000ull       /* re-anchor about this often */
 
@@ -159,33 +160,42 @@ void prof_clock_init(void)
 		prof_dbg(1, "rdtsc is slow here (trapped by a hypervisor?); using clock_gettime");
 		return;
 	}
-	int64_t t0, t1;
-	uint64_t n0, n1;
-	pair(&t0, &n0);
-	do
+	pair(&cal.tsc_start, &cal.ns_start);
+	__atomic_store_n(&prof_clock.calibrating, 1, __ATOMIC_RELEASE);
+}
+
+/* The first clock read CALIBRATE_NS after prof_clock_init() measures the rate and switches
+ * to the TSC: a new segment begins at the pair taken here, so the times go on from those of
+ * clock_gettime without a step. Async-signal-safe (a CPU sample may be the one). */
+void prof_clock_calibrate(uint64_t now)
+{
+	if (now - cal.ns_start < CALIBRATE_NS ||
+	    atomic_flag_test_and_set_explicit(&cal.busy, memory_order_acquire))
+		return;
+	if (__atomic_load_n(&prof_clock.calibrating, __ATOMIC_RELAXED)) {
+		int64_t t1;
+		uint64_t n1;
 		pair(&t1, &n1);
-	while (n1 - n0 < CALIBRATE_NS);
-	if (t1 <= t0)
-		return;
-	uint64_t hz = (uint64_t)(((unsigned __int128)(uint64_t)(t1 - t0) * 1000000000u) / (n1 - n0));
-	if (hz < 100000000ull || hz > 20000000000ull) {
-		prof_dbg(1, "TSC rate %llu Hz is implausible; using clock_gettime",
-			 (unsigned long long)hz);
-		return;
+		uint64_t dt = (uint64_t)(t1 - cal.tsc_start), dn = n1 - cal.ns_start;
+		uint64_t hz = t1 > cal.tsc_start ?
+			(uint64_t)(((unsigned __int128)dt * 1000000000u) / dn) : 0;
+		if (hz >= 100000000ull && hz <= 20000000000ull) {  /* else clock_gettime stays */
+			cal.hz = hz;
+			cal.next_refine = n1 + FIRST_REFINE_NS;  /* a first re-anchor soon */
+			prof_clock.seg[0] = (struct prof_clock_seg){ .tsc0 = t1, .ns0 = n1,
+								     .mult = ns_per_tick_q32(dn, dt) };
+			atomic_store_explicit(&prof_clock.cur, 0, memory_order_release);
+			__atomic_store_n(&prof_clock.tsc, 1, __ATOMIC_RELEASE);
+			prof_writer_clock_changed();
+		}
+		__atomic_store_n(&prof_clock.calibrating, 0, __ATOMIC_RELAXED);
 	}
-	cal.tsc_start = t0;
-	cal.ns_start = n0;
-	cal.hz = hz;
-	cal.next_refine = n1 + FIRST_REFINE_NS;  /* a first re-anchor soon, then every second */
-	prof_clock.seg[0] = (struct prof_clock_seg){ .tsc0 = t1, .ns0 = n1,
-						     .mult = ns_per_tick_q32(n1 - n0, (uint64_t)(t1 - t0)) };
-	atomic_store_explicit(&prof_clock.cur, 0, memory_order_release);
-	prof_clock.tsc = 1;
+	atomic_flag_clear_explicit(&cal.busy, memory_order_release);
 }
 
 uint64_t prof_clock_tsc_hz(void)
 {
-	return prof_clock.tsc ? cal.hz : 0;
+	return __atomic_load_n(&prof_clock.tsc, __ATOMIC_ACQUIRE) ? cal.hz : 0;
 }
 
 /* Re-anchors the TSC clock if a second has passed: the new segment begins where the current
@@ -193,7 +203,7 @@ uint64_t prof_clock_tsc_hz(void)
  * time; never waits. Not from a signal handler. */
 void prof_clock_refine(void)
 {
-	if (!prof_clock.tsc || prof_now() < __atomic_load_n(&cal.next_refine, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&prof_clock.tsc, __ATOMIC_ACQUIRE) || prof_now() < __atomic_load_n(&cal.next_refine, __ATOMIC_RELAXED))
 		return;
 	if (atomic_flag_test_and_set_explicit(&cal.busy, memory_order_acquire))
 		return;

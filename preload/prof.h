@@ -118,13 +118,15 @@ struct prof_clock_seg {
 	uint64_t mult;  /* ns per tick, 32.32 fixed point */
 };
 struct prof_clock {
-	int tsc;                  /* 1: read the TSC; set before recording starts */
+	int tsc;                  /* 1: read the TSC (stored with release once its rate is known) */
+	int calibrating;          /* the TSC is to be used once its rate is measured */
 	_Atomic uint32_t cur;     /* the segment in use: seg[cur % PROF_CLOCK_SEGS] */
 	struct prof_clock_seg seg[PROF_CLOCK_SEGS];
 };
 extern struct prof_clock prof_clock;
 void prof_clock_init(void);      /* PROF_CLOCK, calibration; once per process image */
 void prof_clock_refine(void);
+void prof_clock_calibrate(uint64_t now);  /* clock_gettime's now: the TSC from here, if time */
 uint64_t prof_clock_tsc_hz(void);  /* 0 when the TSC is not in use */
 
 static inline uint64_t prof_clock_convert(const struct prof_clock_seg *s, int64_t tsc)
@@ -135,7 +137,7 @@ static inline uint64_t prof_clock_convert(const struct prof_clock_seg *s, int64_
 static inline uint64_t prof_now(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
-	if (likely(prof_clock.tsc)) {
+	if (likely(__atomic_load_n(&prof_clock.tsc, __ATOMIC_ACQUIRE))) {
 		uint32_t cur = atomic_load_explicit(&prof_clock.cur, memory_order_acquire);
 		return prof_clock_convert(&prof_clock.seg[cur % PROF_CLOCK_SEGS],
 					  (int64_t)__builtin_ia32_rdtsc());
@@ -143,7 +145,10 @@ static inline uint64_t prof_now(void)
 #endif
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	uint64_t ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (unlikely(__atomic_load_n(&prof_clock.calibrating, __ATOMIC_RELAXED)))
+		prof_clock_calibrate(ns);
+	return ns;
 }
 
 /* Own work of a hook (pairs with prof_own_end()): timed only inside a timed call, so hooks
@@ -231,6 +236,7 @@ void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_
 		      uint32_t stack, uint64_t time);
 void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
+void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */
 int prof_writer_disabled(void);  /* the writer gave up (state DISABLED): the end is unknown */
 void prof_writer_close(int other_threads_alive);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */

@@ -595,6 +595,16 @@ void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint6
 	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), time);
 }
 
+/* The TSC took over from clock_gettime (prof_clock_calibrate()): the header says so from now
+ * on, as the writer would have said it at the start. Async-signal-safe. */
+void prof_writer_clock_changed(void)
+{
+	if (!w.hdr)
+		return;
+	w.hdr->tsc_hz = prof_clock_tsc_hz();
+	w.hdr->clock_source = w.hdr->tsc_hz ? PROF_CLOCK_SRC_TSC : PROF_CLOCK_SRC_CLOCK_GETTIME;
+}
+
 int prof_writer_disabled(void)
 {
 	return w.hdr && __atomic_load_n(&w.hdr->state, __ATOMIC_RELAXED) == PROF_STATE_DISABLED;

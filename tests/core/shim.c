@@ -38,6 +38,16 @@ void shim_fail(int fatal, const char *file, int line, const char *expr, const ch
 		exit(1);
 }
 
+void shim_skip(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "[SKIP] %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
 int main(void)
 {
 	int failing = 0;
