@@ -536,9 +536,11 @@ void prof_start(void)
 	atomic_store(&prof_start_state, 2);
 }
 
-/* libprof's zero-initialized data is 10 MiB, most of it tables of families a program may
- * never use, its hot variables a few pages: small pages, so that a first touch zeroes 4 KiB
- * and not a 2 MiB huge page (THP "always"). Before any other constructor of ours. */
+/* libprof's zero-initialized data in small pages, so that a first touch zeroes 4 KiB, not a
+ * 2 MiB huge page (THP "always"): it is kept under 2 MiB (tables of families a program may
+ * never use are made on first use: prof_lazy_map()), but the kernel may merge it with the
+ * anonymous mappings beside it. Before any other constructor of ours; a hook that runs
+ * before it (another library's constructor) is why the data must stay small as well. */
 extern char __bss_start[] __attribute__((visibility("hidden")));
 extern char _end[] __attribute__((visibility("hidden")));
 
