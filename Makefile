@@ -149,9 +149,11 @@ demo: all $(BUILD)/progs/demo
 	$(BUILD)/prof report --findings $(BUILD)/demo-run
 	@echo "full report: $(BUILD)/demo-report.txt   leaks: $(BUILD)/demo-leaks.txt   flame graph: $(BUILD)/demo-alloc.svg"
 
-# Exported symbols must be hooks only: nothing of libunwind, jansson or our internals.
+# Exported symbols must be hooks only: nothing of libunwind, jansson or our internals. And
+# the library's zero-initialized data stays under 2 MiB (tests/check-bss.sh says why).
 check-exports: $(BUILD)/libprof.so
 	@tests/check-exports.sh $(BUILD)/libprof.so
+	@tests/check-bss.sh $(BUILD)/libprof.so
 
 unit: all $(BUILD)/test-unit
 	$(BUILD)/test-unit --jobs 2

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# tests/check-bss.sh LIB: fails if LIB's zero-initialized data (.bss) reaches 2 MiB. Every
+# process maps it; a hook can run before our constructors (another library's constructor
+# calling malloc or fopen) and touch it, and a mapping that holds an aligned 2 MiB range gets
+# a huge page there (THP "always"): 2 MiB zeroed at start. Large tables of a family a process
+# may never use are made on first use instead (prof_lazy_map(), preload/prof.h).
+set -euo pipefail
+
+if (($# != 1)); then
+	echo "usage: tests/check-bss.sh LIB.so" >&2
+	exit 2
+fi
+lib=$1
+[[ -f $lib ]] || { echo "check-bss: $lib: no such file" >&2; exit 2; }
+command -v size >/dev/null || { echo "check-bss: size not found (binutils)" >&2; exit 2; }
+
+limit=$((2 << 20))
+bss=$(size -A -d "$lib" | awk '$1 == ".bss" { print $2 }')
+[[ -n $bss ]] || { echo "check-bss: $lib: no .bss section" >&2; exit 2; }
+if ((bss >= limit)); then
+	echo "check-bss: $lib: .bss is $bss bytes, 2 MiB or more; the largest:" >&2
+	nm -S --size-sort "$lib" | awk '$3 ~ /^[bB]$/' | tail -n 5 >&2
+	exit 1
+fi
+echo "check-bss: .bss $((bss >> 10)) KiB (under 2 MiB)"
