@@ -47,7 +47,8 @@ run_under() { # tool, command...
 		set -- perf record -q -g -o "$tmp/run/perf.data" "$@" ;;
 	esac
 	for ((i = 0; i < ROUNDS; i++)); do
-		rm -rf "$tmp/run" && mkdir "$tmp/run"
+		# A fresh working directory each round: sqlite3's database must not exist yet.
+		rm -rf "$tmp/run" "$tmp/work" && mkdir "$tmp/run" "$tmp/work"
 		t0=$(date +%s%N)
 		(cd "$tmp/work" && timeout 600 "$@") >/dev/null 2>&1 </dev/null
 		rc=$?
@@ -79,7 +80,6 @@ for w in "${workloads[@]}"; do
 	row="| $title |"
 	base=
 	for tool in "${tools[@]}"; do
-		rm -rf "$tmp/work" && mkdir "$tmp/work"
 		secs=$(eval "run_under $tool $cmd")
 		if [[ $tool == plain ]]; then
 			base=$secs
