@@ -264,14 +264,25 @@ int e2e_count_lines(const char *text)
 	return n;
 }
 
-size_t e2e_dumped(const char *dir, const char *type, const char *with)
+char *e2e_prof_text(const char *dir, const char *const *args)
 {
 	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/dump.txt", dir);
-	const char *cmd[] = { e2e_prof(), "dump", dir, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	snprintf(out, sizeof(out), "%s/prof-out.txt", dir);
+	const char *cmd[12] = { e2e_prof() };
+	size_t n = 1;
+	for (; args[n - 1] && n < 11; n++)
+		cmd[n] = args[n - 1];
+	cmd[n] = NULL;
+	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0, "prof %s failed", args[0]);
 	char *text = e2e_read_file(out);
-	cr_assert_not_null(text);
+	cr_assert_not_null(text, "prof %s: no output", args[0]);
+	return text;
+}
+
+size_t e2e_dumped(const char *dir, const char *type, const char *with)
+{
+	const char *args[] = { "dump", dir, NULL };
+	char *text = e2e_prof_text(dir, args);
 	size_t n = 0;
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		char col[5][64];

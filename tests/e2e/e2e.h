@@ -50,6 +50,8 @@ char *e2e_read_file(const char *path);  /* malloc'd, NUL-terminated; NULL on err
  * hold `a`, and then `b` further on the same line where b is not NULL. */
 double e2e_folded_weight(const char *text, const char *a, const char *b);
 int e2e_count_lines(const char *text);
+/* What `prof ARGS...` printed (it must exit 0), through a file in dir; malloc'd, never NULL. */
+char *e2e_prof_text(const char *dir, const char *const *args);
 /* Records of type `type` in `prof dump` of dir (the fifth column), those whose line holds
  * `with` if not NULL. */
 size_t e2e_dumped(const char *dir, const char *type, const char *with);

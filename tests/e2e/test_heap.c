@@ -178,14 +178,10 @@ Test(heap, cxx_names_are_demangled)
 Test(heap, text_leak_report_reads_like_valgrind)
 {
 	const char *dir = e2e_tmpdir();
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/leaks.txt", dir);
 	const char *argv[] = { e2e_prog("heap_mix"), NULL };
 	e2e_profile(dir, argv, NULL, NULL, NULL);
-	const char *cmd[] = { e2e_prof(), "leaks", "--show=all", dir, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	char *text = e2e_read_file(out);
-	cr_assert_not_null(text);
+	const char *args[] = { "leaks", "--show=all", dir, NULL };
+	char *text = e2e_prof_text(dir, args);
 	cr_expect_not_null(strstr(text, "300 bytes in 3 blocks"), "%s", text);
 	cr_expect_not_null(strstr(text, "48 bytes in 1 block "), "%s", text);
 	cr_expect_not_null(strstr(text, "leak_array (tests/progs/heap_mix.c:"), "%s", text);

@@ -66,11 +66,8 @@ Test(leaks, classes_agree_with_valgrind)
 
 static char *leaks_text(const char *dir, const char *opt1, const char *opt2)
 {
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/leaks.txt", dir);
-	const char *cmd[] = { e2e_prof(), "leaks", dir, opt1, opt2, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	return e2e_read_file(out);
+	const char *args[] = { "leaks", dir, opt1, opt2, NULL };
+	return e2e_prof_text(dir, args);
 }
 
 Test(leaks, lost_by_default_everything_with_show_all)
@@ -223,13 +220,8 @@ Test(leaks, suppressions_with_mangled_cxx_names)
 	fputs("{\n   cxx-paint\n   Memcheck:Leak\n   match-leak-kinds: all\n   fun:_Znwm\n   ...\n"
 	      "   fun:_ZN6shapes6Canvas5paintEi\n}\n", f);
 	fclose(f);
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/supp-out.txt", dir);
-	const char *cmd[] = { e2e_prof(), "leaks", "--show-leak-kinds=all", "--suppressions", supp, dir,
-			      NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	char *text = e2e_read_file(out);
-	cr_assert_not_null(text);
+	const char *args[] = { "leaks", "--show-leak-kinds=all", "--suppressions", supp, dir, NULL };
+	char *text = e2e_prof_text(dir, args);
 	cr_expect_null(strstr(text, "shapes::Canvas::paint"), "%s", text);
 	cr_expect_null(strstr(text, "suppressed: 0 bytes"), "%s", text);
 	free(text);

@@ -41,13 +41,10 @@ static char *flame(const char *prog, const char *cache, long *tails)
 	snprintf(setting, sizeof(setting), "PROF_STACK_CACHE=%s", cache);
 	const char *env[] = { setting, NULL };
 	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/flame.txt", dir);
-	const char *cmd[] = { e2e_prof(), "flame", "--kind", "alloc", "--folded", "--fold", "none",
-			      dir, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
+	const char *args[] = { "flame", "--kind", "alloc", "--folded", "--fold", "none", dir, NULL };
+	char *text = e2e_prof_text(dir, args);
 	*tails = (long)e2e_dumped(dir, "STACK_TAIL", NULL);
-	return e2e_read_file(out);
+	return text;
 }
 
 /* The cache's threads also write most new stacks as tails of recent ones: read back whole. */

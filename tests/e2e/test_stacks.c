@@ -11,26 +11,13 @@
 
 TestSuite(stacks, .fini = e2e_cleanup);
 
-static char *prof_text(const char *dir, const char *const *args)
-{
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/out.txt", dir);
-	const char *cmd[12] = { e2e_prof() };
-	size_t n = 1;
-	for (; args[n - 1] && n < 11; n++)
-		cmd[n] = args[n - 1];
-	cmd[n] = NULL;
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	return e2e_read_file(out);
-}
-
 Test(stacks, library_frames_are_folded)
 {
 	const char *dir = e2e_tmpdir();
 	const char *argv[] = { e2e_prog("heap_cxx"), NULL };
 	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
 	const char *folded[] = { "leaks", "--show=all", dir, NULL };
-	char *text = prof_text(dir, folded);
+	char *text = e2e_prof_text(dir, folded);
 	cr_assert_not_null(text);
 	/* The vector's growth: first frame the program's, template arguments short. */
 	cr_expect_not_null(strstr(text, "at 0x"), "%s", text);
@@ -38,7 +25,7 @@ Test(stacks, library_frames_are_folded)
 	cr_expect_null(strstr(text, "at 0x7"), "a library frame first:\n%s", text);
 	free(text);
 	const char *unfolded[] = { "leaks", "--show=all", "--fold", "none", dir, NULL };
-	text = prof_text(dir, unfolded);
+	text = e2e_prof_text(dir, unfolded);
 	cr_expect_not_null(strstr(text, "std::vector<...>::"), "%s", text);
 	free(text);
 }
@@ -50,13 +37,13 @@ Test(stacks, cut_stacks_are_marked_truncated)
 	const char *env[] = { "PROF_STACK_DEPTH=3", NULL };
 	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
 	const char *flame[] = { "flame", "--kind", "alloc", "--folded", dir, NULL };
-	char *text = prof_text(dir, flame);
+	char *text = e2e_prof_text(dir, flame);
 	cr_assert_not_null(text);
 	for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
 		cr_expect_eq(strncmp(line, "[truncated];", 12), 0, "%.80s", line);
 	free(text);
 	const char *leaks[] = { "leaks", "--show=all", dir, NULL };
-	text = prof_text(dir, leaks);
+	text = e2e_prof_text(dir, leaks);
 	cr_expect_not_null(strstr(text, "[truncated: the stack was deeper than PROF_STACK_DEPTH=3]"), "%s", text);
 	free(text);
 }
@@ -67,7 +54,7 @@ Test(stacks, no_frame_of_libprof)
 	const char *argv[] = { e2e_prog("lock_hot"), NULL };
 	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
 	const char *report[] = { "report", "--json", dir, NULL };
-	char *text = prof_text(dir, report);
+	char *text = e2e_prof_text(dir, report);
 	cr_assert_not_null(text);
 	cr_expect_null(strstr(text, "libprof.so"), "a libprof frame in a stack");
 	cr_expect_null(strstr(text, "preload/"), "a libprof frame in a stack");

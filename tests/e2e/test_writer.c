@@ -122,13 +122,10 @@ Test(writer, a_record_over_4_kib_is_recorded)
 	const char *argv[] = { e2e_prog("dlopen_user"), path, NULL };
 	int st = e2e_profile(out, argv, NULL, NULL, NULL);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dlopen_user failed: %d", st);
-	char traces[2][PATH_MAX], dump[PATH_MAX + 16];
+	char traces[2][PATH_MAX];
 	cr_assert_eq(list_traces(out, traces, 2), 1);
-	snprintf(dump, sizeof(dump), "%s/dump.txt", dir);
-	const char *cmd[] = { e2e_prof(), "dump", traces[0], NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, dump, NULL), 0);
-	char *text = e2e_read_file(dump);
-	cr_assert_not_null(text);
+	const char *args[] = { "dump", traces[0], NULL };
+	char *text = e2e_prof_text(dir, args);
 	char want[2 * PATH_MAX + 16];
 	snprintf(want, sizeof(want), "path=\"%s\"", path);
 	char *m = strstr(text, want);
@@ -147,16 +144,13 @@ Test(writer, fork_is_recorded_in_the_parent_with_the_childs_pid)
 	const char *dir = e2e_tmpdir();
 	const char *argv[] = { e2e_prog("forker"), NULL };
 	e2e_profile(dir, argv, NULL, NULL, NULL);
-	char traces[4][PATH_MAX], out[PATH_MAX + 16];
+	char traces[4][PATH_MAX];
 	int n = list_traces(dir, traces, 4);
 	cr_assert_eq(n, 3);
-	snprintf(out, sizeof(out), "%s/dump.txt", dir);
 	long child = -1, parent = -1;
 	for (int i = 0; i < n; i++) {
-		const char *cmd[] = { e2e_prof(), "dump", traces[i], NULL };
-		cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-		char *text = e2e_read_file(out);
-		cr_assert_not_null(text);
+		const char *args[] = { "dump", traces[i], NULL };
+		char *text = e2e_prof_text(dir, args);
 		char *fork = strstr(text, " FORK ");
 		if (fork) {
 			cr_expect_eq(child, -1, "one FORK record in all");
@@ -180,11 +174,8 @@ Test(writer, fork_is_recorded_in_the_parent_with_the_childs_pid)
 	}
 	cr_expect(found, "no trace of child %ld with ppid %ld", child, parent);
 	json_decref(doc);
-	snprintf(out, sizeof(out), "%s/report.txt", dir);
-	const char *cmd[] = { e2e_prof(), "report", dir, NULL };
-	cr_assert_eq(e2e_run(cmd, NULL, out, NULL), 0);
-	char *text = e2e_read_file(out), want[64];
-	cr_assert_not_null(text);
+	const char *args[] = { "report", dir, NULL };
+	char *text = e2e_prof_text(dir, args), want[64];
 	snprintf(want, sizeof(want), "forked: %ld", child);
 	cr_expect_not_null(strstr(text, want), "'%s' not in the report", want);
 	free(text);
