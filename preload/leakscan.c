@@ -50,7 +50,7 @@ void *prof_lazy_map(void *_Atomic *slot, size_t bytes)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0), *won = NULL;
 	if (p == MAP_FAILED) {
 		p = NULL;
-	} else if (!atomic_compare_exchange_strong(slot, &won, p)) {
+	} else if (madvise(p, bytes, MADV_NOHUGEPAGE), !atomic_compare_exchange_strong(slot, &won, p)) {
 		munmap(p, bytes);  /* another thread's mapping won */
 		p = won;
 	} else {

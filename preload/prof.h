@@ -318,6 +318,8 @@ void prof_own_memory(const void *p, size_t len);
 
 /* Zeroed memory of ours made on first use: *slot, else a new mapping of bytes put there (the
  * first thread's wins); NULL if none can be had. Never a root of the leak scan; errno stays.
+ * In small pages, advised before any thread can touch it: it is filled as it is used, and a
+ * huge page (THP "always") would zero 2 MiB for a first entry.
  * The tables of a family a process may never use (CUDA's) live there, not in libprof's
  * zero-initialized data, which stays under 2 MiB: no huge page (THP "always") to zero when
  * a hook runs before our constructors (another library's constructor calling malloc). */

@@ -485,28 +485,15 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 /* Slots start on page boundaries: MADV_DONTNEED takes whole pages, and one that began inside
  * a slot (or ran past its end) would fail, or zero the start of the next, a live thread's. */
 #define CACHE_STRIDE (((sizeof(struct stack_cache)) + 4095) & ~(size_t)4095)
-static _Atomic(struct stack_cache *) caches;
+static void *_Atomic caches;
 static _Atomic uint64_t caches_taken[CACHE_THREADS / 64];
 
 static struct stack_cache *cache_claim(void)
 {
-	struct stack_cache *all = atomic_load(&caches);
-	if (!all) {
-		size_t bytes = CACHE_THREADS * CACHE_STRIDE;
-		void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (p == MAP_FAILED)
-			return NULL;
-		if (atomic_compare_exchange_strong(&caches, &all, (struct stack_cache *)p)) {
-			prof_own_memory(p, bytes);
-			/* A thread touches its tables and what its entries fill: small pages, not
-			 * a huge page zeroed for each (THP "always"), 2 MiB at a thread's start. */
-			madvise(p, bytes, MADV_NOHUGEPAGE);
-			all = p;
-		} else {
-			munmap(p, bytes);  /* another thread's mapping won */
-		}
-	}
+	/* Small pages (prof_lazy()): a thread touches its tables and what its entries fill. */
+	struct stack_cache *all = prof_lazy(&caches, CACHE_THREADS * CACHE_STRIDE);
+	if (!all)
+		return NULL;
 	for (int i = 0; i < CACHE_THREADS; i++) {
 		_Atomic uint64_t *word = &caches_taken[i / 64];
 		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
