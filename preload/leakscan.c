@@ -43,23 +43,6 @@ void prof_own_memory(const void *p, size_t len)
 		own[i] = (struct range){ (uintptr_t)p, (uintptr_t)p + len };
 }
 
-void *prof_lazy_map(void *_Atomic *slot, size_t bytes)
-{
-	int err = errno;
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0), *won = NULL;
-	if (p == MAP_FAILED) {
-		p = NULL;
-	} else if (madvise(p, bytes, MADV_NOHUGEPAGE), !atomic_compare_exchange_strong(slot, &won, p)) {
-		munmap(p, bytes);  /* another thread's mapping won */
-		p = won;
-	} else {
-		prof_own_memory(p, bytes);
-	}
-	errno = err;
-	return p;
-}
-
 static int own_segments(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;

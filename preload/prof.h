@@ -2,10 +2,12 @@
 #ifndef PROF_PRELOAD_H
 #define PROF_PRELOAD_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "prof_format.h"
@@ -323,7 +325,23 @@ void prof_own_memory(const void *p, size_t len);
  * The tables of a family a process may never use (CUDA's) live there, not in libprof's
  * zero-initialized data, which stays under 2 MiB: no huge page (THP "always") to zero when
  * a hook runs before our constructors (another library's constructor calling malloc). */
-void *prof_lazy_map(void *_Atomic *slot, size_t bytes);
+static __attribute__((unused, noinline)) void *prof_lazy_map(void *_Atomic *slot, size_t bytes)
+{
+	int err = errno;
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0), *won = NULL;
+	if (p == MAP_FAILED) {
+		p = NULL;
+	} else if (madvise(p, bytes, MADV_NOHUGEPAGE), !atomic_compare_exchange_strong(slot, &won, p)) {
+		munmap(p, bytes);  /* another thread's mapping won */
+		p = won;
+	} else {
+		prof_own_memory(p, bytes);
+	}
+	errno = err;
+	return p;
+}
+
 static inline void *prof_lazy(void *_Atomic *slot, size_t bytes)
 {
 	void *p = atomic_load_explicit(slot, memory_order_acquire);
