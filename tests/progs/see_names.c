@@ -1,6 +1,7 @@
 /* Names that are markup: a function whose symbol is "<script>alert('x')&amp;</script>" and a
  * thread named <script>"&'; it allocates, spins, waits on a contended lock and writes a file,
- * so every section of a report carries them. Built without -g: names come from the symbol
+ * so every section of a report carries them (each round spins long enough that CPU samples
+ * land in it on a fast machine too). Built without -g: names come from the symbol
  * table. argv[1]: how many rounds (default 200). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -21,7 +22,7 @@ __attribute__((noinline)) void evil(int rounds)
 		if (i % 2)
 			free((void *)p);
 		pthread_mutex_lock(&lock);
-		for (int k = 0; k < 50000; k++)
+		for (int k = 0; k < 250000; k++)
 			sink += (unsigned long)k * (unsigned long)i;
 		pthread_mutex_unlock(&lock);
 	}
