@@ -890,6 +890,28 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 	return intern(th, frames, n, *guess);
 }
 
+/* The id of a slot another thread claimed and is writing the STACK record of, once written:
+ * two threads that meet a new stack at once (the workers of a pool, started together) would
+ * otherwise give it two ids, and every report would list the one call path as two sites. The
+ * writer needs the time of a record; one that does not come within a few descheduled slices
+ * (or whose record was lost) gets 0, and the caller writes its own copy. Not from a signal
+ * handler, which may have interrupted that very writer. */
+static uint32_t id_when_written(struct slot *s)
+{
+	for (unsigned spin = 0; spin < 256 + 64; spin++) {
+		uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+		if (id)
+			return id == ID_FAILED ? 0 : id;
+		if (spin >= 256)
+			sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+		else
+			__builtin_ia32_pause();
+#endif
+	}
+	return 0;
+}
+
 /* Finds the stack in the table, or claims a slot and writes it. Lock-free, so a signal
  * handler may intern while the thread it interrupted was interning too. */
 static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint64_t h)
@@ -916,8 +938,8 @@ static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint6
 					if (atomic_compare_exchange_strong(&s->id, &id, 0))
 						return publish(th, s, frames, n);
 				}
-				/* Still being written by another thread: write our own copy
-				 * rather than wait. */
+				if (!id && !th->in_signal)
+					id = id_when_written(s);
 				return id ? id : write_stack(th, frames, n);
 			}
 		}
