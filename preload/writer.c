@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -376,6 +377,29 @@ static void give_back(struct prof_stream *s)
 	pool_put(unit_index(s->chunk) + keep, units - keep);
 }
 
+/* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
+ * mapped in one call. Written to by a fault alone, every page of the (fallocated) trace file
+ * was first read (zero-filled from an unwritten extent) and then made writable, one page at a
+ * time: most of what a record cost the kernel. The descriptor is
+ * used only while it is still our trace (a program may close every descriptor): a write of
+ * zeros into another file would destroy its data, so any doubt skips it, and the faults make
+ * the run ready as before. */
+static void run_ready(char *c, uint32_t units)
+{
+	static char zeros[RUN_MAX * UNIT];  /* never written: reads as the zero page */
+	uint64_t off = (uint64_t)(c - w.base), len = (uint64_t)units * UNIT;
+	int fd = __atomic_load_n(&w.fd, __ATOMIC_RELAXED);
+	struct stat st;
+	if (len <= sizeof(zeros) && fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == w.dev &&
+	    st.st_ino == w.ino)
+		syscall(SYS_pwrite64, fd, zeros, (size_t)len, (off_t)off);  /* not our pwrite hook */
+	/* One call maps a long run, instead of a page fault every 4 KiB while it fills. */
+	if (units > 4) {
+		uintptr_t lo = (uintptr_t)c & ~(uintptr_t)4095;
+		madvise((void *)lo, (uintptr_t)c + len - lo, MADV_POPULATE_WRITE);
+	}
+}
+
 /* The stream's next chunk: a new run of units, about as many as the stream has used so far
  * and enough for the record. Writes the chunk header and the LOST record owed, gives back the
  * unused units of the chunk it leaves, then reserves `size`. Pairs with prof_reserve(). */
@@ -402,12 +426,9 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 		count_lost(s);
 		return NULL;
 	}
-	/* One call maps a long run, instead of a page fault every 4 KiB while it fills. A
-	 * recycled run was mapped by the thread that claimed it. */
-	if (!recycled && got > 4) {
-		uintptr_t lo = (uintptr_t)c & ~(uintptr_t)4095;
-		madvise((void *)lo, (uintptr_t)c + (size_t)got * UNIT - lo, MADV_POPULATE_WRITE);
-	}
+	/* A recycled run was made ready by the thread that claimed it first. */
+	if (!recycled)
+		run_ready(c, got);
 	give_back(s);
 	struct prof_chunk_header_run *ch = (struct prof_chunk_header_run *)c;
 	ch->stream = th->serial * 2u + (th->in_signal > 0);
