@@ -157,9 +157,9 @@ static inline int sampled(struct prof_thread *th, size_t size)
 }
 
 static void record_alloc(struct prof_thread *th, unsigned fn, void *ptr, size_t size, uint64_t t,
-			 uintptr_t call_site, int with_stack)
+			 uintptr_t call_site, const uintptr_t *frame, int with_stack)
 {
-	uint32_t stack = with_stack ? prof_stack_at(th, call_site) : 0;
+	uint32_t stack = with_stack ? prof_stack_from(th, call_site, frame) : 0;
 	prof_write_alloc(th, fn, (uint64_t)(uintptr_t)ptr, size, stack, t);
 }
 
@@ -173,7 +173,8 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 /* A successful allocation, in either mode. Sampled (heap_tally.c): only a sampled or large
  * block gets a record, and goes into the set of blocks with records, which its free looks
  * in; the others are tallied, without a clock read. */
-static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size, uintptr_t site)
+static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size, uintptr_t site,
+		      const uintptr_t *frame)
 {
 	th = prof_thread_get();
 	int with_stack = 1;
@@ -192,7 +193,7 @@ static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size,
 		heap_tally_sync(th);
 	}
 	uint64_t t = prof_now();
-	record_alloc(th, fn, p, size, t, site, with_stack);
+	record_alloc(th, fn, p, size, t, site, frame, with_stack);
 	if (unlikely(th->timed))  /* own time since t */
 		th->own_ns += prof_now() - t;
 }
@@ -231,8 +232,10 @@ static int recorded_before_free(void *ptr, size_t *usable)
 	return 1;
 }
 
-/* Where the hook was called from: a hint for stack interning (prof_stack_here). */
+/* Where the hook was called from, and the hook's own frame: hints for stack interning
+ * (prof_stack_from). */
 #define CALL_SITE ((uintptr_t)__builtin_return_address(0))
+#define CALL_FRAME ((const uintptr_t *)__builtin_frame_address(0))
 
 /* Wraps the real call: guard, errno as the real function left it, record on success. */
 #define ALLOC_HOOK(fn_id, call, size_expr)                                 \
@@ -244,7 +247,7 @@ static int recorded_before_free(void *ptr, size_t *usable)
 		void *p = call;                                            \
 		int err = errno;                                           \
 		if (p)                                                     \
-			allocated(th, fn_id, p, size_expr, CALL_SITE);     \
+			allocated(th, fn_id, p, size_expr, CALL_SITE, CALL_FRAME); \
 		errno = err;                                               \
 		th->in_hook--;                                             \
 		return p;                                                  \
@@ -313,7 +316,7 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	int rc = real.posix_memalign(out, align, size);
 	int err = errno;
 	if (rc == 0)
-		allocated(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, CALL_SITE);
+		allocated(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, CALL_SITE, CALL_FRAME);
 	errno = err;
 	th->in_hook--;
 	return rc;
@@ -355,7 +358,8 @@ PROF_EXPORT void free(void *ptr)
 /* realloc and reallocarray: a moved or resized block is a FREE (timed before the call) and an
  * ALLOC; realloc(p, 0) frees p; a failed call changes nothing and records nothing. */
 static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
-			    void *(*call)(void *, size_t, size_t), uintptr_t call_site)
+			    void *(*call)(void *, size_t, size_t), uintptr_t call_site,
+			    const uintptr_t *frame)
 {
 	size_t total = n * size;
 	struct prof_thread *th = prof_recording(PROF_EV_ALLOC);
@@ -387,7 +391,7 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 		heap_rec_add(old);
 	}
 	if (p)
-		allocated(th, fn, p, total, call_site);
+		allocated(th, fn, p, total, call_site, frame);
 	errno = err;
 	th->in_hook--;
 	return p;
@@ -418,7 +422,8 @@ PROF_EXPORT void *realloc(void *old, size_t size)
 			return p;
 		}
 	}
-	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc, CALL_SITE);
+	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc, CALL_SITE,
+			      CALL_FRAME);
 }
 
 PROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
@@ -427,5 +432,6 @@ PROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 	size_t total;
 	if (__builtin_mul_overflow(n, size, &total))
 		return real.reallocarray(old, n, size);  /* it sets ENOMEM, records nothing */
-	return realloc_common(PROF_ALLOC_REALLOCARRAY, old, n, size, call_reallocarray, CALL_SITE);
+	return realloc_common(PROF_ALLOC_REALLOCARRAY, old, n, size, call_reallocarray,
+			      CALL_SITE, CALL_FRAME);
 }

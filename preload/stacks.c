@@ -774,6 +774,11 @@ static uint32_t py_variant(struct prof_thread *th, const struct cached_stack *e,
 
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 {
+	return prof_stack_from(th, call_site, NULL);
+}
+
+uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook)
+{
 	if (prof_cfg.stack_depth == 0)
 		return 0;
 	/* A full trace takes no STACK record and no event that would name one: skip unwinding,
@@ -788,7 +793,14 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	struct cached_stack *e = NULL;
 	/* The recording unwind (unw_step) takes more stack than unw_backtrace: not where the
 	 * program sized the thread's stack and little of it is left. */
-	if (!prof_cfg.stack_cache || !call_site || !hook_frame(call_site, &sp0, &bp0) ||
+	/* The hook's frame, where given, returns to call_site (checked: else it is found) */
+	if (hook && hook[1] == call_site) {
+		sp0 = (uintptr_t)(hook + 2);
+		bp0 = hook[0];
+	} else {
+		hook = NULL;
+	}
+	if (!prof_cfg.stack_cache || !call_site || (!hook && !hook_frame(call_site, &sp0, &bp0)) ||
 	    (th->stack_lo && sp0 < th->stack_lo + CACHE_STACK_NEEDED))
 		return prof_stack_at_uncached(th, call_site, guess);
 	/* The Python frames live outside the stack: a hit that went through the interpreter's
