@@ -1,6 +1,7 @@
 /* End-to-end tests of the trace writer: many short threads leave a small trace with exact
  * counts, a record larger than 4 KiB is written, and a fork is recorded (FORK) in the
- * parent's trace with the child's pid. */
+ * parent's trace with the child's pid; a program that takes the trace's descriptor keeps
+ * its own file unchanged. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <limits.h>
@@ -220,4 +221,25 @@ Test(writer, size_limit_keeps_the_program_unchanged_and_counts_losses)
 	free(a);
 	free(b);
 	free(e);
+}
+
+/* A program that takes the trace's descriptor number for a file of its own (dup2 onto it)
+ * keeps that file as it wrote it: the writer makes new runs ready by writing zeros through
+ * its descriptor only while it is still the trace, and the trace still gets every event. */
+Test(writer, a_stolen_descriptor_is_never_written)
+{
+	const char *dir = e2e_tmpdir();
+	char data[PATH_MAX], out[PATH_MAX];
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	const char *argv[] = { e2e_prog("fd_steal"), data, "300000", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0, "the program's file changed");
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	cr_expect_str_eq(text, "stolen\nintact\n");
+	free(text);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.alloc_calls"), 300000);
+	json_decref(doc);
 }
