@@ -227,10 +227,17 @@ struct cached_stack {
 
 struct frame_rule {
 	uintptr_t ip;
-	intptr_t ra_at;  /* offset of the return address from the frame's sp, or RA_AT_RBP */
+	int32_t ra_at;    /* offset of the return address from the frame's sp, or RA_AT_RBP */
+	uint32_t suffix;  /* the frames above ip in the unwinds made (a tag of their hash), or
+			   * SUFFIX_NONE, SUFFIX_VARIES */
 };
 #define RA_AT_RBP (-1)            /* the frame's CFA is rbp + 16 */
-#define RA_AT_VARIES INTPTR_MIN   /* seen both ways, or at two offsets: a realigned frame */
+#define RA_AT_VARIES INT32_MIN    /* seen both ways, or at two offsets: a realigned frame */
+/* Where every unwind through ip went on alike above it (a thread's start_thread and clone3,
+ * main's libc start-up), the frames above tell no two call paths apart: the key stops at
+ * ip, short of reading them. A second suffix seen there makes it SUFFIX_VARIES for good. */
+#define SUFFIX_NONE 0u
+#define SUFFIX_VARIES 1u
 
 /* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
  * masks signals on every step) costs up to ten unw_backtrace calls, so it is spent only where
@@ -349,7 +356,8 @@ static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
 static void frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp, uintptr_t ra,
 			int rsp_based)
 {
-	intptr_t at = rsp_based ? (intptr_t)(ra - sp) : RA_AT_RBP;
+	intptr_t off = (intptr_t)(ra - sp);
+	int32_t at = !rsp_based ? RA_AT_RBP : off >= 0 && off <= INT32_MAX ? (int32_t)off : RA_AT_VARIES;
 	struct frame_rule *r = frame_rule(c, ip);
 	if (!r) {
 		struct frame_rule *set = rule_set(c, ip);
@@ -359,9 +367,25 @@ static void frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp, uintp
 				r = &set[i];
 				break;
 			}
-		*r = (struct frame_rule){ ip, at };
+		*r = (struct frame_rule){ ip, at, SUFFIX_NONE };
 	} else if (r->ra_at != at) {
 		r->ra_at = RA_AT_VARIES;
+	}
+}
+
+/* A whole unwind (to the stack's end) of n frames: what lies above each of its frames. */
+static void suffixes_learn(struct stack_cache *c, void *const *frames, int n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+	for (int i = n - 1; i >= 0; i--) {
+		uint32_t tag = (uint32_t)(h >> 32) | 2u;  /* never NONE or VARIES */
+		struct frame_rule *r = frame_rule(c, (uintptr_t)frames[i]);
+		if (r && r->suffix == SUFFIX_NONE)
+			r->suffix = tag;
+		else if (r && r->suffix != tag)
+			r->suffix = SUFFIX_VARIES;
+		h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0xc2b2ae3d27d4eb4full;
+		h ^= h >> 29;
 	}
 }
 
@@ -379,7 +403,7 @@ static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp
 	for (int i = 0; i < KEY_FRAMES; i++) {
 		struct frame_rule *r = frame_rule(c, ip);
 		uintptr_t *ra;
-		if (!r || r->ra_at == RA_AT_VARIES)
+		if (!r || r->ra_at == RA_AT_VARIES || r->suffix > SUFFIX_VARIES)
 			break;
 		if (r->ra_at != RA_AT_RBP) {
 			ra = (uintptr_t *)(sp + (uintptr_t)r->ra_at);
@@ -714,6 +738,8 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	if (step < 0) {
 		ok = 0;
 	} else if (step == 0 && n < max) {
+		if (ok)
+			suffixes_learn(sc, frames, n);
 		/* The end: from the frame's rules alone, or a return address of 0 read here. */
 		uintptr_t at = read_from(&c, UNW_REG_IP, sp0);
 		if (at) {
