@@ -94,7 +94,10 @@ Test(see, html_report_has_every_section_and_escapes_names)
 	free(page);
 
 	if (!have_chromium()) {
-		cr_log_warn("chromium not installed (scripts/install-deps --browser): browser part skipped");
+		/* A note, not cr_log_warn(): Criterion 2.4 exits 1 after any warning, which failed
+		 * `make test` on every machine without chromium. */
+		fprintf(stderr, "note: chromium not installed (scripts/install-deps --browser): "
+			"browser part of see::html_report_has_every_section_and_escapes_names skipped\n");
 		return;
 	}
 	/* The page's own self-test sorts a table, zooms and searches a flame graph. */

@@ -91,7 +91,8 @@ static void assert_well_formed(const char *svg)
 	int ok = xml_well_formed(svg);
 
 	if (ok < 0)
-		cr_log_warn("xmllint not installed: well-formedness not checked");
+		/* Not cr_log_warn(): Criterion 2.4 exits 1 after any warning. */
+		fprintf(stderr, "note: xmllint not installed: well-formedness not checked\n");
 	else
 		cr_assert_eq(ok, 1, "the SVG is not well-formed XML");
 }
