@@ -240,6 +240,14 @@ char *e2e_read_file(const char *path)
 	return buf;
 }
 
+void e2e_expect_file(const char *path, const char *want)
+{
+	char *text = e2e_read_file(path);
+	cr_assert_not_null(text, "cannot read %s", path);
+	cr_expect_str_eq(text, want, "%s", path);
+	free(text);
+}
+
 int e2e_marker_line(const char *file, const char *marker)
 {
 	char path[PATH_MAX];

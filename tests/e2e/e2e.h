@@ -46,6 +46,7 @@ double e2e_cpu_total_pct(json_t *cpu, const char *function);
 /* Line of the first occurrence of marker in tests/progs/<file>; 0 if not found. */
 int e2e_marker_line(const char *file, const char *marker);
 char *e2e_read_file(const char *path);  /* malloc'd, NUL-terminated; NULL on error */
+void e2e_expect_file(const char *path, const char *want);  /* the file holds exactly want */
 /* The summed weight of the folded flame-graph lines (frames;...;frames WEIGHT) in text that
  * hold `a`, and then `b` further on the same line where b is not NULL. */
 double e2e_folded_weight(const char *text, const char *a, const char *b);

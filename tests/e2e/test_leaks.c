@@ -196,10 +196,7 @@ Test(leaks, stopped_threads_do_not_run_on)
 	const char *argv[] = { e2e_prog("exit_ticker"), NULL };
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
-		char *text = e2e_read_file(out);
-		cr_assert_not_null(text);
-		cr_expect_str_eq(text, "main done\n");
-		free(text);
+		e2e_expect_file(out, "main done\n");
 	}
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);

@@ -234,10 +234,7 @@ Test(writer, a_stolen_descriptor_is_never_written)
 	snprintf(out, sizeof(out), "%s/out.txt", dir);
 	const char *argv[] = { e2e_prog("fd_steal"), data, "300000", NULL };
 	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0, "the program's file changed");
-	char *text = e2e_read_file(out);
-	cr_assert_not_null(text);
-	cr_expect_str_eq(text, "stolen\nintact\n");
-	free(text);
+	e2e_expect_file(out, "stolen\nintact\n");
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
 	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.alloc_calls"), 300000);
