@@ -7,6 +7,8 @@
 # Environment:
 #   BENCH_ROUNDS  rounds (default 3)     BUILD  build directory (default build)
 #   BENCH_NO_HEAPTRACK=1  leave heaptrack out     BENCH_CACHE_OFF=1  add PROF_STACK_CACHE=0
+#   BENCH_BASE_LIB=PATH   add a column "base": the programs under another libprof.so (a build
+#                         of an earlier commit), side by side with this one in the same rounds
 # shellcheck source=bench/lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-3}
@@ -59,6 +61,12 @@ declare -A cmd=(
 names=(alloc_short_1t alloc_short_2t alloc_deep_1t cxx_4t sqlite3 python3_4t git_log)
 modes=(none libprof sample512k)
 [[ -z ${BENCH_CACHE_OFF:-} ]] || modes+=(cache_off)
+base_lib=${BENCH_BASE_LIB:-}
+if [[ -n $base_lib ]]; then
+	[[ -f $base_lib ]] || die "BENCH_BASE_LIB: $base_lib not found"
+	base_lib=$(readlink -f "$base_lib")
+	modes+=(base)
+fi
 [[ ${BENCH_NO_HEAPTRACK:-} ]] || ! command -v heaptrack >/dev/null || modes+=(heaptrack)
 traced() {  # env... command: under libprof, traces in $out/traces
 	PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib "$@"
@@ -81,6 +89,7 @@ run() {  # mode name: prints milliseconds
 	libprof) traced ${cmd[$2]} >/dev/null 2>&1 ;;
 	sample512k) PROF_HEAP_SAMPLE=512K traced ${cmd[$2]} >/dev/null 2>&1 ;;
 	cache_off) PROF_STACK_CACHE=0 traced ${cmd[$2]} >/dev/null 2>&1 ;;
+	base) PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$base_lib ${cmd[$2]} >/dev/null 2>&1 ;;
 	heaptrack) heaptracked ${cmd[$2]} >/dev/null 2>&1 ;;
 	esac
 	t1=$(date +%s%N)
