@@ -192,12 +192,25 @@ static int writer_fd(void)
 	return fd;
 }
 
+/* How long the process may make a file (RLIMIT_FSIZE; UINT64_MAX if unlimited). Past it, a
+ * write, fallocate or ftruncate of the trace would kill the program with SIGXFSZ (a shell's
+ * `ulimit -f`, or the program's own setrlimit, may set it below our trace's size), where it
+ * runs on unprofiled: the trace stops growing there instead. Asked each time: the program
+ * may lower it while it runs. */
+static uint64_t file_size_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	return (uint64_t)rl.rlim_cur;
+}
+
 /* Makes the file long enough for `chunks` units: disk blocks are reserved now (fallocate),
  * so a full disk is an error here rather than a SIGBUS in the middle of a record. */
 static int extend_file(uint64_t chunks)
 {
 	uint64_t size = w.hdr->data_offset + chunks * w.chunk_size;
-	if (size > w.map_size)
+	if (size > w.map_size || size > file_size_limit())
 		return -EFBIG;
 	int fd = writer_fd();
 	if (fd < 0)
@@ -218,7 +231,8 @@ static void warn_full(int err)
 		return;
 	/* This may run in a signal handler (a CPU sample's claim): no stdio, no strerror. */
 	if (err == -EFBIG) {
-		prof_say("trace ", w.path, " reached its size limit (PROF_MAX_SIZE); later events "
+		prof_say("trace ", w.path, " reached its size limit (PROF_MAX_SIZE, or the file "
+			 "size limit of ulimit -f); later events "
 			 "are counted as lost", 0);
 	} else {
 		prof_say("cannot extend trace ", w.path, "; recording disabled, later events are "
@@ -243,7 +257,8 @@ static int grow(uint64_t need, int may_wait)
 	if (cap == 0) {
 		rc = -1;  /* closing */
 	} else if (cap < need) {
-		uint64_t max = (w.map_size - w.hdr->data_offset) / w.chunk_size;
+		uint64_t end = w.map_size < file_size_limit() ? w.map_size : file_size_limit();
+		uint64_t max = end > w.hdr->data_offset ? (end - w.hdr->data_offset) / w.chunk_size : 0;
 		uint64_t step = cap * w.chunk_size / 8;
 		step = (step < GROW_MIN ? GROW_MIN : step > GROW_MAX ? GROW_MAX : step) / w.chunk_size;
 		uint64_t target = need + step < max ? need + step : max;
@@ -390,8 +405,8 @@ static void run_ready(char *c, uint32_t units)
 	uint64_t off = (uint64_t)(c - w.base), len = (uint64_t)units * UNIT;
 	int fd = __atomic_load_n(&w.fd, __ATOMIC_RELAXED);
 	struct stat st;
-	if (len <= sizeof(zeros) && fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == w.dev &&
-	    st.st_ino == w.ino)
+	if (len <= sizeof(zeros) && off + len <= file_size_limit() && fd >= 0 &&
+	    fstat(fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino)
 		syscall(SYS_pwrite64, fd, zeros, (size_t)len, (off_t)off);  /* not our pwrite hook */
 	/* One call maps a long run, instead of a page fault every 4 KiB while it fills. */
 	if (units > 4) {
@@ -743,9 +758,18 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	 * folios beyond the page written, most of a short run's start-up; chunks are mapped a
 	 * run at a time anyway (next_chunk()). */
 	madvise(w.base, w.map_size, MADV_RANDOM);
-	int err = posix_fallocate(w.fd, 0, HEADER_AREA + GROW_MIN);
+	/* The first size, within the file size limit (a smaller trace fills sooner, and says so) */
+	uint64_t first = HEADER_AREA + GROW_MIN, limit = file_size_limit();
+	if (limit < first)
+		first = limit / UNIT * UNIT;
+	if (first < HEADER_AREA + 4 * UNIT) {
+		prof_log("the file size limit (ulimit -f: %llu bytes) leaves no room for trace file "
+			 "%s; profiling disabled", (unsigned long long)limit, w.path);
+		goto fail_quiet;
+	}
+	int err = posix_fallocate(w.fd, 0, (off_t)first);
 	if (err == EOPNOTSUPP || err == EINVAL)
-		err = ftruncate(w.fd, HEADER_AREA + GROW_MIN) < 0 ? errno : 0;
+		err = ftruncate(w.fd, (off_t)first) < 0 ? errno : 0;
 	if (err) {
 		errno = err;
 		goto fail;
@@ -753,11 +777,12 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	w.hdr = (struct prof_file_header *)w.base;
 	w.chunk_size = UNIT;
 	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
-	atomic_store(&w.capacity, GROW_MIN / UNIT);
+	atomic_store(&w.capacity, (first - HEADER_AREA) / UNIT);
 	atomic_store(&w.warned_full, 0);
 	return 0;
 fail:
 	prof_log("cannot set up trace file %s: %s; profiling disabled", w.path, strerror(errno));
+fail_quiet:
 	if (w.base)
 		munmap(w.base, w.map_size);
 	w.base = NULL;

@@ -240,3 +240,34 @@ Test(writer, a_stolen_descriptor_is_never_written)
 	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.alloc_calls"), 300000);
 	json_decref(doc);
 }
+
+/* A file size limit (ulimit -f) below the trace's size: the program runs to its end as it
+ * does unprofiled (the trace stops growing at the limit instead of the kernel's SIGXFSZ
+ * killing the program), whether the limit comes down while it runs or holds from its start;
+ * where it leaves no room for a trace at all, libprof says so and stands aside. */
+Test(writer, a_file_size_limit_never_kills_the_program)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX], err[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *lowered[] = { e2e_prog("fsize_limit"), "262144", "now", "200000", NULL };
+	cr_assert_eq(e2e_profile(dir, lowered, NULL, out, err), 0, "killed by the limit?");
+	e2e_expect_file(out, "done\n");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	cr_expect_gt(e2e_int(e2e_process(doc, 0), "lost_records"), 0);
+	json_decref(doc);
+
+	const char *small[] = { e2e_prog("fsize_limit"), "131072", "exec", "200000", NULL };
+	cr_assert_eq(e2e_profile(e2e_tmpdir(), small, NULL, out, err), 0);
+	e2e_expect_file(out, "done\n");
+
+	const char *tiny[] = { e2e_prog("fsize_limit"), "10240", "exec", "1000", NULL };
+	cr_assert_eq(e2e_profile(e2e_tmpdir(), tiny, NULL, out, err), 0);
+	e2e_expect_file(out, "done\n");
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "file size limit"), "%s", text);
+	free(text);
+}
