@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "prof_format.h"
@@ -320,6 +321,23 @@ void prof_heap_init(void);
  * libprof's own (tables it maps) is registered so that it is never taken for a root. */
 void prof_leak_scan(void);
 void prof_own_memory(const void *p, size_t len);
+
+/* How much address space one of libprof's large reservations may take: want, or, under an
+ * address-space or data limit (ulimit -v, ulimit -d: reserved space counts against them
+ * though it holds no memory), at most 1/share of the smaller, so that the program can still
+ * have what it would have unprofiled. */
+static inline size_t prof_vm_budget(size_t want, unsigned share)
+{
+	static const int limits[] = { RLIMIT_AS, RLIMIT_DATA };
+	size_t most = SIZE_MAX;
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		struct rlimit rl;
+		if (getrlimit(limits[i], &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    rl.rlim_cur / share < most)
+			most = (size_t)(rl.rlim_cur / share);
+	}
+	return want < most ? want : most;
+}
 
 /* Zeroed memory of ours made on first use: *slot, else a new mapping of bytes put there (the
  * first thread's wins); NULL if none can be had. Never a root of the leak scan; errno stays.

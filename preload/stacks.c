@@ -512,13 +512,26 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 static void *_Atomic caches;
 static _Atomic uint64_t caches_taken[CACHE_THREADS / 64];
 
+/* As many slots as an address-space limit leaves room for, in a thirty-second of it (none
+ * under 512 MiB: threads then unwind without a cache). */
+static int cache_slots(void)
+{
+	return (int)(prof_vm_budget(CACHE_THREADS * CACHE_STRIDE, 32) / CACHE_STRIDE);
+}
+
 static struct stack_cache *cache_claim(void)
 {
+	static _Atomic int known = -1;  /* threads racing here compute the same */
+	int slots = atomic_load_explicit(&known, memory_order_relaxed);
+	if (slots < 0)
+		atomic_store_explicit(&known, slots = cache_slots(), memory_order_relaxed);
+	if (slots == 0)
+		return NULL;
 	/* Small pages (prof_lazy()): a thread touches its tables and what its entries fill. */
-	struct stack_cache *all = prof_lazy(&caches, CACHE_THREADS * CACHE_STRIDE);
+	struct stack_cache *all = prof_lazy(&caches, (size_t)slots * CACHE_STRIDE);
 	if (!all)
 		return NULL;
-	for (int i = 0; i < CACHE_THREADS; i++) {
+	for (int i = 0; i < slots; i++) {
 		_Atomic uint64_t *word = &caches_taken[i / 64];
 		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
 		while (!(old & bit))

@@ -658,12 +658,14 @@ void prof_writer_set_state(enum prof_state state)
 		;
 }
 
+/* The address space reserved for the trace: PROF_MAX_SIZE, but no more than a sixteenth of
+ * an address-space limit (a trace that fills it says so, as at PROF_MAX_SIZE). */
 static uint64_t reserve_size(void)
 {
 	uint64_t want = prof_cfg.max_size;
 	if (want < 4u << 20)
 		want = 4u << 20;
-	return want;
+	return prof_vm_budget(want, 16);
 }
 
 /* Fills the header and its strings: exe, host, argv. */

@@ -1,7 +1,8 @@
 /* End-to-end tests of the trace writer: many short threads leave a small trace with exact
  * counts, a record larger than 4 KiB is written, and a fork is recorded (FORK) in the
  * parent's trace with the child's pid; a program that takes the trace's descriptor keeps
- * its own file unchanged. */
+ * its own file unchanged; limits on file size and address space are the program's, never
+ * broken by the trace. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <limits.h>
@@ -270,4 +271,25 @@ Test(writer, a_file_size_limit_never_kills_the_program)
 	cr_assert_not_null(text);
 	cr_expect_not_null(strstr(text, "file size limit"), "%s", text);
 	free(text);
+}
+
+/* An address-space limit (ulimit -v) that the program fits in unprofiled: it fits under
+ * libprof too. libprof's reservations (the trace's mapping was 64 GiB of address space, or
+ * half the limit when that failed; the threads' stack caches 2 GiB) take a share of the
+ * limit instead, and the program's 300 MiB block under a 512 MiB limit is still granted. */
+Test(writer, an_address_space_limit_leaves_the_program_its_memory)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	const char *argv[] = { e2e_prog("as_limit"), "512", "300", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0, "the program's malloc failed");
+	e2e_expect_file(out, "ok\n");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	long bytes = 0;  /* the image that allocated: the one it executed */
+	for (size_t i = 0; e2e_process(doc, i); i++)
+		bytes += e2e_int(e2e_process(doc, i), "heap.bytes_allocated");
+	cr_expect_geq(bytes, 300l << 20);
+	json_decref(doc);
 }
