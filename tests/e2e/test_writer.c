@@ -224,20 +224,30 @@ Test(writer, size_limit_keeps_the_program_unchanged_and_counts_losses)
 	free(e);
 }
 
+/* Runs argv under libprof into dir, its stdout (and stderr, where err is given) into files
+ * there; its stdout must be `want`. Returns the report's JSON, which the caller frees. */
+static json_t *run_for_output(const char *dir, const char *const argv[], const char *want,
+			      const char *err)
+{
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, err), 0, "%s failed", argv[0]);
+	e2e_expect_file(out, want);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	return doc;
+}
+
 /* A program that takes the trace's descriptor number for a file of its own (dup2 onto it)
  * keeps that file as it wrote it: the writer makes new runs ready by writing zeros through
  * its descriptor only while it is still the trace, and the trace still gets every event. */
 Test(writer, a_stolen_descriptor_is_never_written)
 {
 	const char *dir = e2e_tmpdir();
-	char data[PATH_MAX], out[PATH_MAX];
+	char data[PATH_MAX];
 	snprintf(data, sizeof(data), "%s/data", dir);
-	snprintf(out, sizeof(out), "%s/out.txt", dir);
 	const char *argv[] = { e2e_prog("fd_steal"), data, "300000", NULL };
-	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0, "the program's file changed");
-	e2e_expect_file(out, "stolen\nintact\n");
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = run_for_output(dir, argv, "stolen\nintact\n", NULL);
 	cr_expect_geq(e2e_int(e2e_process(doc, 0), "heap.alloc_calls"), 300000);
 	json_decref(doc);
 }
@@ -248,25 +258,19 @@ Test(writer, a_stolen_descriptor_is_never_written)
  * where it leaves no room for a trace at all, libprof says so and stands aside. */
 Test(writer, a_file_size_limit_never_kills_the_program)
 {
-	const char *dir = e2e_tmpdir();
-	char out[PATH_MAX], err[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/out.txt", dir);
-	snprintf(err, sizeof(err), "%s/err.txt", dir);
 	const char *lowered[] = { e2e_prog("fsize_limit"), "262144", "now", "200000", NULL };
-	cr_assert_eq(e2e_profile(dir, lowered, NULL, out, err), 0, "killed by the limit?");
-	e2e_expect_file(out, "done\n");
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = run_for_output(e2e_tmpdir(), lowered, "done\n", NULL);
 	cr_expect_gt(e2e_int(e2e_process(doc, 0), "lost_records"), 0);
 	json_decref(doc);
 
 	const char *small[] = { e2e_prog("fsize_limit"), "131072", "exec", "200000", NULL };
-	cr_assert_eq(e2e_profile(e2e_tmpdir(), small, NULL, out, err), 0);
-	e2e_expect_file(out, "done\n");
+	json_decref(run_for_output(e2e_tmpdir(), small, "done\n", NULL));
 
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
 	const char *tiny[] = { e2e_prog("fsize_limit"), "10240", "exec", "1000", NULL };
-	cr_assert_eq(e2e_profile(e2e_tmpdir(), tiny, NULL, out, err), 0);
-	e2e_expect_file(out, "done\n");
+	json_decref(run_for_output(dir, tiny, "done\n", err));
 	char *text = e2e_read_file(err);
 	cr_assert_not_null(text);
 	cr_expect_not_null(strstr(text, "file size limit"), "%s", text);
@@ -279,14 +283,8 @@ Test(writer, a_file_size_limit_never_kills_the_program)
  * limit instead, and the program's 300 MiB block under a 512 MiB limit is still granted. */
 Test(writer, an_address_space_limit_leaves_the_program_its_memory)
 {
-	const char *dir = e2e_tmpdir();
-	char out[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/out.txt", dir);
 	const char *argv[] = { e2e_prog("as_limit"), "512", "300", NULL };
-	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0, "the program's malloc failed");
-	e2e_expect_file(out, "ok\n");
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = run_for_output(e2e_tmpdir(), argv, "ok\n", NULL);
 	long bytes = 0;  /* the image that allocated: the one it executed */
 	for (size_t i = 0; e2e_process(doc, i); i++)
 		bytes += e2e_int(e2e_process(doc, i), "heap.bytes_allocated");
