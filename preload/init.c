@@ -306,6 +306,7 @@ static void write_exit(unsigned how, int code)
 	if (prof_writer_disabled())
 		return;
 	struct prof_thread *th = prof_thread_get();
+	prof_writer_final();
 	struct prof_rec_exit *r = prof_reserve(th, sizeof(*r));
 	if (!r)
 		return;

@@ -239,6 +239,7 @@ void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_
 		      uint32_t stack, uint64_t time);
 void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
+void prof_writer_final(void);  /* the EXIT record comes next: it may take the last units */
 void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */
 int prof_writer_disabled(void);  /* the writer gave up (state DISABLED): the end is unknown */
 void prof_writer_close(int other_threads_alive);

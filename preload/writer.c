@@ -47,6 +47,7 @@ static struct {
 	_Atomic uint64_t capacity;          /* units backed by the file; 0 once closing */
 	atomic_flag growing;
 	_Atomic int warned_full;
+	_Atomic int final;                  /* the EXIT record is being written: see EXIT_RESERVE */
 	uint64_t pool[POOL_SLOTS];          /* first unit << 8 | count; 0 empty (__atomic) */
 	uint32_t pooled;                    /* ranges in the pool: 0 lets claims skip it */
 } w = { .fd = -1, .growing = ATOMIC_FLAG_INIT };
@@ -321,6 +322,23 @@ static int pool_take(uint32_t min, uint64_t *first, uint32_t *count)
 /* Claims a run of `want` units, `need` at the least: a pooled range of at least half of want
  * (and need), else one CAS on the header's counter (fewer than want where the size limit leaves
  * fewer). Returns the first unit, NULL when none. */
+/* The last units of the capacity are kept for the EXIT record (prof_writer_final()), which
+ * must fit when the program's records have filled the trace: a full trace whose runs had
+ * used the capacity to its last unit read as one whose process never ended. */
+#define EXIT_RESERVE 2u
+
+static inline uint64_t claimable(uint64_t cap)
+{
+	if (atomic_load_explicit(&w.final, memory_order_relaxed) || cap <= 4 * EXIT_RESERVE)
+		return cap;
+	return cap - EXIT_RESERVE;
+}
+
+void prof_writer_final(void)
+{
+	atomic_store(&w.final, 1);
+}
+
 static char *claim_run(uint32_t want, uint32_t need, int may_wait, uint32_t *got, int *recycled)
 {
 	uint64_t first;
@@ -336,12 +354,13 @@ static char *claim_run(uint32_t want, uint32_t need, int may_wait, uint32_t *got
 		uint64_t cap = atomic_load(&w.capacity);
 		if (cap == 0)
 			return NULL;
-		if (n + want > cap) {
-			if (grow(n + want, may_wait) < 0) {
-				cap = atomic_load(&w.capacity);
-				if (n >= cap || cap - n < need)
+		uint64_t top = claimable(cap);
+		if (n + want > top) {
+			if (grow(n + want + (cap - top), may_wait) < 0) {
+				top = claimable(atomic_load(&w.capacity));
+				if (n >= top || top - n < need)
 					return NULL;
-				want = (uint32_t)(cap - n);  /* what is left below the limit */
+				want = (uint32_t)(top - n);  /* what is left below the limit */
 			}
 			n = __atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_RELAXED);
 			continue;
@@ -781,6 +800,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
 	atomic_store(&w.capacity, (first - HEADER_AREA) / UNIT);
 	atomic_store(&w.warned_full, 0);
+	atomic_store(&w.final, 0);
 	return 0;
 fail:
 	prof_log("cannot set up trace file %s: %s; profiling disabled", w.path, strerror(errno));

@@ -224,6 +224,32 @@ Test(writer, size_limit_keeps_the_program_unchanged_and_counts_losses)
 	free(e);
 }
 
+/* A trace that fills still ends with the program's exit: at sizes where the runs the
+ * program claimed used the trace to its last unit, its EXIT found no room (the report said
+ * the process never ended), until the last units were kept for it. */
+Test(writer, a_full_trace_still_records_the_exit)
+{
+	/* Whether the runs end on the last unit depends on when CPU samples claimed theirs:
+	 * sizes that runs of 64 KiB fill exactly, three times each. */
+	static const char *const sizes[] = { "1088K", "2112K", "4160K", "1088K", "2112K",
+					      "4160K", "1088K", "2112K", "4160K" };
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		const char *dir = e2e_tmpdir();
+		char env0[64];
+		snprintf(env0, sizeof(env0), "PROF_MAX_SIZE=%s", sizes[i]);
+		const char *env[] = { env0, NULL };
+		const char *argv[] = { e2e_prog("fsize_limit"), "0", "run", "2000000", NULL };
+		cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		json_t *p = e2e_process(doc, 0);
+		cr_expect_gt(e2e_int(p, "lost_records"), 0, "%s: not full", sizes[i]);
+		cr_expect(json_is_true(json_object_get(p, "complete")), "%s: incomplete", sizes[i]);
+		cr_expect_eq(e2e_int(p, "exit.code"), 0, "%s: no exit", sizes[i]);
+		json_decref(doc);
+	}
+}
+
 /* Runs argv under libprof into dir, its stdout (and stderr, where err is given) into files
  * there; its stdout must be `want`. Returns the report's JSON, which the caller frees. */
 static json_t *run_for_output(const char *dir, const char *const argv[], const char *want,
