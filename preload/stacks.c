@@ -830,15 +830,15 @@ uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uint
 	uint64_t *guess = prediction(th, call_site);
 	uintptr_t sp0, bp0;
 	struct cached_stack *e = NULL;
-	/* The recording unwind (unw_step) takes more stack than unw_backtrace: not where the
-	 * program sized the thread's stack and little of it is left. */
-	/* The hook's frame, where given, returns to call_site (checked: else it is found) */
+	/* The hook's frame, where given, returns to call_site (checked: else it is found). */
 	if (hook && hook[1] == call_site) {
 		sp0 = (uintptr_t)(hook + 2);
 		bp0 = hook[0];
 	} else {
 		hook = NULL;
 	}
+	/* The recording unwind (unw_step) takes more stack than unw_backtrace: not where the
+	 * program sized the thread's stack and little of it is left. */
 	if (!prof_cfg.stack_cache || !call_site || (!hook && !hook_frame(call_site, &sp0, &bp0)) ||
 	    (th->stack_lo && sp0 < th->stack_lo + CACHE_STACK_NEEDED))
 		return prof_stack_at_uncached(th, call_site, guess);

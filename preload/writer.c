@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -319,9 +319,6 @@ static int pool_take(uint32_t min, uint64_t *first, uint32_t *count)
 	return 0;
 }
 
-/* Claims a run of `want` units, `need` at the least: a pooled range of at least half of want
- * (and need), else one CAS on the header's counter (fewer than want where the size limit leaves
- * fewer). Returns the first unit, NULL when none. */
 /* The last units of the capacity are kept for the EXIT record (prof_writer_final()), which
  * must fit when the program's records have filled the trace: a full trace whose runs had
  * used the capacity to its last unit read as one whose process never ended. */
@@ -339,6 +336,9 @@ void prof_writer_final(void)
 	atomic_store(&w.final, 1);
 }
 
+/* Claims a run of `want` units, `need` at the least: a pooled range of at least half of want
+ * (and need), else one CAS on the header's counter (fewer than want where the size limit leaves
+ * fewer). Returns the first unit, NULL when none. */
 static char *claim_run(uint32_t want, uint32_t need, int may_wait, uint32_t *got, int *recycled)
 {
 	uint64_t first;
@@ -414,10 +414,9 @@ static void give_back(struct prof_stream *s)
 /* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
  * mapped in one call. Written to by a fault alone, every page of the (fallocated) trace file
  * was first read (zero-filled from an unwritten extent) and then made writable, one page at a
- * time: most of what a record cost the kernel. The descriptor is
- * used only while it is still our trace (a program may close every descriptor): a write of
- * zeros into another file would destroy its data, so any doubt skips it, and the faults make
- * the run ready as before. */
+ * time: most of what a record cost the kernel. The descriptor is used only while it is still
+ * our trace (a program may close every descriptor): a write of zeros into another file would
+ * destroy its data, so any doubt skips it, and the faults make the run ready as before. */
 static void run_ready(char *c, uint32_t units)
 {
 	static char zeros[RUN_MAX * UNIT];  /* never written: reads as the zero page */
