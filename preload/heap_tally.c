@@ -9,7 +9,6 @@
 #include "prof.h"
 #include "heap_tally.h"
 
-#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -52,18 +51,6 @@ static size_t rec_probe(uint64_t *slots, unsigned shift, uint64_t key, int *foun
 	}
 }
 
-/* A writer is at work (a few loads and stores): spin a little, then let it run. */
-static void rec_wait(unsigned *spins)
-{
-	if (++*spins < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-	} else {
-		sched_yield();
-	}
-}
-
 static inline uintptr_t rec_me(void)
 {
 	return (uintptr_t)&prof_self;
@@ -87,7 +74,7 @@ static int rec_has(uint64_t key)
 			return found;
 		if (atomic_load_explicit(&rec.owner, memory_order_relaxed) == rec_me())
 			return 0;  /* our own write, interrupted: the table is half changed */
-		rec_wait(&spins);
+		prof_backoff(&spins);
 	}
 }
 
@@ -101,7 +88,7 @@ static int rec_write_begin(void)
 	while (!atomic_compare_exchange_weak_explicit(&rec.owner, &idle, me, memory_order_acquire,
 						      memory_order_relaxed)) {
 		idle = 0;
-		rec_wait(&spins);
+		prof_backoff(&spins);
 	}
 	atomic_fetch_add_explicit(&rec.seq, 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);

@@ -3,6 +3,7 @@
 #define PROF_PRELOAD_H
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -322,6 +323,19 @@ void prof_heap_init(void);
  * libprof's own (tables it maps) is registered so that it is never taken for a root. */
 void prof_leak_scan(void);
 void prof_own_memory(const void *p, size_t len);
+
+/* Another thread is at work for us (a few loads and stores): spin a little, then let it run.
+ * spins counts the calls, from 0. */
+static inline void prof_backoff(unsigned *spins)
+{
+	if (++*spins < 256) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	} else {
+		sched_yield();
+	}
+}
 
 /* How much address space one of libprof's large reservations may take: want, or, under an
  * address-space or data limit (ulimit -v, ulimit -d: reserved space counts against them

@@ -949,16 +949,11 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
  * handler, which may have interrupted that very writer. */
 static uint32_t id_when_written(struct slot *s)
 {
-	for (unsigned spin = 0; spin < 256 + 64; spin++) {
+	for (unsigned spins = 0; spins < 256 + 64;) {
 		uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
 		if (id)
 			return id == ID_FAILED ? 0 : id;
-		if (spin >= 256)
-			sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-		else
-			__builtin_ia32_pause();
-#endif
+		prof_backoff(&spins);
 	}
 	return 0;
 }
