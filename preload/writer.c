@@ -175,17 +175,24 @@ static int create_file(const char *want, char *got, size_t cap)
 	return -1;
 }
 
+/* Whether fd is open on our trace file (a program may have closed it, or put a file of its
+ * own at that number). Async-signal-safe. */
+static int is_trace(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino;
+}
+
 /* Our descriptor may have been closed (or reused) by a program that closes every fd:
  * check it is still our file, reopen it by path if not. Pairs with grow(). */
 static int writer_fd(void)
 {
-	struct stat st;
-	if (w.fd >= 0 && fstat(w.fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino)
+	if (is_trace(w.fd))
 		return w.fd;
 	int fd = prof_fd_hide(open(w.path, O_RDWR | O_NOFOLLOW | O_CLOEXEC));
 	if (fd < 0)
 		return -1;
-	if (fstat(fd, &st) < 0 || st.st_dev != w.dev || st.st_ino != w.ino) {
+	if (!is_trace(fd)) {
 		close(fd);
 		return -1;
 	}
@@ -258,7 +265,9 @@ static int grow(uint64_t need, int may_wait)
 	if (cap == 0) {
 		rc = -1;  /* closing */
 	} else if (cap < need) {
-		uint64_t end = w.map_size < file_size_limit() ? w.map_size : file_size_limit();
+		uint64_t end = file_size_limit();
+		if (end > w.map_size)
+			end = w.map_size;
 		uint64_t max = end > w.hdr->data_offset ? (end - w.hdr->data_offset) / w.chunk_size : 0;
 		uint64_t step = cap * w.chunk_size / 8;
 		step = (step < GROW_MIN ? GROW_MIN : step > GROW_MAX ? GROW_MAX : step) / w.chunk_size;
@@ -422,9 +431,7 @@ static void run_ready(char *c, uint32_t units)
 	static char zeros[RUN_MAX * UNIT];  /* never written: reads as the zero page */
 	uint64_t off = (uint64_t)(c - w.base), len = (uint64_t)units * UNIT;
 	int fd = __atomic_load_n(&w.fd, __ATOMIC_RELAXED);
-	struct stat st;
-	if (len <= sizeof(zeros) && off + len <= file_size_limit() && fd >= 0 &&
-	    fstat(fd, &st) == 0 && st.st_dev == w.dev && st.st_ino == w.ino)
+	if (len <= sizeof(zeros) && off + len <= file_size_limit() && is_trace(fd))
 		syscall(SYS_pwrite64, fd, zeros, (size_t)len, (off_t)off);  /* not our pwrite hook */
 	/* One call maps a long run, instead of a page fault every 4 KiB while it fills. */
 	if (units > 4) {
