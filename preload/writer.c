@@ -33,6 +33,8 @@
 #define POOL_SLOTS 64u              /* unit ranges given back by streams */
 #define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
 #define GROW_MIN (1ull << 20)       /* file growth steps, bytes */
+#define MAP_MIN (2u << 20)          /* the least address space a trace is given */
+_Static_assert(HEADER_AREA + GROW_MIN <= MAP_MIN, "the first size of a trace fits its least map");
 #define GROW_MAX (64ull << 20)
 
 static struct {
@@ -772,13 +774,19 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	w.dev = st.st_dev;
 	w.ino = st.st_ino;
 	/* Reserve address space for the largest trace; back it with file space as it fills. */
-	for (w.map_size = reserve_size(); w.map_size >= (4u << 20); w.map_size /= 2) {
+	w.base = MAP_FAILED;
+	for (w.map_size = reserve_size(); w.map_size >= MAP_MIN; w.map_size /= 2) {
 		w.base = mmap(NULL, w.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, w.fd, 0);
 		if (w.base != MAP_FAILED)
 			break;
 	}
 	if (w.base == MAP_FAILED) {
 		w.base = NULL;
+		if (w.map_size < MAP_MIN) {
+			prof_log("the address-space limit (ulimit -v, ulimit -d) leaves no room for trace "
+				 "file %s; profiling disabled", w.path);
+			goto fail_quiet;
+		}
 		goto fail;
 	}
 	/* No read-ahead: the file is new, and every fault on it read ahead (zero-filled) large
