@@ -227,7 +227,8 @@ struct heap_tally {  /* a thread's own cache lines */
 } __attribute__((aligned(64)));
 
 #define TALLY_SLOTS 4096  /* threads at once with a tally of their own; the others share one */
-static struct heap_tally *tallies;  /* TALLY_SLOTS + 1 (the shared one, last) */
+static struct heap_tally *tallies;  /* own_slots + 1 (the shared one, last) */
+static unsigned own_slots;  /* TALLY_SLOTS, or fewer under an address-space limit */
 static _Atomic uint64_t tallies_taken[TALLY_SLOTS / 64];
 static _Atomic int shared_used;
 static _Atomic int64_t tallied_in_use;  /* all tallies' usable bytes in use, at their tallies */
@@ -272,13 +273,17 @@ void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*re
 	glibc_chunks = chunks_readable(alloc, release);
 	if (tallies)
 		return;
-	size_t bytes = (TALLY_SLOTS + 1) * sizeof(struct heap_tally);
+	/* Under an address-space limit, a 64th of it: fewer threads have a slot of their own. */
+	size_t slots = prof_vm_budget((TALLY_SLOTS + 1) * sizeof(struct heap_tally), 64) /
+		       sizeof(struct heap_tally);
+	own_slots = slots > 1 ? (unsigned)slots - 1 : 0;
+	size_t bytes = (own_slots + 1) * sizeof(struct heap_tally);
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return;  /* no tallies: allocations without records go uncounted (tally_of()) */
 	prof_own_memory(p, bytes);
-	madvise(p, bytes, MADV_NOHUGEPAGE);  /* each thread touches its 12 KiB, not 2 MiB */
+	madvise(p, bytes, MADV_NOHUGEPAGE);  /* each thread touches the pages of its classes */
 	tallies = p;
 }
 
@@ -427,7 +432,7 @@ static __attribute__((noinline)) void tally_flush(struct prof_thread *th, struct
  * classes (its TLS destructors' and libc's own, as it ends): updated atomically. */
 static struct heap_tally *shared_slot(struct prof_thread *th)
 {
-	struct heap_tally *t = &tallies[TALLY_SLOTS];
+	struct heap_tally *t = &tallies[own_slots];
 	int first = 0;
 	if (atomic_compare_exchange_strong(&shared_used, &first, 1)) {
 		memset(t, 0, sizeof(*t));
@@ -435,7 +440,7 @@ static struct heap_tally *shared_slot(struct prof_thread *th)
 		t->shared = 1;
 		__atomic_store_n(&t->limit, TALLY_MIN_STEP, __ATOMIC_RELAXED);
 	}
-	th->heap_tally = TALLY_SLOTS + 1;
+	th->heap_tally = own_slots + 1;
 	return t;
 }
 
@@ -443,7 +448,7 @@ static __attribute__((noinline)) struct heap_tally *tally_claim(struct prof_thre
 {
 	if (!tallies)
 		return NULL;
-	for (unsigned i = 0; i < TALLY_SLOTS; i++) {
+	for (unsigned i = 0; i < own_slots; i++) {
 		_Atomic uint64_t *word = &tallies_taken[i / 64];
 		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
 		while (!(old & bit)) {
@@ -532,7 +537,7 @@ void heap_tally_free(struct prof_thread *th, size_t usable)
 void heap_tally_sync(struct prof_thread *th)
 {
 	unsigned slot = th->heap_tally;
-	if (!slot || slot > TALLY_SLOTS)
+	if (!slot || slot > own_slots)
 		return;  /* none yet, or the shared one: its threads' order is not one */
 	struct heap_tally *t = &tallies[slot - 1];
 	if (t->in_use != t->at_record || t->high != t->in_use)
@@ -559,14 +564,14 @@ void heap_tally_flush_all(struct prof_thread *th)
 {
 	if (!tallies)
 		return;
-	for (unsigned i = 0; i <= TALLY_SLOTS; i++) {
-		if (i < TALLY_SLOTS ? !(atomic_load(&tallies_taken[i / 64]) & (1ull << (i % 64))) :
+	for (unsigned i = 0; i <= own_slots; i++) {
+		if (i < own_slots ? !(atomic_load(&tallies_taken[i / 64]) & (1ull << (i % 64))) :
 				      !atomic_load(&shared_used))
 			continue;
 		struct heap_tally *t = &tallies[i];  /* the caller's own estimate is kept; others' not */
 		int64_t in_use = ld64(&t->in_use), high = ld64(&t->high);
 		tally_write(th, t, high > in_use ? high : in_use,
-			    i < TALLY_SLOTS && i + 1 == th->heap_tally);
+			    i < own_slots && i + 1 == th->heap_tally);
 		classes_write(th, t);
 	}
 }

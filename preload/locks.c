@@ -107,8 +107,8 @@ static noinline void resolve(void)
 
 /* ---- the lock table ----------------------------------------------------------------------- */
 
-#define LOCK_BITS 18
-#define LOCK_SLOTS (1u << LOCK_BITS)  /* 32 MiB of address space, touched as it fills */
+#define LOCK_BITS 18                  /* 32 MiB of address space, touched as it fills */
+#define LOCK_BITS_MIN 10              /* what an address-space limit may leave (table_map()) */
 #define MAX_PROBES 32
 #define HOLD_EXACT 256                /* holds of each lock always timed */
 #define SNAP_EVERY 4096               /* acquisitions between snapshots, past the first ones */
@@ -137,6 +137,7 @@ _Static_assert(sizeof(struct lock_entry) == 128, "two cache lines per lock");
 _Static_assert(offsetof(struct lock_entry, max_hold_ns) == 64, "hot fields in the first line");
 
 static struct lock_entry *table;
+static uint32_t lock_mask;       /* slots - 1: 2^LOCK_BITS slots, or fewer (table_map()) */
 static uintptr_t unwind_lo, unwind_hi;  /* libunwind, whose locks are ours, not the program's */
 static _Atomic uint32_t *used;   /* indices of claimed slots, in claim order */
 static _Atomic uint32_t nused;
@@ -163,9 +164,27 @@ static inline void max_sh(_Atomic uint64_t *m, uint64_t v)
 		;
 }
 
+static inline uint32_t lock_slots(void)
+{
+	return lock_mask + 1;
+}
+
+static size_t table_bytes(void)
+{
+	return (size_t)lock_slots() * (sizeof(struct lock_entry) + sizeof(uint32_t));
+}
+
+/* The table, in LOCK_BITS_MIN to LOCK_BITS bits: under an address-space limit, at most a 64th
+ * of it (prof_vm_budget()); a program with more locks than slots has its latest ones not
+ * counted. */
 static void table_map(void)
 {
-	size_t size = LOCK_SLOTS * sizeof(struct lock_entry) + LOCK_SLOTS * sizeof(uint32_t);
+	size_t room = prof_vm_budget(SIZE_MAX, 64);
+	unsigned bits = LOCK_BITS;
+	while ((sizeof(struct lock_entry) + sizeof(uint32_t)) << bits > room && bits > LOCK_BITS_MIN)
+		bits--;
+	lock_mask = (1u << bits) - 1;
+	size_t size = table_bytes();
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		       -1, 0);
 	if (p == MAP_FAILED) {
@@ -175,14 +194,14 @@ static void table_map(void)
 	prof_own_memory(p, size);  /* lock addresses: never roots of the leak scan */
 	/* A program's few locks touch a few pages: no huge page zeroed for each (THP). */
 	madvise(p, size, MADV_NOHUGEPAGE);
-	used = (_Atomic uint32_t *)((char *)p + LOCK_SLOTS * sizeof(struct lock_entry));
+	used = (_Atomic uint32_t *)((char *)p + lock_slots() * sizeof(struct lock_entry));
 	atomic_store(&nused, 0);
 	table = p;  /* last: a hook that sees it sees the rest */
 }
 
 static inline uint32_t slot_of(uintptr_t a)
 {
-	return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS));
+	return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS)) & lock_mask;
 }
 
 /* The entry of lock a, or NULL if it has none. Never claims. */
@@ -192,7 +211,7 @@ static inline struct lock_entry *lock_find(const void *lock)
 	struct lock_entry *t = table;
 	if (unlikely(!t))
 		return NULL;
-	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & (LOCK_SLOTS - 1)) {
+	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & lock_mask) {
 		uintptr_t k = LD(t[i].addr);
 		if (k == a)
 			return &t[i];
@@ -256,7 +275,7 @@ static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct loc
 	if (prof_addr_is_ours(site) || (site >= unwind_lo && site < unwind_hi))
 		ST(s->ignored, 1);
 	uint32_t n = atomic_fetch_add(&nused, 1);
-	if (n < LOCK_SLOTS)
+	if (n < lock_slots())
 		atomic_store(&used[n], (uint32_t)(s - table));
 	ST(s->first_stack, stack_here(th, site));
 	return s;
@@ -270,7 +289,7 @@ static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lo
 	struct lock_entry *t = table;
 	if (unlikely(!t))
 		return NULL;
-	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & (LOCK_SLOTS - 1)) {
+	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & lock_mask) {
 		uintptr_t k = LD(t[i].addr);
 		if (likely(k == a))
 			return &t[i];
@@ -582,7 +601,7 @@ void prof_locks_fork_child(void)
 {
 	/* The parent's counters went to the parent's trace; other threads' holds died with them. */
 	if (table)
-		munmap(table, LOCK_SLOTS * sizeof(struct lock_entry) + LOCK_SLOTS * sizeof(uint32_t));
+		munmap(table, table_bytes());
 	table = NULL;
 	nread_holds = 0;
 	pending.set = 0;
@@ -599,8 +618,8 @@ void prof_locks_flush(void)
 	struct prof_thread *th = prof_thread_get();
 	after_release(th);
 	uint32_t n = atomic_load(&nused);
-	if (n > LOCK_SLOTS)
-		n = LOCK_SLOTS;
+	if (n > lock_slots())
+		n = lock_slots();
 	for (uint32_t i = 0; i < n; i++) {
 		struct lock_entry *e = &table[atomic_load(&used[i])];
 		if (LD(e->addr) && (LD(e->acquisitions) || LD(e->contended) || LD(e->busy)))

@@ -52,7 +52,42 @@ static _Atomic uint32_t next_id = 1;
 
 #define TABLE_BYTES (TABLE_SLOTS * sizeof(struct slot))
 #define HUGE_PAGE (2u << 20)
+/* Under an address-space limit too tight for the whole table (prof_vm_budget()), only levels
+ * 0 and 1 (slots 0 to SMALL_TABLE_SLOTS, 2 MiB) are mapped, in small pages; tighter still,
+ * none: stacks are then written without interning. */
+#define SMALL_TABLE_SLOTS ((1u << 17) + (1u << 12))
 static void *table_map;  /* the mapping: the table, 2 MiB aligned inside it */
+static size_t table_map_bytes;
+static int table_levels;  /* levels mapped */
+
+static void table_reserve(void)
+{
+	size_t whole = TABLE_BYTES + HUGE_PAGE, small = SMALL_TABLE_SLOTS * sizeof(struct slot);
+	size_t room = prof_vm_budget(whole, 32);
+	table_map_bytes = room >= whole ? whole : room >= small ? small : 0;
+	if (!table_map_bytes)
+		return;  /* stacks are then written without interning */
+	table_map = mmap(NULL, table_map_bytes, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (table_map == MAP_FAILED) {
+		table_map = NULL;
+		return;
+	}
+	prof_own_memory(table_map, table_map_bytes);
+	if (table_map_bytes == small) {
+		madvise(table_map, small, MADV_NOHUGEPAGE);
+		table_levels = 2;
+		table = table_map;
+		return;
+	}
+	table_levels = LEVELS;
+	table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+	madvise(slot_at(0, 0, 0), HUGE_PAGE, MADV_NOHUGEPAGE);
+	if (!prof_cfg.heap_sample) {  /* sampled: few stacks */
+		madvise(slot_at(0, 1, 0), HUGE_PAGE, MADV_HUGEPAGE);
+		madvise(slot_at(0, 2, 0), TABLE_BYTES / 2, MADV_HUGEPAGE);
+	}
+}
 
 /* Lookups land on random slots: with 4 KiB pages each one is a TLB miss, which cost more
  * than the rest of the lookup; 2 MiB pages (where the kernel allows) make them hits. */
@@ -61,24 +96,10 @@ static void *table_map;  /* the mapping: the table, 2 MiB aligned inside it */
  * parent's table in place, so the range registered stays the table's. */
 void prof_stacks_reset(void)
 {
-	if (table_map) {
-		madvise(table_map, TABLE_BYTES + HUGE_PAGE, MADV_DONTNEED);  /* zero-filled again */
-	} else {
-		table_map = mmap(NULL, TABLE_BYTES + HUGE_PAGE, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if (table_map == MAP_FAILED) {
-			table_map = NULL;  /* stacks are then written without interning */
-		} else {
-			prof_own_memory(table_map, TABLE_BYTES + HUGE_PAGE);
-			table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) &
-						~(uintptr_t)(HUGE_PAGE - 1));
-			madvise(slot_at(0, 0, 0), HUGE_PAGE, MADV_NOHUGEPAGE);
-			if (!prof_cfg.heap_sample) {  /* sampled: few stacks */
-				madvise(slot_at(0, 1, 0), HUGE_PAGE, MADV_HUGEPAGE);
-				madvise(slot_at(0, 2, 0), TABLE_BYTES / 2, MADV_HUGEPAGE);
-			}
-		}
-	}
+	if (table_map)
+		madvise(table_map, table_map_bytes, MADV_DONTNEED);  /* zero-filled again */
+	else
+		table_reserve();
 	atomic_store(&next_id, 1);
 	atomic_fetch_add(&cache_gen, 1);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
@@ -964,7 +985,7 @@ static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint6
 {
 	if (!table)
 		return write_stack(th, frames, n);
-	for (int level = 0; level < LEVELS; level++) {
+	for (int level = 0; level < table_levels; level++) {
 		for (uint32_t i = 0; i < levels[level].probes; i++) {
 			struct slot *s = slot_at(h, level, i);
 			uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
@@ -1000,7 +1021,7 @@ uint32_t prof_stack_last_at(struct prof_thread *th, uintptr_t call_site)
 	uint64_t h = call_site ? *prediction(th, call_site) : 0;
 	if (!h || !table)
 		return 0;
-	for (int level = 0; level < LEVELS; level++) {
+	for (int level = 0; level < table_levels; level++) {
 		for (uint32_t i = 0; i < levels[level].probes; i++) {
 			struct slot *s = slot_at(h, level, i);
 			uint64_t cur = atomic_load_explicit(&s->hash, memory_order_acquire);
