@@ -304,16 +304,47 @@ Test(writer, a_file_size_limit_never_kills_the_program)
 }
 
 /* An address-space limit (ulimit -v) that the program fits in unprofiled: it fits under
- * libprof too. libprof's reservations (the trace's mapping was 64 GiB of address space, or
- * half the limit when that failed; the threads' stack caches 2 GiB) take a share of the
- * limit instead, and the program's 300 MiB block under a 512 MiB limit is still granted. */
+ * libprof too, in either heap mode, with its allocations counted. libprof's reservations (the
+ * trace's mapping was 64 GiB of address space, or half the limit when that failed; the
+ * threads' stack caches 2 GiB, the lock table 33 MiB, the stack table 18 MiB, the sampled
+ * mode's tallies 168 MiB) take a share of the limit instead: a block of 60% of it is still
+ * granted. Under 32 MiB the trace still holds the program's events; where the limit leaves
+ * no room for a trace at all (its mapping was then never made, and the first event wrote
+ * through a null pointer), libprof says so and stands aside. */
 Test(writer, an_address_space_limit_leaves_the_program_its_memory)
 {
-	const char *argv[] = { e2e_prog("as_limit"), "512", "300", NULL };
-	json_t *doc = run_for_output(e2e_tmpdir(), argv, "ok\n", NULL);
-	long bytes = 0;  /* the image that allocated: the one it executed */
-	for (size_t i = 0; e2e_process(doc, i); i++)
-		bytes += e2e_int(e2e_process(doc, i), "heap.bytes_allocated");
-	cr_expect_geq(bytes, 300l << 20);
-	json_decref(doc);
+	static const struct { const char *limit_mb, *block_mb, *env; long block; } runs[] = {
+		{ "512", "300", NULL, 300l << 20 },
+		{ "128", "76", NULL, 76l << 20 },
+		{ "32", "19", NULL, 19l << 20 },
+		{ "512", "300", "PROF_HEAP_SAMPLE=512K", 300l << 20 },
+		{ "128", "76", "PROF_HEAP_SAMPLE=512K", 76l << 20 },
+	};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		const char *dir = e2e_tmpdir();
+		char out[PATH_MAX];
+		snprintf(out, sizeof(out), "%s/out.txt", dir);
+		const char *argv[] = { e2e_prog("as_limit"), runs[i].limit_mb, runs[i].block_mb, NULL };
+		const char *env[] = { runs[i].env, NULL };
+		cr_assert_eq(e2e_profile(dir, argv, env, out, NULL), 0);
+		e2e_expect_file(out, "ok\n");
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		long bytes = 0;  /* the image that allocated: the one it executed */
+		for (size_t k = 0; e2e_process(doc, k); k++)
+			bytes += e2e_int(e2e_process(doc, k), "heap.bytes_allocated");
+		cr_expect_geq(bytes, runs[i].block, "%s MiB limit%s%s: %ld bytes", runs[i].limit_mb,
+			      runs[i].env ? ", " : "", runs[i].env ? runs[i].env : "", bytes);
+		json_decref(doc);
+	}
+
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *tiny[] = { e2e_prog("as_limit"), "20", "12", NULL };
+	json_decref(run_for_output(dir, tiny, "ok\n", err));
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "address-space limit"), "%s", text);
+	free(text);
 }
