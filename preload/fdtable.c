@@ -332,6 +332,9 @@ static int make_table(void)
 	}
 	if (n > TABLE_MAX)
 		n = TABLE_MAX;
+	n = prof_vm_budget(n * sizeof(uint32_t), 64) / sizeof(uint32_t);  /* ulimit -v: a share */
+	if (n < TABLE_MIN)
+		n = TABLE_MIN;
 	void *p = mmap(NULL, n * sizeof(uint32_t), PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
