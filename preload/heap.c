@@ -170,11 +170,25 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 	prof_write_free(th, flags, (uint64_t)(uintptr_t)ptr, t);
 }
 
+/* Sampled mode, the short way of nearly every allocation: one that holds no sample point and
+ * is not large is only tallied, which leaves errno as it was (heap_tally.c). 0: it is not
+ * such a one, and sample_left is as it was: allocated() decides. */
+static inline int tallied(struct prof_thread *th, void *p, size_t size)
+{
+	if (!prof_cfg.heap_sample || size >= PROF_HEAP_LARGE || unlikely(!sample_rng) ||
+	    unlikely(th->serial == 0) || sample_left <= (int64_t)size)
+		return 0;
+	sample_left -= (int64_t)size;
+	heap_tally_alloc(th, p, size);
+	return 1;
+}
+
 /* A successful allocation, in either mode. Sampled (heap_tally.c): only a sampled or large
  * block gets a record, and goes into the set of blocks with records, which its free looks
  * in; the others are tallied, without a clock read. */
-static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size, uintptr_t site,
-		      const uintptr_t *frame)
+static inline __attribute__((always_inline)) void allocated(struct prof_thread *th, unsigned fn,
+							      void *p, size_t size, uintptr_t site,
+							      const uintptr_t *frame)
 {
 	th = prof_thread_get();
 	int with_stack = 1;
@@ -196,6 +210,17 @@ static void allocated(struct prof_thread *th, unsigned fn, void *p, size_t size,
 	record_alloc(th, fn, p, size, t, site, frame, with_stack);
 	if (unlikely(th->timed))  /* own time since t */
 		th->own_ns += prof_now() - t;
+}
+
+/* allocated() for a hook, out of its short way (the registers it saves are then saved only
+ * here). */
+static __attribute__((noinline)) void allocated_keeping_errno(struct prof_thread *th, unsigned fn,
+							     void *p, size_t size, uintptr_t site,
+							     const uintptr_t *frame)
+{
+	int err = errno;
+	allocated(th, fn, p, size, site, frame);
+	errno = err;
 }
 
 /* Sampled mode: whether a call we let pass (inside a hook of ours, or while recording is off:
@@ -222,10 +247,8 @@ static void *passed(void *p)
  * block is still ours, in *usable. errno stays the program's. */
 static int recorded_before_free(void *ptr, size_t *usable)
 {
-	if (!heap_rec_take(ptr)) {
-		*usable = heap_tally_usable(ptr);
+	if (!heap_tally_before_free(ptr, usable))
 		return 0;
-	}
 	int err = errno;
 	heap_tally_sync(prof_thread_get());
 	errno = err;
@@ -237,7 +260,8 @@ static int recorded_before_free(void *ptr, size_t *usable)
 #define CALL_SITE ((uintptr_t)__builtin_return_address(0))
 #define CALL_FRAME ((const uintptr_t *)__builtin_frame_address(0))
 
-/* Wraps the real call: guard, errno as the real function left it, record on success. */
+/* Wraps the real call: guard, errno as the real function left it, record on success. A
+ * block the sampled mode only tallies takes the short way (tallied()). */
 #define ALLOC_HOOK(fn_id, call, size_expr)                                 \
 	do {                                                               \
 		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);    \
@@ -245,10 +269,12 @@ static int recorded_before_free(void *ptr, size_t *usable)
 			return passed(call);                               \
 		th->in_hook++;                                             \
 		void *p = call;                                            \
-		int err = errno;                                           \
-		if (p)                                                     \
-			allocated(th, fn_id, p, size_expr, CALL_SITE, CALL_FRAME); \
-		errno = err;                                               \
+		if (p) {                                                   \
+			size_t size_ = size_expr;                          \
+			if (!tallied(th, p, size_))                        \
+				allocated_keeping_errno(th, fn_id, p, size_, CALL_SITE, \
+							CALL_FRAME);       \
+		}                                                          \
 		th->in_hook--;                                             \
 		return p;                                                  \
 	} while (0)
@@ -339,9 +365,7 @@ PROF_EXPORT void free(void *ptr)
 	size_t usable;
 	if (prof_cfg.heap_sample && !recorded_before_free(ptr, &usable)) {  /* tallied */
 		real.free(ptr);
-		int err = errno;
-		heap_tally_free(prof_thread_get(), usable);
-		errno = err;
+		heap_tally_free(prof_thread_get(), usable);  /* errno stays */
 		th->in_hook--;
 		return;
 	}

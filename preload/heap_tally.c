@@ -9,6 +9,7 @@
 #include "prof.h"
 #include "heap_tally.h"
 
+#include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -49,6 +50,18 @@ static size_t rec_probe(uint64_t *slots, unsigned shift, uint64_t key, int *foun
 		}
 		i = (i + 1) & mask;
 	}
+}
+
+/* A count, per hash of the key, of the keys in the table: a free whose count is 0 (nearly
+ * every one) knows without the table that its block has no record. A key's own count is
+ * raised before its block reaches the program and lowered only by its free, so whoever frees
+ * it sees it. */
+#define FILTER_BITS 12
+static _Atomic uint32_t rec_filter[1u << FILTER_BITS];
+
+static inline _Atomic uint32_t *filter_of(uint64_t key)
+{
+	return &rec_filter[rec_home(key, 64 - FILTER_BITS)];
 }
 
 static inline uintptr_t rec_me(void)
@@ -147,6 +160,7 @@ int heap_rec_add(const void *ptr)
 		size_t i = rec_probe(slots, atomic_load_explicit(&rec.shift, memory_order_relaxed),
 				     key, &found);
 		if (!found) {  /* found: a free we did not see (a signal handler's); it is this one now */
+			atomic_fetch_add_explicit(filter_of(key), 1, memory_order_relaxed);
 			__atomic_store_n(&slots[i], key, __ATOMIC_RELAXED);
 			rec.count++;
 		}
@@ -158,7 +172,7 @@ int heap_rec_add(const void *ptr)
 int heap_rec_take(const void *ptr)
 {
 	uint64_t key = (uint64_t)(uintptr_t)ptr;
-	if (likely(!rec_has(key)))
+	if (likely(!atomic_load_explicit(filter_of(key), memory_order_relaxed)) || !rec_has(key))
 		return 0;
 	if (rec_write_begin() < 0)
 		return 1;  /* nested: it stays in the table, where a new block there finds it */
@@ -181,6 +195,7 @@ int heap_rec_take(const void *ptr)
 		}
 		__atomic_store_n(&slots[i], 0, __ATOMIC_RELAXED);
 		rec.count--;
+		atomic_fetch_sub_explicit(filter_of(key), 1, memory_order_relaxed);
 	}
 	rec_write_end();
 	return found;
@@ -206,10 +221,12 @@ int heap_rec_take(const void *ptr)
 struct tally_class {
 	uint64_t allocs, asked, frees;
 	uint64_t merged_allocs, merged_asked;  /* the part added to the global table */
-	double mean;  /* the class's mean size asked, as last read; 0: not yet */
+	double mean;  /* the class's mean size asked, as last read; 0 before the first reading */
+	int32_t refresh_in;  /* its owner's allocations and frees until the next reading */
 };
 
-#define REFRESH_EVERY 128  /* allocations and frees of a class between two readings */
+#define REFRESH_EVERY 128  /* allocations and frees of a class between two readings (the
+			    * first at its first use) */
 
 struct heap_tally {  /* a thread's own cache lines */
 	/* Running totals; the owner adds, the exit flush may read them meanwhile. */
@@ -297,14 +314,6 @@ static inline int64_t ld64(const int64_t *v)
 	return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
 
-static inline void add(uint64_t *v, uint64_t n, int shared)
-{
-	if (unlikely(shared))
-		__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
-	else
-		__atomic_store_n(v, *v + n, __ATOMIC_RELAXED);
-}
-
 static inline size_t rounded_class(size_t usable)
 {
 	size_t c = usable >> 4;
@@ -336,6 +345,7 @@ static __attribute__((noinline)) void class_refresh(struct heap_tally *t, size_t
 	double mean = class_mean(c);
 	t->estimate += (double)(int64_t)(k->allocs - k->frees) * (mean - k->mean);
 	k->mean = mean;
+	k->refresh_in = REFRESH_EVERY;
 }
 
 static int64_t rounded(double v)
@@ -366,9 +376,12 @@ static void tally_write(struct prof_thread *th, struct heap_tally *t, int64_t in
 	int64_t above = in_use_high > in_use ? in_use_high - in_use : 0;
 	if (in_use > 0 && estimate > 0)
 		above = (int64_t)((double)above * (double)estimate / (double)in_use);
+	int err = errno;  /* the allocation hooks' fast paths leave errno to us */
 	struct prof_rec_heap_tally *r = prof_reserve(th, sizeof(*r));
-	if (!r)
+	if (!r) {
+		errno = err;
 		return;
+	}
 	r->serial = t->serial;
 	r->pad = 0;
 	r->alloc_calls = ld(&t->alloc_calls);
@@ -377,6 +390,7 @@ static void tally_write(struct prof_thread *th, struct heap_tally *t, int64_t in
 	r->free_bytes = r->alloc_bytes - (uint64_t)estimate;
 	r->in_use_high = estimate + above;
 	prof_commit(r, PROF_REC_HEAP_TALLY, 0, sizeof(*r), prof_now());
+	errno = err;
 }
 
 /* The thread's classes, in HEAP_CLASSES records of at most CLASSES_PER_RECORD (its end, an
@@ -472,46 +486,72 @@ static inline struct heap_tally *tally_of(struct prof_thread *th)
 	return tally_claim(th);
 }
 
-static inline void in_use_by(struct prof_thread *th, struct heap_tally *t, int64_t by)
+/* The tally's usable bytes in use are v now: a tally when they moved far enough. */
+static inline void in_use_now(struct prof_thread *th, struct heap_tally *t, int64_t v)
 {
-	int64_t v;
-	if (unlikely(t->shared)) {
-		v = __atomic_add_fetch(&t->in_use, by, __ATOMIC_RELAXED);
-	} else {
-		__atomic_store_n(&t->in_use, v = t->in_use + by, __ATOMIC_RELAXED);
-		if (v > t->high)
-			__atomic_store_n(&t->high, v, __ATOMIC_RELAXED);
-	}
 	int64_t moved = v - t->at_record, limit = __atomic_load_n(&t->limit, __ATOMIC_RELAXED);
 	if (unlikely(moved > limit || moved < -limit))
 		tally_flush(th, t);
 }
+
+/* The owner's usable bytes in use moved by `by`. */
+static inline void own_in_use_by(struct prof_thread *th, struct heap_tally *t, int64_t by)
+{
+	int64_t v = t->in_use + by;
+	__atomic_store_n(&t->in_use, v, __ATOMIC_RELAXED);
+	if (v > t->high)
+		__atomic_store_n(&t->high, v, __ATOMIC_RELAXED);
+	in_use_now(th, t, v);
+}
+
+/* The shared slot's counts, updated atomically (no estimate kept: tally_estimate()). */
+static __attribute__((noinline)) void shared_count(struct prof_thread *th, struct heap_tally *t,
+						   struct tally_class *k, int alloc, size_t size,
+						   int64_t usable_by)
+{
+	if (alloc) {
+		__atomic_fetch_add(&t->alloc_calls, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&t->alloc_bytes, size, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&k->allocs, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&k->asked, size, __ATOMIC_RELAXED);
+	} else {
+		__atomic_fetch_add(&t->free_calls, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&k->frees, 1, __ATOMIC_RELAXED);
+	}
+	in_use_now(th, t, __atomic_add_fetch(&t->in_use, usable_by, __ATOMIC_RELAXED));
+}
+
+/* An add by the owner, which the exit flush may read meanwhile. */
+#define OWN_ADD(v, n) __atomic_store_n(&(v), (v) + (n), __ATOMIC_RELAXED)
 
 void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size)
 {
 	struct heap_tally *t = tally_of(th);
 	if (unlikely(!t))
 		return;
-	int shared = (int)t->shared;
 	size_t usable = usable_of(ptr), c = rounded_class(usable);
 	struct tally_class *k = &t->cls[c];
-	add(&t->alloc_calls, 1, shared);
-	add(&t->alloc_bytes, size, shared);
-	add(&k->allocs, 1, shared);
-	add(&k->asked, size, shared);
-	if (likely(!shared)) {
-		if (unlikely(k->mean == 0))
-			k->mean = (double)size;
-		t->estimate += k->mean;
-		if (unlikely((k->allocs + k->frees) % REFRESH_EVERY == 0))
-			class_refresh(t, c);
+	if (unlikely(t->shared)) {
+		shared_count(th, t, k, 1, size, (int64_t)usable);
+		return;
 	}
-	in_use_by(th, t, (int64_t)usable);
+	OWN_ADD(t->alloc_calls, 1);
+	OWN_ADD(t->alloc_bytes, size);
+	OWN_ADD(k->allocs, 1);
+	OWN_ADD(k->asked, size);
+	t->estimate += k->mean;  /* 0 at the class's first use: its first reading adds it */
+	if (unlikely(--k->refresh_in <= 0))
+		class_refresh(t, c);
+	own_in_use_by(th, t, (int64_t)usable);
 }
 
-size_t heap_tally_usable(void *ptr)
+int heap_tally_before_free(void *ptr, size_t *usable)
 {
-	return usable_of(ptr);
+	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	if (unlikely(atomic_load_explicit(filter_of(key), memory_order_relaxed)) && heap_rec_take(ptr))
+		return 1;
+	*usable = usable_of(ptr);
+	return 0;
 }
 
 void heap_tally_free(struct prof_thread *th, size_t usable)
@@ -519,19 +559,18 @@ void heap_tally_free(struct prof_thread *th, size_t usable)
 	struct heap_tally *t = tally_of(th);
 	if (unlikely(!t))
 		return;
-	int shared = (int)t->shared;
 	size_t c = rounded_class(usable);
 	struct tally_class *k = &t->cls[c];
-	add(&t->free_calls, 1, shared);
-	add(&k->frees, 1, shared);
-	if (likely(!shared)) {
-		if (unlikely(k->mean == 0))
-			k->mean = class_mean(c);
-		t->estimate -= k->mean;
-		if (unlikely((k->allocs + k->frees) % REFRESH_EVERY == 0))
-			class_refresh(t, c);
+	if (unlikely(t->shared)) {
+		shared_count(th, t, k, 0, 0, -(int64_t)usable);
+		return;
 	}
-	in_use_by(th, t, -(int64_t)usable);
+	OWN_ADD(t->free_calls, 1);
+	OWN_ADD(k->frees, 1);
+	t->estimate -= k->mean;
+	if (unlikely(--k->refresh_in <= 0))
+		class_refresh(t, c);
+	own_in_use_by(th, t, -(int64_t)usable);
 }
 
 void heap_tally_sync(struct prof_thread *th)

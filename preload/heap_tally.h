@@ -15,10 +15,13 @@ void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*re
 int heap_rec_add(const void *ptr);
 int heap_rec_take(const void *ptr);
 
-/* An allocation without a record, and a free of such a block, given its usable size (taken
- * before the real free: heap_tally_usable()). */
+/* Before the real free of ptr: 1 if its block has a record (heap_rec_take()), else 0 and its
+ * usable size in *usable, for heap_tally_free() after the real free. */
+int heap_tally_before_free(void *ptr, size_t *usable);
+
+/* An allocation without a record, and a free of such a block, given its usable size. Neither
+ * changes errno. */
 void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size);
-size_t heap_tally_usable(void *ptr);
 void heap_tally_free(struct prof_thread *th, size_t usable);
 
 /* A recorded block's ALLOC or FREE is next: the thread's tally first, if its counts moved
