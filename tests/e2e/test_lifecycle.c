@@ -269,8 +269,9 @@ Test(lifecycle, planted_symlink_is_not_followed_and_mode_is_0600)
 	cr_expect_eq(st.st_mode & 0777, 0600);
 }
 
-/* The program's output is byte for byte the same with and without the profiler. */
-static void expect_same_output(const char *prog)
+/* The program's output is byte for byte the same with and without the profiler (run with
+ * env, which may be NULL). */
+static void expect_same_output_with(const char *prog, const char *const env[])
 {
 	const char *dir = e2e_tmpdir();
 	char out1[PATH_MAX], out2[PATH_MAX];
@@ -278,7 +279,7 @@ static void expect_same_output(const char *prog)
 	snprintf(out2, sizeof(out2), "%s/prof.out", dir);
 	const char *argv[] = { e2e_prog(prog), NULL };
 	int st1 = e2e_run(argv, NULL, out1, NULL);
-	int st2 = e2e_profile(dir, argv, NULL, out2, NULL);
+	int st2 = e2e_profile(dir, argv, env, out2, NULL);
 	cr_expect_eq(st1, 0);
 	cr_expect_eq(st2, 0);
 	char *a = e2e_read_file(out1), *b = e2e_read_file(out2);
@@ -288,9 +289,17 @@ static void expect_same_output(const char *prog)
 	free(b);
 }
 
+static void expect_same_output(const char *prog)
+{
+	expect_same_output_with(prog, NULL);
+}
+
+/* In the sampled mode too, whose tallied allocations and frees save no errno of their own. */
 Test(lifecycle, errno_and_failures_are_untouched)
 {
 	expect_same_output("errno_check");
+	const char *sampled[] = { "PROF_HEAP_SAMPLE=64K", NULL };
+	expect_same_output_with("errno_check", sampled);
 }
 
 Test(lifecycle, profiler_descriptors_stay_out_of_the_programs_way)

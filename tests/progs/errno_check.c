@@ -35,5 +35,21 @@ int main(void)
 	p = aligned_alloc(64, 64);
 	free(p);
 	printf("aligned_alloc/free: %d\n", errno);
+	/* Many small blocks, some kept a while: the sampled mode's tallies and their records. */
+	static void *kept[4096];
+	long changed = 0;
+	for (long i = 0; i < 300000; i++) {
+		int e = (int)(i % 120) + 1;
+		size_t k = (size_t)(i * 2654435761u) % 4096;
+		errno = e;
+		free(kept[k]);
+		changed += errno != e;
+		errno = e;
+		kept[k] = i % 3 ? malloc((size_t)(i % 2000) + 1) : calloc(1, (size_t)(i % 300) + 1);
+		changed += errno != e;
+	}
+	for (size_t k = 0; k < 4096; k++)
+		free(kept[k]);
+	printf("errno changed by %ld of 600000 calls\n", changed);
 	return 0;
 }
