@@ -236,6 +236,7 @@ static int file_merge(struct io_stats *s, int32_t dst, int32_t src)
 	d->eof_reads += f->eof_reads;
 	d->mmaps += f->mmaps;
 	d->untimed += f->untimed;
+	d->buffered += f->buffered;
 	d->time_ns += f->time_ns;
 	for (int c = 0; c < IO_CLS_COUNT; c++) {
 		d->cls_time[c] += f->cls_time[c];
@@ -406,6 +407,35 @@ static int account(struct process *p, int32_t fi, unsigned op, int64_t result, u
 	return 0;
 }
 
+/* IO_BATCH: `calls` untimed stdio calls of op on file f, `bytes` in all. */
+static int account_buffered(struct process *p, int32_t fi, unsigned op, uint64_t calls,
+			    int64_t bytes, uint32_t stack)
+{
+	struct io_stats *s = io_of(p);
+	struct io_file *f = &s->files[fi];
+	char cls = prof_io_op_class(op);
+	uint64_t n = bytes > 0 ? (uint64_t)bytes : 0;
+	s->calls += calls;
+	f->buffered += calls;
+	if (op < 64)
+		f->ops[op] += calls;
+	if (cls == 'r') {
+		f->reads += calls;
+		f->read_bytes += n;
+	} else if (cls == 'w') {
+		f->writes += calls;
+		f->write_bytes += n;
+	} else {
+		f->others += calls;
+	}
+	int created;
+	struct io_flame_weight *w = u64map_put(&s->by_stack, stack, &created);
+	if (!w)
+		return -1;
+	w->bytes += n;
+	return 0;
+}
+
 int io_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
 	struct io_stats *s = state;
@@ -427,6 +457,13 @@ int io_on_record(struct process *p, void *state, const struct trace_event *ev)
 		if (f < 0)
 			return -1;
 		return account(p, f, h->flags, r->result, r->duration_ns, r->stack, h->time);
+	}
+	case PROF_REC_IO_BATCH: {
+		const struct prof_rec_io_batch *r = (const void *)h;
+		int32_t f = file_of_id(s, r->file, r->fd);
+		if (f < 0)
+			return -1;
+		return account_buffered(p, f, h->flags, r->calls, r->result, r->stack);
 	}
 	default:
 		return 0;
@@ -459,7 +496,8 @@ static int cmp_files(const void *a, const void *b)
 static int file_active(const struct io_file *f)
 {
 	return f->merged_into < 0 &&
-	       (f->hist[0].count || f->hist[1].count || f->hist[2].count || f->untimed);
+	       (f->hist[0].count || f->hist[1].count || f->hist[2].count || f->untimed ||
+		f->buffered);
 }
 
 /* Files that saw calls, most time first; NULL with *n = 0 if none (or out of memory). */
@@ -507,6 +545,7 @@ static size_t slow_sorted(const struct io_stats *s, struct io_slow *out)
 
 struct io_totals {
 	uint64_t files, calls, opens, reads, read_bytes, writes, write_bytes, errors, time_ns;
+	uint64_t buffered;
 };
 
 static struct io_totals totals(const struct io_stats *s)
@@ -524,6 +563,7 @@ static struct io_totals totals(const struct io_stats *s)
 		t.write_bytes += f->write_bytes;
 		t.errors += f->errors;
 		t.time_ns += f->time_ns;
+		t.buffered += f->buffered;
 	}
 	t.calls = s->calls;
 	return t;
@@ -566,6 +606,7 @@ static json_t *file_json(struct process *p, const struct file_ref *r)
 	json_object_set_new(o, "errors", json_integer((json_int_t)f->errors));
 	json_object_set_new(o, "eof_reads", json_integer((json_int_t)f->eof_reads));
 	json_object_set_new(o, "mmaps", json_integer((json_int_t)f->mmaps));
+	json_object_set_new(o, "buffered_calls", json_integer((json_int_t)f->buffered));
 	json_object_set_new(o, "read_latency", latency_json(&f->hist[IO_CLS_READ], f->cls_time[IO_CLS_READ]));
 	json_object_set_new(o, "write_latency", latency_json(&f->hist[IO_CLS_WRITE], f->cls_time[IO_CLS_WRITE]));
 	json_object_set_new(o, "calls", ops);
@@ -600,6 +641,7 @@ json_t *io_json(struct process *p, size_t top)
 		"read_bytes", (json_int_t)t.read_bytes, "writes", (json_int_t)t.writes,
 		"write_bytes", (json_int_t)t.write_bytes, "errors", (json_int_t)t.errors,
 		"time_ns", (json_int_t)t.time_ns);
+	json_object_set_new(tot, "buffered_calls", json_integer((json_int_t)t.buffered));
 	return json_pack("{s:o,s:o,s:o}", "files", files, "totals", tot, "slowest", sl);
 }
 
@@ -625,7 +667,7 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 	for (size_t i = 0; v && i < n && i < top; i++) {
 		const struct io_file *f = v[i].f;
 		char p50[32], p95[32], p99[32], mx[32];
-		uint64_t calls = v[i].all.count;
+		uint64_t calls = v[i].all.count + f->buffered;
 		char o[32], r[32], w[32], e[32], path[1024];
 		fprintf(out, "   %10s %8s %6s %8s %10s %8s %10s %9s %9s %9s %9s %5s  %s\n",
 			fmt_ns(f->time_ns, a, sizeof(a)), fmt_count(calls, b, sizeof(b)),
@@ -640,6 +682,9 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 	}
 	if (n > top)
 		fprintf(out, "   (%zu more files)\n", n - top);
+	if (t.buffered)
+		fprintf(out, "   (%s of the calls were stdio calls that only used their stream's buffer, "
+			"no system call: counted, not timed)\n", fmt_count(t.buffered, a, sizeof(a)));
 	files_free(v, n);
 	struct io_slow slow[IO_SLOWEST_KEPT];
 	size_t ns = slow_sorted(s, slow);
@@ -719,8 +764,8 @@ static int io_tl_event(void *state, struct timeline *tl, const struct trace_even
 	struct io_timeline *s = state;
 	const struct prof_rec *h = ev->rec;
 	const struct prof_rec_io_call *r = (const void *)h;  /* IO_NAME begins as IO_CALL */
-	if (r->duration_ns < tl->min_ns)
-		return 0;
+	if (r->duration_ns < tl->min_ns || h->type == PROF_REC_IO_BATCH)
+		return 0;  /* a batch is many untimed calls, not one span */
 	const char *path = "?";
 	if (h->type == PROF_REC_IO_NAME) {
 		path = ((const struct prof_rec_io_name *)h)->path;
@@ -746,6 +791,8 @@ static void io_dump(FILE *out, const struct prof_rec *r)
 	const struct prof_rec_io_call *c = (const void *)r;  /* IO_NAME begins as IO_CALL */
 	fprintf(out, " %s file=%u fd=%d result=%" PRId64 " duration_ns=%" PRIu64 " stack=%u",
 		prof_io_op_name(r->flags), c->file, c->fd, c->result, c->duration_ns, c->stack);
+	if (r->type == PROF_REC_IO_BATCH)
+		fprintf(out, " calls=%" PRIu64, ((const struct prof_rec_io_batch *)r)->calls);
 	if (r->type == PROF_REC_IO_NAME) {
 		fprintf(out, " path=");
 		fmt_quoted(out, ((const struct prof_rec_io_name *)r)->path,
@@ -785,6 +832,12 @@ static int io_sql_row(struct sql_out *o, struct process *p, const struct trace_e
 	    sql_row(o, "io_files", "iit", pid, (int64_t)r->file,
 		    ((const struct prof_rec_io_name *)ev->rec)->path) < 0)
 		return -1;
+	if (ev->rec->type == PROF_REC_IO_BATCH)
+		return sql_row(o, "io_batches", "iiitiiiii", pid, (int64_t)ev->tid,
+			       (int64_t)process_rel_time(p, r->h.time), prof_io_op_name(r->h.flags),
+			       (int64_t)r->file, (int64_t)r->fd,
+			       (int64_t)((const struct prof_rec_io_batch *)ev->rec)->calls, r->result,
+			       (int64_t)r->stack);
 	if (ev->rec->type != PROF_REC_IO_NAME && ev->rec->type != PROF_REC_IO_CALL)
 		return 0;
 	return sql_row(o, "io_calls", "iiitiiiii", pid, (int64_t)ev->tid,
@@ -871,7 +924,7 @@ static int io_sum_read(struct sum_in *r, struct process *p, void *state)
 
 const struct family io_family = {
 	.name = "io",
-	.sum_version = 1,
+	.sum_version = 2,
 	.sum_write = io_sum_write,
 	.sum_read = io_sum_read,
 	.first_type = PROF_IO_TYPE_FIRST,
@@ -894,6 +947,8 @@ const struct family io_family = {
 	.ndiffs = sizeof(io_diffs) / sizeof(io_diffs[0]),
 	.sql_schema = "CREATE TABLE io_files(pid INTEGER, file INTEGER, path TEXT);\n"
 	"CREATE TABLE io_calls(pid INTEGER, tid INTEGER, time_ns INTEGER, op TEXT, file INTEGER,"
-	" fd INTEGER, result INTEGER, duration_ns INTEGER, stack INTEGER);\n",
+	" fd INTEGER, result INTEGER, duration_ns INTEGER, stack INTEGER);\n"
+	"CREATE TABLE io_batches(pid INTEGER, tid INTEGER, time_ns INTEGER, op TEXT, file INTEGER,"
+	" fd INTEGER, calls INTEGER, bytes INTEGER, stack INTEGER);\n",
 	.sql_row = io_sql_row,
 };

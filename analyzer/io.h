@@ -43,6 +43,8 @@ struct io_file {
 	uint64_t opens, closes, reads, read_bytes, writes, write_bytes, others, errors, eof_reads;
 	uint64_t mmaps, ids, time_ns, cls_time[IO_CLS_COUNT];
 	uint64_t untimed;            /* source halves of sendfile/copy_file_range */
+	uint64_t buffered;           /* stdio calls that only used the buffer (IO_BATCH): counted
+				      * in reads or writes and their bytes, not timed */
 	uint64_t ops[64];            /* calls per enum prof_io_op */
 	struct io_hist hist[IO_CLS_COUNT];
 	uint32_t first_stack;        /* where it was first opened, 0 if never */

@@ -10,7 +10,8 @@
 
 #define PROF_IO_RECORD_TYPES(X)               \
 	X(IO_NAME, 40, prof_rec_io_name)      \
-	X(IO_CALL, 41, prof_rec_io_call)
+	X(IO_CALL, 41, prof_rec_io_call)      \
+	X(IO_BATCH, 42, prof_rec_io_batch)
 /* Those of them that end in a NUL-terminated string: Y(NAME, payload struct, field). */
 #define PROF_IO_STRING_RECORDS(Y) Y(IO_NAME, prof_rec_io_name, path)
 
@@ -114,10 +115,28 @@ struct prof_rec_io_call {
 	uint32_t pad;
 };
 
-/* IO_NAME is an IO_CALL with a name after it: readers take either as an IO_CALL. */
+/* IO_BATCH: `calls` stdio calls (flags: enum prof_io_op) on one file from one call site of
+ * one thread, each of which only moved bytes between the program and the stream's buffer,
+ * without a system call: counted, not timed (duration_ns is 0). result: their bytes
+ * together. time: when the batch was written (its count full, its stream closing, the
+ * thread ending, the process exiting or exec'ing), after its calls. */
+struct prof_rec_io_batch {
+	struct prof_rec h;
+	uint32_t file;
+	int32_t fd;
+	int64_t result;
+	uint64_t duration_ns;  /* 0 */
+	uint32_t stack;
+	uint32_t pad;
+	uint64_t calls;
+};
+
+/* IO_NAME is an IO_CALL with a name after it, IO_BATCH one with a count: readers take any of
+ * them as an IO_CALL. */
 #define PROF_IO_SAME_FIELD(f)                                                               \
-	_Static_assert(offsetof(struct prof_rec_io_name, f) == offsetof(struct prof_rec_io_call, f), \
-		       "IO_NAME must begin as IO_CALL does: " #f)
+	_Static_assert(offsetof(struct prof_rec_io_name, f) == offsetof(struct prof_rec_io_call, f) && \
+		       offsetof(struct prof_rec_io_batch, f) == offsetof(struct prof_rec_io_call, f), \
+		       "IO_NAME and IO_BATCH must begin as IO_CALL does: " #f)
 PROF_IO_SAME_FIELD(file);
 PROF_IO_SAME_FIELD(fd);
 PROF_IO_SAME_FIELD(result);
