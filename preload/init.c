@@ -3,6 +3,7 @@
 #include "heap_tally.h"
 #include "python.h"
 #include "locks.h"
+#include "io.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -265,6 +266,7 @@ void prof_thread_end(struct prof_thread *th)
 	prof_cpu_stop(th);
 	prof_modules_rescan_if_stale();
 	heap_tally_thread_done(th);
+	io_batches_flush(th);
 	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		struct timespec ts;
@@ -339,6 +341,7 @@ static void on_exit_handler(int status, void *arg)
 	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
 	prof_leak_scan();
 	heap_tally_flush_all(th);  /* every thread's counts, the others' too */
+	io_batches_flush_all(th);
 	prof_locks_flush();
 	prof_thread_end(th);
 	write_exit(0, status);
@@ -356,6 +359,7 @@ static __attribute__((noreturn)) void quick_exit_with(int status)
 	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
 		prof_self.in_hook++;
 		heap_tally_flush_all(prof_thread_get());
+		io_batches_flush_all(prof_thread_get());
 		write_exit(2, status);
 		prof_self.in_hook--;
 	}
@@ -659,6 +663,7 @@ static void record_exec(const char *path)
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_exec) + len));
 	th->in_hook++;
 	heap_tally_flush_all(th);  /* the counts end with this image */
+	io_batches_flush_all(th);
 	struct prof_rec_exec *r = prof_reserve(th, size);
 	if (r) {
 		memset(r->path, 0, size - sizeof(*r));

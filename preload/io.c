@@ -24,6 +24,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -813,6 +814,234 @@ PROF_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
  * scanf family, fseek/ftell, ungetc, memory streams (fmemopen, open_memstream: no fd). */
 
 /* result: bytes, 0 at end of file, -errno on error. */
+/* ---- buffered stdio calls -----------------------------------------------------------------
+ * A stdio call that only moves bytes between the program and the stream's buffer, without a
+ * system call, takes tens of ns: two clock reads and a record cost more than the call (they
+ * made most of git log -p's profiling cost). glibc's FILE tells beforehand whether a call
+ * will: a write that fits a fully buffered stream's buffer in write mode, a read of bytes
+ * the buffer holds. Such a call is counted, per thread, stream, op and call site, and its
+ * batch written as one IO_BATCH record (untimed calls, their bytes) when BATCH_MAX calls are
+ * in it, when another site takes its place, before its stream is closed, when the thread
+ * ends, and at exit or exec (every thread's). A call that reached the system after all
+ * (another thread filled the buffer meanwhile) is counted the same. The batches of a thread
+ * live in a table of ours (batch_tables), never in its TLS, which dies with it while the exit
+ * may still read it; a thread without one (more than BATCH_THREADS at once, or past its end)
+ * writes each such call as a batch of one. */
+#define BATCH_SETS 8        /* per thread: sets of BATCH_WAYS batches, by call site */
+#define BATCH_WAYS 4
+#define BATCH_SLOTS (BATCH_SETS * BATCH_WAYS)
+#define BATCH_MAX 4096      /* calls in one IO_BATCH at most */
+#define BATCH_THREADS 256   /* threads with a table at once */
+#define PRINTF_ROOM 512     /* buffer room taken to be enough for one printf */
+
+/* glibc's FILE flags (libio.h, stable since glibc 2.0) */
+#define STDIO_UNBUFFERED 0x0002
+#define STDIO_LINE_BUF 0x0200
+#define STDIO_PUTTING 0x0800
+
+struct io_batch {
+	FILE *f;
+	uintptr_t ret, frame;
+	_Atomic uint64_t calls;  /* the exit reads other threads' */
+	uint64_t bytes;
+	uint32_t file, stack;
+	int32_t fd;
+	uint32_t op;
+};
+static void *_Atomic batch_tables;  /* BATCH_THREADS tables of BATCH_SLOTS, made on first use */
+static _Atomic uint64_t batch_taken[BATCH_THREADS / 64];
+static __thread struct io_batch *io_batches;  /* the thread's table, NULL if none */
+static __thread int batch_state;  /* 0: none asked for yet; 1: has one; -1: none to be had, or
+				   * the thread has ended (stdio in its TLS destructors) */
+static __thread unsigned batch_next;  /* the way a new site takes when none is free */
+
+/* A write of len bytes will only fill f's buffer; a read of len bytes only empty it. */
+static inline int stdio_write_fits(FILE *f, size_t len)
+{
+	return (f->_flags & (STDIO_UNBUFFERED | STDIO_LINE_BUF | STDIO_PUTTING)) == STDIO_PUTTING &&
+	       f->_IO_write_ptr && (size_t)(f->_IO_write_end - f->_IO_write_ptr) > len;
+}
+
+static inline int stdio_read_fits(FILE *f, size_t len)
+{
+	return !(f->_flags & STDIO_PUTTING) && f->_IO_read_ptr &&
+	       (size_t)(f->_IO_read_end - f->_IO_read_ptr) >= len && len;
+}
+
+/* The set of a call site (its return address and the hook's frame: one call path). */
+static inline struct io_batch *batch_set(uintptr_t ret, uintptr_t frame)
+{
+	uint64_t h = ((uint64_t)ret ^ (uint64_t)frame * 31) * 0x9e3779b97f4a7c15ull;
+	return &io_batches[(h >> 61) * BATCH_WAYS];
+}
+
+/* The batch of this site and stream, or NULL. */
+static inline struct io_batch *batch_find(FILE *f, unsigned op, uintptr_t ret, uintptr_t frame)
+{
+	if (!io_batches)
+		return NULL;
+	struct io_batch *set = batch_set(ret, frame);
+	for (int i = 0; i < BATCH_WAYS; i++) {
+		struct io_batch *b = &set[i];
+		if (b->ret == ret && b->frame == frame && b->f == f && b->op == op)
+			return b;
+	}
+	return NULL;
+}
+
+/* Counts a buffered call in its batch, if the batch is there and still names the stream's
+ * file (the descriptor or its id may have changed behind stdio's back): 0 if not. */
+static inline int batch_count(FILE *f, unsigned op, uintptr_t ret, uintptr_t frame,
+			      uint64_t bytes)
+{
+	struct io_batch *b = batch_find(f, op, ret, frame);
+	if (!b)
+		return 0;
+	uint64_t n = atomic_load_explicit(&b->calls, memory_order_relaxed);
+	if (!n || n >= BATCH_MAX || b->fd != f->_fileno || io_fd_peek(b->fd) != b->file)
+		return 0;
+	atomic_store_explicit(&b->calls, n + 1, memory_order_relaxed);
+	b->bytes += bytes;
+	return 1;
+}
+
+/* Writes batch b (its calls are taken first: the exit may write other threads' batches). */
+static void batch_write(struct prof_thread *th, struct io_batch *b)
+{
+	uint64_t calls = atomic_exchange_explicit(&b->calls, 0, memory_order_relaxed);
+	if (!calls)
+		return;
+	struct prof_rec_io_batch *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->file = b->file;
+	r->fd = b->fd;
+	r->result = (int64_t)b->bytes;
+	r->duration_ns = 0;
+	r->stack = b->stack;
+	r->pad = 0;
+	r->calls = calls;
+	prof_commit(r, PROF_REC_IO_BATCH, b->op, sizeof(*r), prof_now());
+}
+
+static void batch_claim(void)
+{
+	batch_state = -1;
+	struct io_batch *all = prof_lazy(&batch_tables,
+					 BATCH_THREADS * BATCH_SLOTS * sizeof(struct io_batch));
+	for (unsigned i = 0; all && i < BATCH_THREADS; i++) {
+		_Atomic uint64_t *word = &batch_taken[i / 64];
+		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
+		while (!(old & bit)) {
+			if (atomic_compare_exchange_weak(word, &old, old | bit)) {
+				io_batches = &all[i * BATCH_SLOTS];
+				batch_state = 1;
+				return;
+			}
+		}
+	}
+}
+
+/* A new batch for this call (the one in its place written first). Under in_hook, errno
+ * saved. */
+static __attribute__((noinline)) void batch_start(struct prof_thread *th, FILE *f, unsigned op,
+						   uintptr_t ret, uintptr_t frame, uint64_t bytes)
+{
+	if (!(prof_cfg.events & PROF_EV_IO))
+		return;
+	if (batch_state == 0)
+		batch_claim();
+	int fd = f->_fileno;
+	uint32_t id = io_fd_peek(fd);
+	if (unlikely(id == 0))
+		id = io_fd_id(th, fd);
+	if (id == 0 || id == IO_FD_OURS)
+		return;  /* not open (the call failed, and is not one to count), or ours */
+	struct io_batch one, *b = batch_find(f, op, ret, frame);  /* full, or its file changed */
+	if (io_batches) {
+		struct io_batch *set = batch_set(ret, frame);
+		for (int i = 0; !b && i < BATCH_WAYS; i++)
+			if (!atomic_load_explicit(&set[i].calls, memory_order_relaxed))
+				b = &set[i];
+		if (!b)
+			b = &set[batch_next++ % BATCH_WAYS];
+		batch_write(th, b);
+	} else {
+		b = &one;  /* no table: a batch of one */
+	}
+	b->f = f;
+	b->ret = ret;
+	b->frame = frame;
+	b->op = op;
+	b->fd = fd;
+	b->file = id;
+	b->bytes = bytes;
+	b->stack = io_stack(th, ret, frame, 0);
+	atomic_store_explicit(&b->calls, 1, memory_order_relaxed);
+	if (b == &one)
+		batch_write(th, b);
+}
+
+/* The calling thread's batches of stream f (NULL: all), written. Under in_hook. */
+static void batches_write(struct prof_thread *th, FILE *f)
+{
+	for (int i = 0; io_batches && i < BATCH_SLOTS; i++)
+		if (!f || io_batches[i].f == f)
+			batch_write(th, &io_batches[i]);
+}
+
+void io_batches_flush(struct prof_thread *th)
+{
+	int err = errno;
+	th->in_hook++;
+	batches_write(th, NULL);
+	if (io_batches) {
+		struct io_batch *all = atomic_load(&batch_tables);
+		unsigned i = (unsigned)((io_batches - all) / BATCH_SLOTS);
+		memset(io_batches, 0, BATCH_SLOTS * sizeof(*io_batches));
+		atomic_fetch_and(&batch_taken[i / 64], ~(1ull << (i % 64)));
+	}
+	io_batches = NULL;
+	batch_state = -1;  /* the thread has ended: batches of one from here on */
+	th->in_hook--;
+	errno = err;
+}
+
+void io_batches_flush_all(struct prof_thread *th)
+{
+	struct io_batch *all = atomic_load(&batch_tables);
+	if (!all)
+		return;
+	int err = errno;
+	th->in_hook++;
+	for (unsigned i = 0; i < BATCH_THREADS; i++)
+		if (atomic_load(&batch_taken[i / 64]) & (1ull << (i % 64)))
+			for (int k = 0; k < BATCH_SLOTS; k++)
+				batch_write(th, &all[i * BATCH_SLOTS + k]);
+	th->in_hook--;
+	errno = err;
+}
+
+/* A fork child's batches are its parent's calls, and of the parent's threads only the
+ * forking one lives on: every table is free again, and the child starts its own. */
+static void batches_fork_child(void)
+{
+	struct io_batch *all = atomic_load(&batch_tables);
+	for (unsigned i = 0; all && i < BATCH_THREADS; i++)
+		if (atomic_load(&batch_taken[i / 64]) & (1ull << (i % 64)))
+			for (int k = 0; k < BATCH_SLOTS; k++)
+				atomic_store(&all[i * BATCH_SLOTS + k].calls, 0);
+	for (unsigned i = 0; i < BATCH_THREADS / 64; i++)
+		atomic_store(&batch_taken[i], 0);
+	io_batches = NULL;
+	batch_state = 0;
+}
+
+__attribute__((constructor)) static void batches_fork_register(void)
+{
+	pthread_atfork(NULL, NULL, batches_fork_child);
+}
+
 static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int failed, int64_t bytes,
 			 int err, uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
@@ -824,6 +1053,37 @@ static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int faile
 		result = ferror(f) ? -(int64_t)(err ? err : EIO) : 0;
 	record(th, op, fd, result, t0, t1, ret, frame);
 }
+
+/* A stdio call: `fits` says beforehand whether it will only use the stream's buffer (then
+ * it is counted in a batch, untimed), else it is timed and recorded. */
+#define STDIO_HOOK_BUFFERED(op, type, f, call, failed, bytes, fits)                        \
+	do {                                                                               \
+		struct prof_thread *th = io_begin();                                       \
+		if (!th)                                                                   \
+			return call;                                                       \
+		if (fits) {                                                                \
+			type r = call;                                                     \
+			io_busy = 0;                                                       \
+			if (!(failed) && batch_count(f, op, RET_ADDR, FRAME_ADDR, (uint64_t)(bytes))) \
+				return r;                                                  \
+			uint64_t t_ = prof_now();                                          \
+			IO_END_BEGIN(th);                                                  \
+			if (failed)                                                        \
+				record_stdio(th, op, f, 1, 0, err_, t_, t_, RET_ADDR, FRAME_ADDR); \
+			else                                                               \
+				batch_start(th, f, op, RET_ADDR, FRAME_ADDR, (uint64_t)(bytes)); \
+			IO_END_FINISH(th);                                                 \
+			return r;                                                          \
+		}                                                                          \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                         \
+		type r = call;                                                             \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                               \
+		IO_END_BEGIN(th);                                                          \
+		record_stdio(th, op, f, failed, (int64_t)(bytes), err_, t0, t1, RET_ADDR,  \
+			     FRAME_ADDR);                                                  \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
 
 #define STDIO_HOOK(op, type, f, call, failed, bytes)                                        \
 	do {                                                                               \
@@ -885,6 +1145,9 @@ PROF_EXPORT FILE *fopen64(const char *path, const char *mode)
 			return REAL(name)(path, mode, f);                                  \
 		int oldfd = f ? fileno(f) : -1;                                            \
 		uint32_t oldid = io_fd_peek(oldfd);                                        \
+		th->in_hook++;                                                             \
+		batches_write(th, f);                                                      \
+		th->in_hook--;                                                             \
 		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
 		FILE *r = REAL(name)(path, mode, f);                                       \
 		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
@@ -925,6 +1188,7 @@ PROF_EXPORT int fclose(FILE *f)
 		return REAL(fclose)(f);
 	int fd = f ? fileno(f) : -1;
 	th->in_hook++;
+	batches_write(th, f);  /* while its descriptor still has its id */
 	uint32_t id = fd >= 0 ? io_fd_id(th, fd) : 0;
 	th->in_hook--;
 	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
@@ -956,8 +1220,15 @@ PROF_EXPORT int fflush_unlocked(FILE *f)
 }
 
 /* fread/fwrite: items * size bytes; a call that moved nothing is EOF or an error. */
-#define FREAD_HOOK(op, f, size, n, call) \
-	STDIO_HOOK(op, size_t, f, call, r == 0 && (size) && (n), r * (size))
+static inline size_t items_bytes(size_t size, size_t n)
+{
+	size_t total;
+	return __builtin_mul_overflow(size, n, &total) ? SIZE_MAX : total;
+}
+#define FREAD_HOOK(op, f, size, n, call)                                                  \
+	STDIO_HOOK_BUFFERED(op, size_t, f, call, r == 0 && (size) && (n), r * (size),      \
+			    op == PROF_IO_FWRITE ? stdio_write_fits(f, items_bytes(size, n)) : \
+						   stdio_read_fits(f, items_bytes(size, n)))
 
 PROF_EXPORT size_t fread(void *p, size_t size, size_t n, FILE *f)
 {
@@ -1011,23 +1282,32 @@ PROF_EXPORT char *__fgets_unlocked_chk(char *s, size_t slen, int n, FILE *f)
 	FGETS_HOOK(f, REAL(__fgets_unlocked_chk)(s, slen, n, f));
 }
 
+#define FPUTS_HOOK(f, call, len)                                                           \
+	do {                                                                               \
+		size_t len_ = (len);                                                       \
+		STDIO_HOOK_BUFFERED(PROF_IO_FPUTS, int, f, call, r == EOF, len_,           \
+				    stdio_write_fits(f, len_));                            \
+	} while (0)
+
 PROF_EXPORT int fputs(const char *s, FILE *f)
 {
-	STDIO_HOOK(PROF_IO_FPUTS, int, f, REAL(fputs)(s, f), r == EOF, strlen(s));
+	FPUTS_HOOK(f, REAL(fputs)(s, f), strlen(s));
 }
 
 PROF_EXPORT int fputs_unlocked(const char *s, FILE *f)
 {
-	STDIO_HOOK(PROF_IO_FPUTS, int, f, REAL(fputs_unlocked)(s, f), r == EOF, strlen(s));
+	FPUTS_HOOK(f, REAL(fputs_unlocked)(s, f), strlen(s));
 }
 
 PROF_EXPORT int puts(const char *s)
 {
-	STDIO_HOOK(PROF_IO_FPUTS, int, stdout, REAL(puts)(s), r == EOF, strlen(s) + 1);
+	FPUTS_HOOK(stdout, REAL(puts)(s), strlen(s) + 1);
 }
 
-#define PUTC_HOOK(f, call) STDIO_HOOK(PROF_IO_FPUTC, int, f, call, r == EOF, 1)
-#define GETC_HOOK(f, call) STDIO_HOOK(PROF_IO_FGETC, int, f, call, r == EOF, 1)
+#define PUTC_HOOK(f, call) \
+	STDIO_HOOK_BUFFERED(PROF_IO_FPUTC, int, f, call, r == EOF, 1, stdio_write_fits(f, 1))
+#define GETC_HOOK(f, call) \
+	STDIO_HOOK_BUFFERED(PROF_IO_FGETC, int, f, call, r == EOF, 1, stdio_read_fits(f, 1))
 
 PROF_EXPORT int fputc(int c, FILE *f) { PUTC_HOOK(f, REAL(fputc)(c, f)); }
 PROF_EXPORT int putc(int c, FILE *f) { PUTC_HOOK(f, REAL(putc)(c, f)); }
@@ -1042,7 +1322,8 @@ PROF_EXPORT int fgetc_unlocked(FILE *f) { GETC_HOOK(f, REAL(fgetc_unlocked)(f));
 PROF_EXPORT int getc_unlocked(FILE *f) { GETC_HOOK(f, REAL(getc_unlocked)(f)); }
 PROF_EXPORT int getchar_unlocked(void) { GETC_HOOK(stdin, REAL(getchar_unlocked)()); }
 
-#define PRINTF_HOOK(f, call) STDIO_HOOK(PROF_IO_FPRINTF, int, f, call, r < 0, r)
+#define PRINTF_HOOK(f, call) \
+	STDIO_HOOK_BUFFERED(PROF_IO_FPRINTF, int, f, call, r < 0, r, stdio_write_fits(f, PRINTF_ROOM))
 
 PROF_EXPORT int vfprintf(FILE *f, const char *fmt, va_list ap)
 {
@@ -1086,9 +1367,45 @@ PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 		return r;                                                                  \
 	} while (0)
 
+/* fprintf and printf: as their va_list forms, counted in a batch where they only fill the
+ * buffer (PRINTF_HOOK). */
 #define VA_PRINTF(f, last, call)                                                           \
-	VA_HOOK(last, call, record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1,   \
-					 RET_ADDR, FRAME_ADDR))
+	do {                                                                               \
+		va_list ap;                                                                \
+		va_start(ap, last);                                                        \
+		struct prof_thread *th = io_begin();                                       \
+		if (th && stdio_write_fits(f, PRINTF_ROOM)) {                              \
+			int r = call;                                                      \
+			va_end(ap);                                                        \
+			io_busy = 0;                                                       \
+			if (r >= 0 && batch_count(f, PROF_IO_FPRINTF, RET_ADDR, FRAME_ADDR, \
+						  (uint64_t)r))                            \
+				return r;                                                  \
+			uint64_t t_ = prof_now();                                          \
+			IO_END_BEGIN(th);                                                  \
+			if (r < 0)                                                         \
+				record_stdio(th, PROF_IO_FPRINTF, f, 1, 0, err_, t_, t_, RET_ADDR, \
+					     FRAME_ADDR);                                  \
+			else                                                               \
+				batch_start(th, f, PROF_IO_FPRINTF, RET_ADDR, FRAME_ADDR,  \
+					    (uint64_t)r);                                  \
+			IO_END_FINISH(th);                                                 \
+			return r;                                                          \
+		}                                                                          \
+		if (!th) {                                                                 \
+			int r0 = call;                                                     \
+			va_end(ap);                                                        \
+			return r0;                                                         \
+		}                                                                          \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                         \
+		int r = call;                                                              \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                               \
+		va_end(ap);                                                                \
+		IO_END_BEGIN(th);                                                          \
+		record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1, RET_ADDR, FRAME_ADDR); \
+		IO_END_FINISH(th);                                                         \
+		return r;                                                                  \
+	} while (0)
 
 PROF_EXPORT int fprintf(FILE *f, const char *fmt, ...)
 {

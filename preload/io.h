@@ -52,6 +52,11 @@ void io_fd_closed(int fd, uint32_t id);
 /* newfd is now a copy of the descriptor that has id. */
 void io_fd_dup(int newfd, uint32_t id);
 
+/* io.c: the buffered stdio calls counted and not yet written (IO_BATCH): the calling
+ * thread's (a thread that ends), or every thread's (exit, exec). */
+void io_batches_flush(struct prof_thread *th);
+void io_batches_flush_all(struct prof_thread *th);
+
 /* Names. */
 int io_name_of_fd(int fd, char *buf, size_t len);  /* readlink /proc/self/fd/N, sockets by address */
 void io_name_of_sockaddr(const struct sockaddr *sa, socklen_t len, int type, char *buf,
