@@ -511,3 +511,65 @@ Test(io, flame_weights_stacks_by_time_or_bytes)
 	cr_expect_neq(st, 0, "--by calls is not an io weight");
 	free(c);
 }
+
+/* Stdio calls that only fill or empty the stream's buffer are counted in batches (IO_BATCH),
+ * not timed one by one: the per-file calls and bytes stay exact (two threads writing, a read
+ * back), the trace holds a record per many calls, and a line-buffered stream, which reaches
+ * the system at every newline, keeps a timed record per call. */
+Test(io, buffered_stdio_calls_are_counted_in_batches)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX], path[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	const char *argv[] = { e2e_prog("stdio_batch"), dir, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	long calls[2], bytes[2], lines, line_bytes, reads, read_bytes;
+	cr_assert_eq(sscanf(text, "full0 %ld %ld\nfull1 %ld %ld\nline %ld %ld\nread %ld %ld",
+			    &calls[0], &bytes[0], &calls[1], &bytes[1], &lines, &line_bytes, &reads,
+			    &read_bytes), 8, "%s", text);
+	free(text);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *files = json_object_get(json_object_get(e2e_process(doc, 0), "io"), "files");
+	long all = 0;
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/full%d.txt", dir, k);
+		json_t *f = file_row(files, path);
+		cr_assert_not_null(f, "no %s in the report", path);
+		cr_expect_eq(e2e_int(f, "writes"), calls[k], "%s: writes", path);
+		cr_expect_eq(e2e_int(f, "write_bytes"), bytes[k], "%s: bytes written", path);
+		cr_expect_gt(e2e_int(f, "buffered_calls"), calls[k] * 3 / 4, "%s: batched", path);
+		all += calls[k];
+		if (k == 0) {
+			cr_expect_eq(e2e_int(f, "reads"), reads);
+			cr_expect_eq(e2e_int(f, "read_bytes"), read_bytes);
+			all += reads;
+		}
+	}
+	snprintf(path, sizeof(path), "%s/line.txt", dir);
+	json_t *f = file_row(files, path);
+	cr_assert_not_null(f);
+	cr_expect_eq(e2e_int(f, "writes"), lines);
+	cr_expect_eq(e2e_int(f, "write_bytes"), line_bytes);
+	cr_expect_eq(e2e_int(f, "buffered_calls"), 0, "a line-buffered stream's calls are timed");
+	json_decref(doc);
+
+	/* The trace: far fewer I/O records than calls. */
+	char dump[PATH_MAX], trace_dir[PATH_MAX];
+	snprintf(dump, sizeof(dump), "%s/dump.txt", e2e_tmpdir());
+	snprintf(trace_dir, sizeof(trace_dir), "%s", dir);
+	const char *dargv[] = { e2e_prof(), "dump", trace_dir, NULL };
+	cr_assert_eq(e2e_run(dargv, NULL, dump, NULL), 0);
+	char *d = e2e_read_file(dump);
+	cr_assert_not_null(d);
+	long io_records = 0, batches = 0;
+	for (const char *p = d; (p = strstr(p, " IO_")); p++) {
+		io_records++;
+		batches += !strncmp(p, " IO_BATCH", 9);
+	}
+	free(d);
+	cr_expect_gt(batches, 0);
+	cr_expect_lt(io_records, all / 10, "%ld I/O records for %ld calls", io_records, all);
+}
