@@ -868,6 +868,18 @@ static inline int stdio_read_fits(FILE *f, size_t len)
 	       (size_t)(f->_IO_read_end - f->_IO_read_ptr) >= len && len;
 }
 
+/* A read up to delim (fgets, getline) will only empty f's buffer: the buffer holds delim, or
+ * `most` bytes (the most the call takes; 0: no limit). */
+static inline int stdio_line_fits(FILE *f, int delim, size_t most)
+{
+	if ((f->_flags & STDIO_PUTTING) || !f->_IO_read_ptr || f->_IO_read_end <= f->_IO_read_ptr)
+		return 0;
+	size_t avail = (size_t)(f->_IO_read_end - f->_IO_read_ptr);
+	if (most && avail >= most)
+		return 1;
+	return memchr(f->_IO_read_ptr, delim, avail) != NULL;
+}
+
 /* The set of a call site (its return address and the hook's frame: one call path). */
 static inline struct io_batch *batch_set(uintptr_t ret, uintptr_t frame)
 {
@@ -1260,7 +1272,9 @@ PROF_EXPORT size_t fwrite_unlocked(const void *p, size_t size, size_t n, FILE *f
 	FREAD_HOOK(PROF_IO_FWRITE, f, size, n, REAL(fwrite_unlocked)(p, size, n, f));
 }
 
-#define FGETS_HOOK(f, call) STDIO_HOOK(PROF_IO_FGETS, char *, f, call, !r, r ? strlen(r) : 0)
+#define FGETS_HOOK(f, call)                                                                \
+	STDIO_HOOK_BUFFERED(PROF_IO_FGETS, char *, f, call, !r, r ? strlen(r) : 0,          \
+			    n > 1 && stdio_line_fits(f, '\n', (size_t)n - 1))
 
 PROF_EXPORT char *fgets(char *s, int n, FILE *f)
 {
@@ -1452,19 +1466,20 @@ PROF_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
 	FD_HOOK(PROF_IO_DPRINTF, int, fd, REAL(__vdprintf_chk)(fd, flag, fmt, ap));
 }
 
-#define GETLINE_HOOK(f, call) STDIO_HOOK(PROF_IO_GETLINE, ssize_t, f, call, r < 0, r)
+#define GETLINE_HOOK(f, delim, call) \
+	STDIO_HOOK_BUFFERED(PROF_IO_GETLINE, ssize_t, f, call, r < 0, r, stdio_line_fits(f, delim, 0))
 
 PROF_EXPORT ssize_t getline(char **line, size_t *n, FILE *f)
 {
-	GETLINE_HOOK(f, REAL(getline)(line, n, f));
+	GETLINE_HOOK(f, '\n', REAL(getline)(line, n, f));
 }
 
 PROF_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *f)
 {
-	GETLINE_HOOK(f, REAL(getdelim)(line, n, delim, f));
+	GETLINE_HOOK(f, delim, REAL(getdelim)(line, n, delim, f));
 }
 
 PROF_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *f)
 {
-	GETLINE_HOOK(f, REAL(__getdelim)(line, n, delim, f));
+	GETLINE_HOOK(f, delim, REAL(__getdelim)(line, n, delim, f));
 }

@@ -3,9 +3,10 @@
  *   DIR/full0.txt, full1.txt  fully buffered (a file's default), by 2 threads at once, each
  *                 its own: fprintf, fputs, fputc, putc and fwrite lines, ROUNDS each;
  *   DIR/line.txt  line buffered (setvbuf _IOLBF): fputs lines, each flushed at its newline;
- *   DIR/full0.txt read back: fgetc and fread from its buffer.
- * Output: "full CALLS BYTES\nline CALLS BYTES\nread CALLS BYTES\n", the calls made and bytes
- * moved on each (the reads: on the read-back stream). */
+ *   DIR/full0.txt read back: fgetc and fread from its buffer; full1.txt by fgets and getline.
+ * Output: "full0 CALLS BYTES\nfull1 CALLS BYTES\nline CALLS BYTES\nread CALLS BYTES\nlines
+ * CALLS BYTES\n", the calls made and bytes moved on each (read: full0.txt's reads, lines:
+ * full1.txt's). */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,7 +90,32 @@ int main(int argc, char **argv)
 			break;
 	}
 	fclose(in);
-	printf("full0 %ld %ld\nfull1 %ld %ld\nline %d %ld\nread %ld %ld\n", calls[0], bytes[0],
-	       calls[1], bytes[1], LINES, line_bytes, read_calls, read_bytes);
+
+	/* full1.txt read back by lines: fgets into a short buffer, getline. */
+	snprintf(path, sizeof(path), "%s/full1.txt", dir);
+	if (!(in = fopen(path, "r")))
+		return 1;
+	long line_calls = 0, line_read = 0;
+	char *lp = NULL;
+	size_t cap = 0;
+	for (int i = 0;; i++) {
+		line_calls++;
+		if (i % 2) {
+			ssize_t n = getline(&lp, &cap, in);
+			if (n < 0)
+				break;
+			line_read += n;
+		} else {
+			char small[24];
+			if (!fgets(small, sizeof(small), in))
+				break;
+			line_read += (long)strlen(small);
+		}
+	}
+	free(lp);
+	fclose(in);
+	printf("full0 %ld %ld\nfull1 %ld %ld\nline %d %ld\nread %ld %ld\nlines %ld %ld\n",
+	       calls[0], bytes[0], calls[1], bytes[1], LINES, line_bytes, read_calls, read_bytes,
+	       line_calls, line_read);
 	return 0;
 }
