@@ -1066,6 +1066,29 @@ static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int faile
 	record(th, op, fd, result, t0, t1, ret, frame);
 }
 
+/* After a stdio call made untimed, its stream's buffer being enough for it: counted in its
+ * batch, else (a new site, a full batch) a new batch started, or its failure recorded. */
+static __attribute__((noinline)) void buffered_slow(struct prof_thread *th, unsigned op, FILE *f,
+						    int failed, uint64_t bytes, uintptr_t ret,
+						    uintptr_t frame)
+{
+	uint64_t t = prof_now();
+	IO_END_BEGIN(th);
+	if (failed)
+		record_stdio(th, op, f, 1, 0, err_, t, t, ret, frame);
+	else
+		batch_start(th, f, op, ret, frame, bytes);
+	IO_END_FINISH(th);
+}
+
+static inline void buffered_done(struct prof_thread *th, unsigned op, FILE *f, int failed,
+				 uint64_t bytes, uintptr_t ret, uintptr_t frame)
+{
+	io_busy = 0;
+	if (failed || !batch_count(f, op, ret, frame, bytes))
+		buffered_slow(th, op, f, failed, bytes, ret, frame);
+}
+
 /* A stdio call: `fits` says beforehand whether it will only use the stream's buffer (then
  * it is counted in a batch, untimed), else it is timed and recorded. */
 #define STDIO_HOOK_BUFFERED(op, type, f, call, failed, bytes, fits)                        \
@@ -1075,16 +1098,7 @@ static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int faile
 			return call;                                                       \
 		if (fits) {                                                                \
 			type r = call;                                                     \
-			io_busy = 0;                                                       \
-			if (!(failed) && batch_count(f, op, RET_ADDR, FRAME_ADDR, (uint64_t)(bytes))) \
-				return r;                                                  \
-			uint64_t t_ = prof_now();                                          \
-			IO_END_BEGIN(th);                                                  \
-			if (failed)                                                        \
-				record_stdio(th, op, f, 1, 0, err_, t_, t_, RET_ADDR, FRAME_ADDR); \
-			else                                                               \
-				batch_start(th, f, op, RET_ADDR, FRAME_ADDR, (uint64_t)(bytes)); \
-			IO_END_FINISH(th);                                                 \
+			buffered_done(th, op, f, failed, (uint64_t)(bytes), RET_ADDR, FRAME_ADDR); \
 			return r;                                                          \
 		}                                                                          \
 		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                         \
@@ -1097,20 +1111,9 @@ static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int faile
 		return r;                                                                  \
 	} while (0)
 
-#define STDIO_HOOK(op, type, f, call, failed, bytes)                                        \
-	do {                                                                               \
-		struct prof_thread *th = io_begin();                                       \
-		if (!th)                                                                   \
-			return call;                                                       \
-		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
-		type r = call;                                                             \
-		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
-		IO_END_BEGIN(th);                                                          \
-		record_stdio(th, op, f, failed, (int64_t)(bytes), err_, t0, t1, RET_ADDR,  \
-			     FRAME_ADDR);                                                  \
-		IO_END_FINISH(th);                                                         \
-		return r;                                                                  \
-	} while (0)
+/* One that always reaches the system (fflush). */
+#define STDIO_HOOK(op, type, f, call, failed, bytes) \
+	STDIO_HOOK_BUFFERED(op, type, f, call, failed, bytes, 0)
 
 static FILE *fopen_common(struct prof_thread *th, unsigned op, const char *path, FILE *r,
 			  uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
@@ -1360,20 +1363,22 @@ PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 }
 
 /* The variadic forms call the real va_list form: the same bytes, one record (record_call,
- * which sees r, err_, t0 and t1). */
-#define VA_HOOK(last, call, record_call)                                                   \
+ * which sees r, err_, t0 and t1), or, where `fits` (a printf into the buffer), `buffered`. */
+#define VA_HOOK(last, fits, call, buffered, record_call)                                   \
 	do {                                                                               \
 		va_list ap;                                                                \
 		va_start(ap, last);                                                        \
 		struct prof_thread *th = io_begin();                                       \
-		if (!th) {                                                                 \
-			int r0 = call;                                                     \
+		if (!th || (fits)) {                                                       \
+			int r = call;                                                      \
 			va_end(ap);                                                        \
-			return r0;                                                         \
+			if (th)                                                            \
+				buffered;                                                  \
+			return r;                                                          \
 		}                                                                          \
-		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
+		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                         \
 		int r = call;                                                              \
-		uint64_t t1 = prof_timed_end(th, t0, own0_);                                                  \
+		uint64_t t1 = prof_timed_end(th, t0, own0_);                               \
 		va_end(ap);                                                                \
 		IO_END_BEGIN(th);                                                          \
 		record_call;                                                               \
@@ -1381,45 +1386,10 @@ PROF_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 		return r;                                                                  \
 	} while (0)
 
-/* fprintf and printf: as their va_list forms, counted in a batch where they only fill the
- * buffer (PRINTF_HOOK). */
 #define VA_PRINTF(f, last, call)                                                           \
-	do {                                                                               \
-		va_list ap;                                                                \
-		va_start(ap, last);                                                        \
-		struct prof_thread *th = io_begin();                                       \
-		if (th && stdio_write_fits(f, PRINTF_ROOM)) {                              \
-			int r = call;                                                      \
-			va_end(ap);                                                        \
-			io_busy = 0;                                                       \
-			if (r >= 0 && batch_count(f, PROF_IO_FPRINTF, RET_ADDR, FRAME_ADDR, \
-						  (uint64_t)r))                            \
-				return r;                                                  \
-			uint64_t t_ = prof_now();                                          \
-			IO_END_BEGIN(th);                                                  \
-			if (r < 0)                                                         \
-				record_stdio(th, PROF_IO_FPRINTF, f, 1, 0, err_, t_, t_, RET_ADDR, \
-					     FRAME_ADDR);                                  \
-			else                                                               \
-				batch_start(th, f, PROF_IO_FPRINTF, RET_ADDR, FRAME_ADDR,  \
-					    (uint64_t)r);                                  \
-			IO_END_FINISH(th);                                                 \
-			return r;                                                          \
-		}                                                                          \
-		if (!th) {                                                                 \
-			int r0 = call;                                                     \
-			va_end(ap);                                                        \
-			return r0;                                                         \
-		}                                                                          \
-		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                         \
-		int r = call;                                                              \
-		uint64_t t1 = prof_timed_end(th, t0, own0_);                               \
-		va_end(ap);                                                                \
-		IO_END_BEGIN(th);                                                          \
-		record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1, RET_ADDR, FRAME_ADDR); \
-		IO_END_FINISH(th);                                                         \
-		return r;                                                                  \
-	} while (0)
+	VA_HOOK(last, stdio_write_fits(f, PRINTF_ROOM), call,                              \
+		buffered_done(th, PROF_IO_FPRINTF, f, r < 0, (uint64_t)r, RET_ADDR, FRAME_ADDR), \
+		record_stdio(th, PROF_IO_FPRINTF, f, r < 0, r, err_, t0, t1, RET_ADDR, FRAME_ADDR))
 
 PROF_EXPORT int fprintf(FILE *f, const char *fmt, ...)
 {
@@ -1443,8 +1413,8 @@ PROF_EXPORT int __printf_chk(int flag, const char *fmt, ...)
 
 /* dprintf writes to a descriptor directly (no stdio buffer). */
 #define VA_DPRINTF(fd, last, call)                                                         \
-	VA_HOOK(last, call, record(th, PROF_IO_DPRINTF, fd, RESULT(r, r), t0, t1, RET_ADDR,  \
-				   FRAME_ADDR))
+	VA_HOOK(last, 0, call, (void)0,                                                    \
+		record(th, PROF_IO_DPRINTF, fd, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR))
 
 PROF_EXPORT int dprintf(int fd, const char *fmt, ...)
 {
