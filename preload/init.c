@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -703,6 +704,58 @@ static int do_execve(execve_fn real, const char *path, char *const argv[], char 
 	exec_failed();
 	errno = saved;
 	return rc;
+}
+
+/* ---- the program lowers its own address-space limit ------------------------------------
+ * libprof's reservations were sized by the limits when it started (prof_vm_budget()). A
+ * program that lowers RLIMIT_AS or RLIMIT_DATA itself (Python's resource.setrlimit, a job
+ * that caps its own memory) would find them counted against the new limit, and its next
+ * mapping refused: before the limit is set, the trace's mapping beyond what the file holds,
+ * and the stack caches no thread holds, shrink to their shares of it. (The lock and stack
+ * tables, 51 MiB, stay.) */
+static void limit_lowering(int res, const struct rlimit *rl)
+{
+	if (rl && (res == RLIMIT_AS || res == RLIMIT_DATA) && rl->rlim_cur != RLIM_INFINITY &&
+	    atomic_load(&prof_active)) {
+		int err = errno;
+		prof_writer_fit_limit((uint64_t)rl->rlim_cur);
+		prof_stacks_fit_limit((uint64_t)rl->rlim_cur);
+		errno = err;
+	}
+}
+
+typedef int (*setrlimit_fn)(__rlimit_resource_t, const struct rlimit *);
+typedef int (*prlimit_fn)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *);
+
+PROF_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl)
+{
+	static setrlimit_fn real;
+	if (!real)
+		real = (setrlimit_fn)dlsym(RTLD_NEXT, "setrlimit");
+	limit_lowering((int)res, rl);
+	return real(res, rl);
+}
+
+PROF_EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
+{
+	return setrlimit(res, (const struct rlimit *)rl);  /* the same layout on 64-bit Linux */
+}
+
+PROF_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit *rl,
+			struct rlimit *old)
+{
+	static prlimit_fn real;
+	if (!real)
+		real = (prlimit_fn)dlsym(RTLD_NEXT, "prlimit");
+	if (pid == 0 || pid == getpid())
+		limit_lowering((int)res, rl);
+	return real(pid, res, rl, old);
+}
+
+PROF_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *rl,
+			  struct rlimit64 *old)
+{
+	return prlimit(pid, res, (const struct rlimit *)rl, (struct rlimit *)old);
 }
 
 PROF_EXPORT int execve(const char *path, char *const argv[], char *const envp[])

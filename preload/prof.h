@@ -244,6 +244,10 @@ void prof_writer_final(void);  /* the EXIT record comes next: it may take the la
 void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */
 int prof_writer_disabled(void);  /* the writer gave up (state DISABLED): the end is unknown */
 void prof_writer_close(int other_threads_alive);
+/* The program lowers its address-space limit (init.c): the trace's mapping, and the stack
+ * caches no thread holds, shrink to their shares of the new one (prof_vm_budget()). */
+void prof_writer_fit_limit(uint64_t limit);
+void prof_stacks_fit_limit(uint64_t limit);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
 const char *prof_writer_path(void);
 uint32_t prof_writer_pid(void);

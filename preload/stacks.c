@@ -540,12 +540,13 @@ static int cache_slots(void)
 	return (int)(prof_vm_budget(CACHE_THREADS * CACHE_STRIDE, 32) / CACHE_STRIDE);
 }
 
+static _Atomic int cache_known = -1;  /* slots; threads racing to set it compute the same */
+
 static struct stack_cache *cache_claim(void)
 {
-	static _Atomic int known = -1;  /* threads racing here compute the same */
-	int slots = atomic_load_explicit(&known, memory_order_relaxed);
+	int slots = atomic_load_explicit(&cache_known, memory_order_relaxed);
 	if (slots < 0)
-		atomic_store_explicit(&known, slots = cache_slots(), memory_order_relaxed);
+		atomic_store_explicit(&cache_known, slots = cache_slots(), memory_order_relaxed);
 	if (slots == 0)
 		return NULL;
 	/* Small pages (prof_lazy()): a thread touches its tables and what its entries fill. */
@@ -560,6 +561,31 @@ static struct stack_cache *cache_claim(void)
 				return (struct stack_cache *)((char *)all + i * CACHE_STRIDE);
 	}
 	return NULL;
+}
+
+/* The slots past a thirty-second of the new limit are taken for good and unmapped: now where
+ * no thread holds them, else when their thread ends (prof_stacks_thread_done()). */
+static _Atomic int cache_fit = CACHE_THREADS;
+
+void prof_stacks_fit_limit(uint64_t limit)
+{
+	uint64_t fit = (limit / 32) / CACHE_STRIDE;
+	if (fit < (uint64_t)atomic_load(&cache_fit))
+		atomic_store(&cache_fit, (int)fit);
+	char *all = atomic_load(&caches);
+	if (!all) {  /* not mapped yet: cache_claim() sizes it by the limits then */
+		atomic_store(&cache_known, -1);
+		return;
+	}
+	for (int i = (int)fit; i < atomic_load(&cache_known); i++) {
+		_Atomic uint64_t *word = &caches_taken[i / 64];
+		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
+		while (!(old & bit))
+			if (atomic_compare_exchange_weak(word, &old, old | bit)) {
+				munmap(all + (size_t)i * CACHE_STRIDE, CACHE_STRIDE);
+				break;
+			}
+	}
 }
 
 /* Room for a new entry of the thread's (made on first use), to fill while unwinding; NULL if
@@ -619,9 +645,13 @@ void prof_stacks_thread_done(struct prof_thread *th)
 				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
 				 (unsigned long long)c->closed, c->used >> 10,
 				 (unsigned long long)c->py_hits);
-		madvise(c, CACHE_STRIDE, MADV_DONTNEED);
 		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
-		atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
+		if (i >= (size_t)atomic_load(&cache_fit)) {
+			munmap(c, CACHE_STRIDE);  /* past a lowered limit's share: never again */
+		} else {
+			madvise(c, CACHE_STRIDE, MADV_DONTNEED);
+			atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
+		}
 	}
 	if (prof_cfg.stack_cache == 2 && prof_cfg.debug)
 		prof_log("stack cache: %llu hits checked, %llu wrong, %llu misses",

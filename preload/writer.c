@@ -846,6 +846,24 @@ int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
 	return 0;
 }
 
+/* The program lowers its address-space limit to `limit` bytes: the mapping beyond what the
+ * file holds now, and beyond a sixteenth of the new limit, is given back before the limit
+ * takes effect (the trace then fills sooner, and says so). Under w.growing: no thread is
+ * extending the file, and none uses a byte past it. */
+void prof_writer_fit_limit(uint64_t limit)
+{
+	if (!w.hdr)
+		return;
+	while (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire))
+		sched_yield();
+	uint64_t used = w.hdr->data_offset + atomic_load(&w.capacity) * w.chunk_size;
+	uint64_t keep = limit / 16 > used ? limit / 16 : used;
+	keep = (keep + 4095) & ~(uint64_t)4095;
+	if (keep < w.map_size && munmap(w.base + keep, w.map_size - keep) == 0)
+		w.map_size = keep;
+	atomic_flag_clear_explicit(&w.growing, memory_order_release);
+}
+
 /* Whether a thread is extending the file now (grow() holds w.growing): the leak scan lets
  * the threads it stopped go on if so, since the records it writes may need more file. */
 int prof_writer_growing(void)

@@ -24,6 +24,8 @@ allowed_names=(
 	# processes and programs
 	fork vfork execve execv execvp execvpe execl execlp execle posix_spawn posix_spawnp
 	_exit _Exit
+	# limits the program lowers (init.c: our reservations shrink first)
+	setrlimit setrlimit64 prlimit prlimit64
 	# modules
 	dlopen dlclose
 	# file and network I/O (preload/io.c), stdio included

@@ -310,21 +310,29 @@ Test(writer, a_file_size_limit_never_kills_the_program)
  * mode's tallies 168 MiB) take a share of the limit instead: a block of 60% of it is still
  * granted. Under 32 MiB the trace still holds the program's events; where the limit leaves
  * no room for a trace at all (its mapping was then never made, and the first event wrote
- * through a null pointer), libprof says so and stands aside. */
+ * through a null pointer), libprof says so and stands aside. A program that lowers its own
+ * limit as it runs gets room too (its 280 MiB block under 512 MiB was refused). */
 Test(writer, an_address_space_limit_leaves_the_program_its_memory)
 {
-	static const struct { const char *limit_mb, *block_mb, *env; long block; } runs[] = {
-		{ "512", "300", NULL, 300l << 20 },
-		{ "128", "76", NULL, 76l << 20 },
-		{ "32", "19", NULL, 19l << 20 },
-		{ "512", "300", "PROF_HEAP_SAMPLE=512K", 300l << 20 },
-		{ "128", "76", "PROF_HEAP_SAMPLE=512K", 76l << 20 },
+	static const struct {
+		const char *limit_mb, *block_mb, *env, *now;
+		long block;
+	} runs[] = {
+		{ "512", "300", NULL, NULL, 300l << 20 },
+		{ "128", "76", NULL, NULL, 76l << 20 },
+		{ "32", "19", NULL, NULL, 19l << 20 },
+		{ "512", "300", "PROF_HEAP_SAMPLE=512K", NULL, 300l << 20 },
+		{ "128", "76", "PROF_HEAP_SAMPLE=512K", NULL, 76l << 20 },
+		/* lowered by the program as it runs: the trace and stack caches shrink first */
+		{ "512", "280", NULL, "now", 280l << 20 },
+		{ "256", "140", NULL, "now", 140l << 20 },
 	};
 	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
 		const char *dir = e2e_tmpdir();
 		char out[PATH_MAX];
 		snprintf(out, sizeof(out), "%s/out.txt", dir);
-		const char *argv[] = { e2e_prog("as_limit"), runs[i].limit_mb, runs[i].block_mb, NULL };
+		const char *argv[] = { e2e_prog("as_limit"), runs[i].limit_mb, runs[i].block_mb,
+				       runs[i].now, NULL };
 		const char *env[] = { runs[i].env, NULL };
 		cr_assert_eq(e2e_profile(dir, argv, env, out, NULL), 0);
 		e2e_expect_file(out, "ok\n");
@@ -333,8 +341,9 @@ Test(writer, an_address_space_limit_leaves_the_program_its_memory)
 		long bytes = 0;  /* the image that allocated: the one it executed */
 		for (size_t k = 0; e2e_process(doc, k); k++)
 			bytes += e2e_int(e2e_process(doc, k), "heap.bytes_allocated");
-		cr_expect_geq(bytes, runs[i].block, "%s MiB limit%s%s: %ld bytes", runs[i].limit_mb,
-			      runs[i].env ? ", " : "", runs[i].env ? runs[i].env : "", bytes);
+		cr_expect_geq(bytes, runs[i].block, "%s MiB limit%s%s%s: %ld bytes", runs[i].limit_mb,
+			      runs[i].env ? ", " : "", runs[i].env ? runs[i].env : "",
+			      runs[i].now ? ", set as it runs" : "", bytes);
 		json_decref(doc);
 	}
 

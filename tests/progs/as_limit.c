@@ -2,7 +2,9 @@
  * `ulimit -v`): `as_limit LIMIT_MB ALLOC_MB` sets the limit, executes itself so that it holds
  * from the start (as it would for a job), then allocates ALLOC_MB in one block, touches it,
  * and prints "ok" (or "malloc failed", exit 1). Well below the limit, so it succeeds
- * unprofiled: it must under libprof too, whose own reservations must leave it room. */
+ * unprofiled: it must under libprof too, whose own reservations must leave it room.
+ * `as_limit LIMIT_MB ALLOC_MB now` lowers its own limit as it runs (setrlimit, as Python's
+ * resource.setrlimit would), then allocates the same way. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,15 @@
 
 int main(int argc, char **argv)
 {
-	if (argc == 3) {
+	if (argc == 4 && !strcmp(argv[3], "now")) {
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_AS, &rl) != 0)
+			return 2;
+		rl.rlim_cur = strtoull(argv[1], NULL, 10) << 20;
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			return 2;
+		argc = 4;
+	} else if (argc == 3) {
 		struct rlimit rl;
 		if (getrlimit(RLIMIT_AS, &rl) != 0)
 			return 2;
