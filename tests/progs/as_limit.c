@@ -11,22 +11,23 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+/* RLIMIT_AS to mb MiB: 0, or -1. */
+static int limit_to(const char *mb)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_AS, &rl) != 0)
+		return -1;
+	rl.rlim_cur = strtoull(mb, NULL, 10) << 20;
+	return setrlimit(RLIMIT_AS, &rl);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[3], "now")) {
-		struct rlimit rl;
-		if (getrlimit(RLIMIT_AS, &rl) != 0)
+		if (limit_to(argv[1]) != 0)
 			return 2;
-		rl.rlim_cur = strtoull(argv[1], NULL, 10) << 20;
-		if (setrlimit(RLIMIT_AS, &rl) != 0)
-			return 2;
-		argc = 4;
 	} else if (argc == 3) {
-		struct rlimit rl;
-		if (getrlimit(RLIMIT_AS, &rl) != 0)
-			return 2;
-		rl.rlim_cur = strtoull(argv[1], NULL, 10) << 20;
-		if (setrlimit(RLIMIT_AS, &rl) != 0)
+		if (limit_to(argv[1]) != 0)
 			return 2;
 		char *again[] = { argv[0], argv[1], argv[2], "run", NULL };
 		execv("/proc/self/exe", again);
