@@ -669,16 +669,17 @@ void io_print(FILE *out, struct process *p, size_t top, int frames)
 		char p50[32], p95[32], p99[32], mx[32];
 		uint64_t calls = v[i].all.count + f->buffered;
 		char o[32], r[32], w[32], e[32], path[1024];
+		int timed = v[i].all.count > 0;  /* else only buffered calls: no latency */
 		fprintf(out, "   %10s %8s %6s %8s %10s %8s %10s %9s %9s %9s %9s %5s  %s\n",
 			fmt_ns(f->time_ns, a, sizeof(a)), fmt_count(calls, b, sizeof(b)),
 			fmt_count(f->opens, o, sizeof(o)), fmt_count(f->reads, r, sizeof(r)),
 			fmt_bytes(f->read_bytes, c, sizeof(c)), fmt_count(f->writes, w, sizeof(w)),
 			fmt_bytes(f->write_bytes, d, sizeof(d)),
-			fmt_ns(io_hist_quantile(&v[i].all, 0.50), p50, sizeof(p50)),
-			fmt_ns(io_hist_quantile(&v[i].all, 0.95), p95, sizeof(p95)),
-			fmt_ns(io_hist_quantile(&v[i].all, 0.99), p99, sizeof(p99)),
-			fmt_ns(v[i].all.max, mx, sizeof(mx)), fmt_count(f->errors, e, sizeof(e)),
-			fmt_arg(f->path, path, sizeof(path)));
+			timed ? fmt_ns(io_hist_quantile(&v[i].all, 0.50), p50, sizeof(p50)) : "-",
+			timed ? fmt_ns(io_hist_quantile(&v[i].all, 0.95), p95, sizeof(p95)) : "-",
+			timed ? fmt_ns(io_hist_quantile(&v[i].all, 0.99), p99, sizeof(p99)) : "-",
+			timed ? fmt_ns(v[i].all.max, mx, sizeof(mx)) : "-",
+			fmt_count(f->errors, e, sizeof(e)), fmt_arg(f->path, path, sizeof(path)));
 	}
 	if (n > top)
 		fprintf(out, "   (%zu more files)\n", n - top);
