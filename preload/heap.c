@@ -340,10 +340,9 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	}
 	th->in_hook++;
 	int rc = real.posix_memalign(out, align, size);
-	int err = errno;
 	if (rc == 0)
-		allocated(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, CALL_SITE, CALL_FRAME);
-	errno = err;
+		allocated_keeping_errno(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, CALL_SITE,
+					CALL_FRAME);
 	th->in_hook--;
 	return rc;
 }

@@ -169,10 +169,10 @@ int heap_rec_add(const void *ptr)
 	return rc;
 }
 
-int heap_rec_take(const void *ptr)
+/* heap_rec_take() past the count per hash, which said the key may be in the table. */
+static __attribute__((noinline)) int rec_take(uint64_t key)
 {
-	uint64_t key = (uint64_t)(uintptr_t)ptr;
-	if (likely(!atomic_load_explicit(filter_of(key), memory_order_relaxed)) || !rec_has(key))
+	if (!rec_has(key))
 		return 0;
 	if (rec_write_begin() < 0)
 		return 1;  /* nested: it stays in the table, where a new block there finds it */
@@ -199,6 +199,17 @@ int heap_rec_take(const void *ptr)
 	}
 	rec_write_end();
 	return found;
+}
+
+static inline int rec_take_if_counted(const void *ptr)
+{
+	uint64_t key = (uint64_t)(uintptr_t)ptr;
+	return unlikely(atomic_load_explicit(filter_of(key), memory_order_relaxed)) && rec_take(key);
+}
+
+int heap_rec_take(const void *ptr)
+{
+	return rec_take_if_counted(ptr);
 }
 
 /* ---- tallies ----------------------------------------------------------------------------
@@ -462,21 +473,15 @@ static __attribute__((noinline)) struct heap_tally *tally_claim(struct prof_thre
 {
 	if (!tallies)
 		return NULL;
-	for (unsigned i = 0; i < own_slots; i++) {
-		_Atomic uint64_t *word = &tallies_taken[i / 64];
-		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
-		while (!(old & bit)) {
-			if (atomic_compare_exchange_weak(word, &old, old | bit)) {
-				struct heap_tally *t = &tallies[i];
-				memset(t, 0, sizeof(*t));
-				t->serial = th->serial;
-				t->limit = TALLY_MIN_STEP;
-				th->heap_tally = i + 1;
-				return t;
-			}
-		}
-	}
-	return shared_slot(th);
+	int i = prof_slot_claim(tallies_taken, own_slots);
+	if (i < 0)
+		return shared_slot(th);
+	struct heap_tally *t = &tallies[i];
+	memset(t, 0, sizeof(*t));
+	t->serial = th->serial;
+	t->limit = TALLY_MIN_STEP;
+	th->heap_tally = (uint32_t)i + 1;
+	return t;
 }
 
 static inline struct heap_tally *tally_of(struct prof_thread *th)
@@ -547,8 +552,7 @@ void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size)
 
 int heap_tally_before_free(void *ptr, size_t *usable)
 {
-	uint64_t key = (uint64_t)(uintptr_t)ptr;
-	if (unlikely(atomic_load_explicit(filter_of(key), memory_order_relaxed)) && heap_rec_take(ptr))
+	if (rec_take_if_counted(ptr))
 		return 1;
 	*usable = usable_of(ptr);
 	return 0;
@@ -592,7 +596,7 @@ void heap_tally_thread_done(struct prof_thread *th)
 	if (!t->shared) {
 		tally_flush(th, t);
 		classes_write(th, t);
-		atomic_fetch_and(&tallies_taken[(slot - 1) / 64], ~(1ull << ((slot - 1) % 64)));
+		prof_slot_give(tallies_taken, slot - 1);
 		shared_slot(th);  /* for what it frees from here on */
 	}
 }
@@ -604,7 +608,7 @@ void heap_tally_flush_all(struct prof_thread *th)
 	if (!tallies)
 		return;
 	for (unsigned i = 0; i <= own_slots; i++) {
-		if (i < own_slots ? !(atomic_load(&tallies_taken[i / 64]) & (1ull << (i % 64))) :
+		if (i < own_slots ? !prof_slot_taken(tallies_taken, i) :
 				      !atomic_load(&shared_used))
 			continue;
 		struct heap_tally *t = &tallies[i];  /* the caller's own estimate is kept; others' not */

@@ -941,16 +941,10 @@ static void batch_claim(void)
 	batch_state = -1;
 	struct io_batch *all = prof_lazy(&batch_tables,
 					 BATCH_THREADS * BATCH_SLOTS * sizeof(struct io_batch));
-	for (unsigned i = 0; all && i < BATCH_THREADS; i++) {
-		_Atomic uint64_t *word = &batch_taken[i / 64];
-		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
-		while (!(old & bit)) {
-			if (atomic_compare_exchange_weak(word, &old, old | bit)) {
-				io_batches = &all[i * BATCH_SLOTS];
-				batch_state = 1;
-				return;
-			}
-		}
+	int i = all ? prof_slot_claim(batch_taken, BATCH_THREADS) : -1;
+	if (i >= 0) {
+		io_batches = &all[i * BATCH_SLOTS];
+		batch_state = 1;
 	}
 }
 
@@ -1011,7 +1005,7 @@ void io_batches_flush(struct prof_thread *th)
 		struct io_batch *all = atomic_load(&batch_tables);
 		unsigned i = (unsigned)((io_batches - all) / BATCH_SLOTS);
 		memset(io_batches, 0, BATCH_SLOTS * sizeof(*io_batches));
-		atomic_fetch_and(&batch_taken[i / 64], ~(1ull << (i % 64)));
+		prof_slot_give(batch_taken, i);
 	}
 	io_batches = NULL;
 	batch_state = -1;  /* the thread has ended: batches of one from here on */
@@ -1027,7 +1021,7 @@ void io_batches_flush_all(struct prof_thread *th)
 	int err = errno;
 	th->in_hook++;
 	for (unsigned i = 0; i < BATCH_THREADS; i++)
-		if (atomic_load(&batch_taken[i / 64]) & (1ull << (i % 64)))
+		if (prof_slot_taken(batch_taken, i))
 			for (int k = 0; k < BATCH_SLOTS; k++)
 				batch_write(th, &all[i * BATCH_SLOTS + k]);
 	th->in_hook--;
@@ -1040,7 +1034,7 @@ static void batches_fork_child(void)
 {
 	struct io_batch *all = atomic_load(&batch_tables);
 	for (unsigned i = 0; all && i < BATCH_THREADS; i++)
-		if (atomic_load(&batch_taken[i / 64]) & (1ull << (i % 64)))
+		if (prof_slot_taken(batch_taken, i))
 			for (int k = 0; k < BATCH_SLOTS; k++)
 				atomic_store(&all[i * BATCH_SLOTS + k].calls, 0);
 	for (unsigned i = 0; i < BATCH_THREADS / 64; i++)

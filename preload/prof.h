@@ -341,6 +341,37 @@ static inline void prof_backoff(unsigned *spins)
 	}
 }
 
+/* Slots that threads claim, one bit each in words[] (the stack caches, the heap tallies, the
+ * stdio batches): take bit i if it is free (1: this call took it), the first free one of the
+ * first n (its index, or -1), give it back, or ask whether it is taken. */
+static inline int prof_slot_take(_Atomic uint64_t *words, unsigned i)
+{
+	_Atomic uint64_t *word = &words[i / 64];
+	uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
+	while (!(old & bit))
+		if (atomic_compare_exchange_weak(word, &old, old | bit))
+			return 1;
+	return 0;
+}
+
+static inline int prof_slot_claim(_Atomic uint64_t *words, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (prof_slot_take(words, i))
+			return (int)i;
+	return -1;
+}
+
+static inline void prof_slot_give(_Atomic uint64_t *words, unsigned i)
+{
+	atomic_fetch_and(&words[i / 64], ~(1ull << (i % 64)));
+}
+
+static inline int prof_slot_taken(_Atomic uint64_t *words, unsigned i)
+{
+	return (atomic_load(&words[i / 64]) >> (i % 64)) & 1;
+}
+
 /* How much address space one of libprof's large reservations may take: want, or, under an
  * address-space or data limit (ulimit -v, ulimit -d: reserved space counts against them
  * though it holds no memory), at most 1/share of the smaller, so that the program can still

@@ -530,6 +530,7 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 /* Slots start on page boundaries: MADV_DONTNEED takes whole pages, and one that began inside
  * a slot (or ran past its end) would fail, or zero the start of the next, a live thread's. */
 #define CACHE_STRIDE (((sizeof(struct stack_cache)) + 4095) & ~(size_t)4095)
+#define CACHE_VM_SHARE 32  /* of an address-space limit, the most the caches take */
 static void *_Atomic caches;
 static _Atomic uint64_t caches_taken[CACHE_THREADS / 64];
 
@@ -537,7 +538,7 @@ static _Atomic uint64_t caches_taken[CACHE_THREADS / 64];
  * under 512 MiB: threads then unwind without a cache). */
 static int cache_slots(void)
 {
-	return (int)(prof_vm_budget(CACHE_THREADS * CACHE_STRIDE, 32) / CACHE_STRIDE);
+	return (int)(prof_vm_budget(CACHE_THREADS * CACHE_STRIDE, CACHE_VM_SHARE) / CACHE_STRIDE);
 }
 
 static _Atomic int cache_known = -1;  /* slots; threads racing to set it compute the same */
@@ -553,14 +554,8 @@ static struct stack_cache *cache_claim(void)
 	struct stack_cache *all = prof_lazy(&caches, (size_t)slots * CACHE_STRIDE);
 	if (!all)
 		return NULL;
-	for (int i = 0; i < slots; i++) {
-		_Atomic uint64_t *word = &caches_taken[i / 64];
-		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
-		while (!(old & bit))
-			if (atomic_compare_exchange_weak(word, &old, old | bit))
-				return (struct stack_cache *)((char *)all + i * CACHE_STRIDE);
-	}
-	return NULL;
+	int i = prof_slot_claim(caches_taken, (unsigned)slots);
+	return i < 0 ? NULL : (struct stack_cache *)((char *)all + (size_t)i * CACHE_STRIDE);
 }
 
 /* The slots past a thirty-second of the new limit are taken for good and unmapped: now where
@@ -569,7 +564,7 @@ static _Atomic int cache_fit = CACHE_THREADS;
 
 void prof_stacks_fit_limit(uint64_t limit)
 {
-	uint64_t fit = (limit / 32) / CACHE_STRIDE;
+	uint64_t fit = (limit / CACHE_VM_SHARE) / CACHE_STRIDE;
 	if (fit < (uint64_t)atomic_load(&cache_fit))
 		atomic_store(&cache_fit, (int)fit);
 	char *all = atomic_load(&caches);
@@ -577,15 +572,9 @@ void prof_stacks_fit_limit(uint64_t limit)
 		atomic_store(&cache_known, -1);
 		return;
 	}
-	for (int i = (int)fit; i < atomic_load(&cache_known); i++) {
-		_Atomic uint64_t *word = &caches_taken[i / 64];
-		uint64_t bit = 1ull << (i % 64), old = atomic_load(word);
-		while (!(old & bit))
-			if (atomic_compare_exchange_weak(word, &old, old | bit)) {
-				munmap(all + (size_t)i * CACHE_STRIDE, CACHE_STRIDE);
-				break;
-			}
-	}
+	for (int i = (int)fit; i < atomic_load(&cache_known); i++)
+		if (prof_slot_take(caches_taken, (unsigned)i))
+			munmap(all + (size_t)i * CACHE_STRIDE, CACHE_STRIDE);
 }
 
 /* Room for a new entry of the thread's (made on first use), to fill while unwinding; NULL if
@@ -650,7 +639,7 @@ void prof_stacks_thread_done(struct prof_thread *th)
 			munmap(c, CACHE_STRIDE);  /* past a lowered limit's share: never again */
 		} else {
 			madvise(c, CACHE_STRIDE, MADV_DONTNEED);
-			atomic_fetch_and(&caches_taken[i / 64], ~(1ull << (i % 64)));
+			prof_slot_give(caches_taken, (unsigned)i);
 		}
 	}
 	if (prof_cfg.stack_cache == 2 && prof_cfg.debug)

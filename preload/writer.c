@@ -34,6 +34,7 @@
 #define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
 #define GROW_MIN (1ull << 20)       /* file growth steps, bytes */
 #define MAP_MIN (2u << 20)          /* the least address space a trace is given */
+#define TRACE_VM_SHARE 16           /* of an address-space limit, the most the trace takes */
 _Static_assert(HEADER_AREA + GROW_MIN <= MAP_MIN, "the first size of a trace fits its least map");
 #define GROW_MAX (64ull << 20)
 
@@ -255,13 +256,25 @@ static void warn_full(int err)
  * Only one thread grows at a time; a signal handler never waits for it (the thread it
  * interrupted may be the one growing). At the size limit the file grows to the limit, and the
  * trace is full: -1, though claims may still take what is left below the limit. */
-static int grow(uint64_t need, int may_wait)
+static int growing_take(int may_wait)
 {
 	while (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire)) {
 		if (!may_wait)
 			return -1;
 		sched_yield();
 	}
+	return 0;
+}
+
+static void growing_drop(void)
+{
+	atomic_flag_clear_explicit(&w.growing, memory_order_release);
+}
+
+static int grow(uint64_t need, int may_wait)
+{
+	if (growing_take(may_wait) < 0)
+		return -1;
 	int rc = 0;
 	uint64_t cap = atomic_load(&w.capacity);
 	if (cap == 0) {
@@ -282,7 +295,7 @@ static int grow(uint64_t need, int may_wait)
 			rc = -1;
 		}
 	}
-	atomic_flag_clear_explicit(&w.growing, memory_order_release);
+	growing_drop();
 	return rc;
 }
 
@@ -692,7 +705,7 @@ static uint64_t reserve_size(void)
 	uint64_t want = prof_cfg.max_size;
 	if (want < 4u << 20)
 		want = 4u << 20;
-	return prof_vm_budget(want, 16);
+	return prof_vm_budget(want, TRACE_VM_SHARE);
 }
 
 /* Fills the header and its strings: exe, host, argv. */
@@ -854,23 +867,22 @@ void prof_writer_fit_limit(uint64_t limit)
 {
 	if (!w.hdr)
 		return;
-	while (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire))
-		sched_yield();
+	growing_take(1);
 	uint64_t used = w.hdr->data_offset + atomic_load(&w.capacity) * w.chunk_size;
-	uint64_t keep = limit / 16 > used ? limit / 16 : used;
+	uint64_t keep = limit / TRACE_VM_SHARE > used ? limit / TRACE_VM_SHARE : used;
 	keep = (keep + 4095) & ~(uint64_t)4095;
 	if (keep < w.map_size && munmap(w.base + keep, w.map_size - keep) == 0)
 		w.map_size = keep;
-	atomic_flag_clear_explicit(&w.growing, memory_order_release);
+	growing_drop();
 }
 
 /* Whether a thread is extending the file now (grow() holds w.growing): the leak scan lets
  * the threads it stopped go on if so, since the records it writes may need more file. */
 int prof_writer_growing(void)
 {
-	if (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire))
+	if (growing_take(0) < 0)
 		return 1;
-	atomic_flag_clear_explicit(&w.growing, memory_order_release);
+	growing_drop();
 	return 0;
 }
 
