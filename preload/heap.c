@@ -76,9 +76,14 @@ static void resolve(void)
 static uintptr_t ldso_lo, ldso_hi;
 static size_t dtv_extra_slots;
 
+/* Exact mode, with stacks through the stack cache: an allocation's stack lookup starts
+ * before its real call (prof_stack_prefetch()). Not sampled: few allocations take a stack. */
+static int stacks_ahead;
+
 void prof_heap_init(void)
 {
 	resolve();
+	stacks_ahead = !prof_cfg.heap_sample && prof_cfg.stack_depth && prof_cfg.stack_cache == 1;
 	if (prof_cfg.heap_sample)
 		heap_tally_init(real.malloc_usable_size, real.malloc, real.free);
 	void *dl_allocate_tls = dlsym(RTLD_DEFAULT, "_dl_allocate_tls");
@@ -268,6 +273,8 @@ static int recorded_before_free(void *ptr, size_t *usable)
 		if (!th)                                                   \
 			return passed(call);                               \
 		th->in_hook++;                                             \
+		if (stacks_ahead)                                          \
+			prof_stack_prefetch(th, CALL_SITE, CALL_FRAME);    \
 		void *p = call;                                            \
 		if (p) {                                                   \
 			size_t size_ = size_expr;                          \

@@ -278,6 +278,8 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site);
 /* The same, given also the hook's own frame (__builtin_frame_address(0) in the hook, which
  * returns to call_site): the stack cache then need not find it by walking libprof's frames. */
 uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
+/* Before a hook's real call: starts fetching what prof_stack_from() will read for that call. */
+void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
 void prof_stacks_reset(void);
 void prof_stacks_thread_done(struct prof_thread *th);  /* unmaps the thread's stack cache */
 

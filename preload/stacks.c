@@ -297,6 +297,12 @@ struct site_memo {
 	uint32_t multi;  /* more than one path seen here */
 };
 
+/* A key computed ahead of its lookup (prof_stack_prefetch()), for the call at site, sp, bp. */
+struct key_ahead {
+	uintptr_t site, sp, bp;
+	uint64_t key;
+};
+
 struct stack_cache {
 	uint32_t used;                /* bytes of arena taken */
 	int32_t debt;                 /* RECORD_COST per recording, less one per hit */
@@ -306,6 +312,7 @@ struct stack_cache {
 	uint64_t hits, recorded, first_seen, throttled, closed, py_hits;  /* said with PROF_DEBUG=1 */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
 	struct site_memo sites[SITE_SLOTS];
+	struct key_ahead ahead;
 	uint32_t index[INDEX_SLOTS];  /* 1 + offset of the chain's newest entry, 0 = none */
 	struct frame_rule rules[RULE_SLOTS];
 	struct py_variant py_variants[PY_VARIANT_SLOTS];
@@ -416,8 +423,8 @@ static uint64_t site_hash(uintptr_t site, uintptr_t sp)
 	return (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 }
 
-static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
-			     uint64_t *key)
+static uint32_t *cache_chain_walk(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
+				  uint64_t *key)
 {
 	uint64_t h = site_hash(site, sp);
 	uintptr_t ip = site, hi = c->stack_lo <= sp && sp < c->stack_hi ? c->stack_hi : 0;
@@ -443,6 +450,18 @@ static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp
 	}
 	*key = h;
 	return &c->index[h >> (64 - INDEX_BITS)];
+}
+
+/* The chain for a call, by the key prof_stack_prefetch() found for it if it did. */
+static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
+			     uint64_t *key)
+{
+	struct key_ahead *a = &c->ahead;
+	if (a->site != site || a->sp != sp || a->bp != bp)
+		return cache_chain_walk(c, site, sp, bp, key);
+	a->site = 0;
+	*key = a->key;
+	return &c->index[a->key >> (64 - INDEX_BITS)];
 }
 
 /* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
@@ -607,7 +626,7 @@ static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 {
 	struct stack_cache *c = th->stack_cache;
 	uint64_t key;
-	uint32_t *chain = cache_chain(c, e->site, e->sp, e->bp, &key);
+	uint32_t *chain = cache_chain_walk(c, e->site, e->sp, e->bp, &key);
 	if (*chain == CHAIN_CLOSED)
 		return;
 	e->next = *chain;
@@ -849,6 +868,33 @@ static uint32_t py_variant(struct prof_thread *th, const struct cached_stack *e,
 	if (id && id != ID_FAILED)
 		*v = (struct py_variant){ key, *guess, id, gen };
 	return id;
+}
+
+/* A hook about to make its real call (malloc) starts the lookup of the stack it will take:
+ * the entry to check is a cache miss (a program's thousands of entries outgrow the caches),
+ * which then overlaps the call rather than follow it. The key found is kept for the lookup,
+ * which makes it again if another call (a signal handler's) came in between. */
+void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook)
+{
+	struct stack_cache *c = th->stack_cache;
+	if (!c || hook[1] != call_site)
+		return;
+	uintptr_t sp = (uintptr_t)(hook + 2), bp = hook[0];
+	struct site_memo *m = site_memo(c, call_site, sp);
+	uint32_t at = m->at;
+	if (m->site != call_site || m->sp != sp || m->multi) {
+		struct key_ahead *a = &c->ahead;
+		at = *cache_chain_walk(c, call_site, sp, bp, &a->key);
+		a->site = call_site;
+		a->sp = sp;
+		a->bp = bp;
+	}
+	if (at && at != CHAIN_CLOSED) {
+		const char *e = c->arena + at - 1;
+		__builtin_prefetch(e);
+		__builtin_prefetch(e + 64);
+		__builtin_prefetch(e + 128);
+	}
 }
 
 uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
