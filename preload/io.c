@@ -7,12 +7,9 @@
  * the program's allocation, recorded as valgrind sees it; a separate per-thread flag (io_busy)
  * keeps I/O hooks reached from inside a real I/O call from counting the same bytes twice.
  *
- * Stacks. Unwinding costs more than a cached read, so each thread remembers the stack it
- * last unwound for a call site, keyed by (return address, frame address): a loop calling
- * read() from one place unwinds once. Calls slower than IO_SLOW_NS, and every 1024th call
- * from a site, unwind afresh. Two call paths reaching the same call site at the same stack
- * depth share the first one's stack until then; fast calls only, so time-weighted graphs
- * stay right where it matters.
+ * Stacks. Each call's stack comes from the stack cache (stacks.c), which checks a repeated
+ * call path in a few loads and is exact: two paths reaching one call site at the same depth
+ * get their own stacks.
  *
  * HTTP. Socket reads and writes also hand the bytes they moved to the http family (http.c),
  * which looks at request and status lines in place; with only `http` recording, the hooks run
@@ -38,8 +35,6 @@
 #undef fread_unlocked
 #undef fwrite_unlocked
 
-#define IO_SLOW_NS 50000u
-#define IO_SITES 128
 
 /* The fortified entry points (-D_FORTIFY_SOURCE, as Debian builds) and other internal names;
  * glibc declares them only under fortification. */
@@ -116,27 +111,13 @@ __attribute__((constructor)) static void io_resolve_all(void)
 
 static __thread int io_busy;  /* inside a real I/O call made from a hook */
 
-struct io_site {
-	uintptr_t ret, frame;
-	uint32_t stack, gen, uses, pad;
-};
-static __thread struct io_site io_sites[IO_SITES];
-
 #define RET_ADDR ((uintptr_t)__builtin_return_address(0))
 #define FRAME_ADDR ((uintptr_t)__builtin_frame_address(0))
 
-static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame, uint64_t dur)
+/* The stack of a hooked call: ret and frame are the hook's return address and own frame. */
+static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame)
 {
-	if (prof_cfg.stack_depth == 0)
-		return 0;
-	uint32_t gen = atomic_load_explicit(&io_fd_pid, memory_order_relaxed);
-	struct io_site *s = &io_sites[((ret >> 2) ^ (frame >> 4) * 31) & (IO_SITES - 1)];
-	if (s->ret == ret && s->frame == frame && s->gen == gen && dur < IO_SLOW_NS &&
-	    (++s->uses & 1023) != 0)
-		return s->stack;
-	uint32_t id = prof_stack_at(th, ret);  /* the call site: a CPU sample meanwhile uses it */
-	*s = (struct io_site){ .ret = ret, .frame = frame, .stack = id, .gen = gen, .uses = 1 };
-	return id;
+	return prof_stack_from(th, ret, (const uintptr_t *)frame);
 }
 
 /* One IO_CALL on a descriptor whose id is known (id 0: not open). */
@@ -146,7 +127,7 @@ static void record_id(struct prof_thread *th, unsigned op, int fd, uint32_t id, 
 	if (id == IO_FD_OURS || !(prof_cfg.events & PROF_EV_IO))
 		return;
 	th = prof_thread_get();
-	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	uint32_t stack = io_stack(th, ret, frame);
 	struct prof_rec_io_call *r = prof_reserve(th, sizeof(*r));
 	if (!r)
 		return;
@@ -229,7 +210,7 @@ static int open_common(struct prof_thread *th, unsigned op, int dirfd, const cha
 		       uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
 	IO_END_BEGIN(th);
-	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	uint32_t stack = io_stack(th, ret, frame);
 	if (r >= 0) {
 		io_fd_opened(th, r, op, NULL, r, t0, t1 - t0, stack);
 	} else {
@@ -406,7 +387,7 @@ static int pair_common(struct prof_thread *th, unsigned op, int *fds, int r, uin
 		       uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
 	IO_END_BEGIN(th);
-	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	uint32_t stack = io_stack(th, ret, frame);
 	if (r == 0) {
 		io_fd_opened(th, fds[0], op, NULL, 0, t0, t1 - t0, stack);
 		io_fd_opened(th, fds[1], op, NULL, 0, t1, 0, stack);
@@ -683,7 +664,7 @@ PROF_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t alen)
 		io_name_of_sockaddr(addr, alen, sock_type(fd), name, sizeof(name));
 		if (!name[0] && io_name_of_fd(fd, name, sizeof(name)) < 0)
 			strcpy(name, "socket");
-		uint32_t stack = io_stack(th, RET_ADDR, FRAME_ADDR, t1 - t0);
+		uint32_t stack = io_stack(th, RET_ADDR, FRAME_ADDR);
 		io_fd_rename(th, fd, id, PROF_IO_CONNECT, name, RESULT(r, r), t0, t1 - t0, stack);
 	} else {
 		record_id(th, PROF_IO_CONNECT, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
@@ -705,7 +686,7 @@ PROF_EXPORT int listen(int fd, int backlog)
 	uint32_t id = r == 0 ? io_fd_id(th, fd) : io_fd_peek(fd);
 	char name[IO_NAME_MAX];
 	if (r == 0 && id && id != IO_FD_OURS && io_name_of_fd(fd, name, sizeof(name)) == 0) {
-		uint32_t stack = io_stack(th, RET_ADDR, FRAME_ADDR, t1 - t0);
+		uint32_t stack = io_stack(th, RET_ADDR, FRAME_ADDR);
 		io_fd_rename(th, fd, id, PROF_IO_LISTEN, name, 0, t0, t1 - t0, stack);
 	} else {
 		record_id(th, PROF_IO_LISTEN, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
@@ -730,7 +711,7 @@ static int accept_common(struct prof_thread *th, int lfd, int r, uint64_t t0, ui
 					    sizeof(name) - 16);
 		if (name[0])
 			strcat(name, " (accepted)");
-		uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+		uint32_t stack = io_stack(th, ret, frame);
 		io_fd_opened(th, r, PROF_IO_ACCEPT, name[0] ? name : NULL, r, t0, t1 - t0, stack);
 	} else {
 		record(th, PROF_IO_ACCEPT, lfd, -(int64_t)err_, t0, t1, ret, frame);
@@ -982,7 +963,7 @@ static __attribute__((noinline)) void batch_start(struct prof_thread *th, FILE *
 	b->fd = fd;
 	b->file = id;
 	b->bytes = bytes;
-	b->stack = io_stack(th, ret, frame, 0);
+	b->stack = io_stack(th, ret, frame);
 	atomic_store_explicit(&b->calls, 1, memory_order_relaxed);
 	if (b == &one)
 		batch_write(th, b);
@@ -1113,7 +1094,7 @@ static FILE *fopen_common(struct prof_thread *th, unsigned op, const char *path,
 			  uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
 	IO_END_BEGIN(th);
-	uint32_t stack = io_stack(th, ret, frame, t1 - t0);
+	uint32_t stack = io_stack(th, ret, frame);
 	int fd = r ? fileno(r) : -1;
 	if (fd >= 0) {
 		io_fd_opened(th, fd, op, NULL, fd, t0, t1 - t0, stack);

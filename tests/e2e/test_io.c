@@ -572,3 +572,26 @@ Test(io, buffered_stdio_calls_are_counted_in_batches)
 	cr_expect_gt(batches, 0);
 	cr_expect_lt(io_records, all / 10, "%ld I/O records for %ld calls", io_records, all);
 }
+
+/* Every call gets its own stack, however fast: a read helper reached by two call paths at the
+ * same depth (one call site, one stack pointer, in turns of 300 and 500 calls) splits its
+ * bytes between them exactly as the program counted them. */
+Test(io, two_paths_to_one_call_site_keep_their_stacks)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	const char *argv[] = { e2e_prog("io_paths"), dir, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
+	char *text = e2e_read_file(out);
+	cr_assert_not_null(text);
+	long alpha, beta;
+	cr_assert_eq(sscanf(text, "alpha %ld\nbeta %ld", &alpha, &beta), 2, "%s", text);
+	free(text);
+	const char *args[] = { "flame", "--kind", "io", "--by", "bytes", "--folded", dir, NULL };
+	char *folded = e2e_prof_text(dir, args);
+	cr_assert_not_null(folded);
+	cr_expect_eq((long)e2e_folded_weight(folded, "by_alpha;read_some", NULL), alpha, "%s", folded);
+	cr_expect_eq((long)e2e_folded_weight(folded, "by_beta;read_some", NULL), beta, "%s", folded);
+	free(folded);
+}
