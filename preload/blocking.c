@@ -50,25 +50,6 @@ static void *resolve(void **slot, const char *name)
 
 /* ---- recording ---------------------------------------------------------------------------- */
 
-/* A short call (a poll that found data at once) reuses the stack its call site had within
- * the last STACK_REUSE calls there; a long one unwinds: off-CPU graphs weigh by time. */
-#define SHORT_NS 50000u
-#define STACK_REUSE 1024u
-struct site_cache {
-	uintptr_t site;
-	uint32_t stack, uses;
-};
-static __thread struct site_cache sites[16];
-
-static uint32_t block_stack(struct prof_thread *th, uintptr_t site, uint64_t dur)
-{
-	struct site_cache *c = &sites[(site >> 3) & 15];
-	if (c->site == site && c->stack && dur < SHORT_NS && ++c->uses < STACK_REUSE)
-		return c->stack;
-	*c = (struct site_cache){ site, prof_stack_at(th, site), 0 };
-	return c->stack;
-}
-
 /* Writes the CPU_BLOCKED of a call made from site since t0 that returned result (-errno).
  * A call with a zero timeout (an event loop's poll) never blocks: not written. */
 static void blocked(unsigned op, uint64_t t0, int64_t result, uintptr_t site)
@@ -80,7 +61,7 @@ static void blocked(unsigned op, uint64_t t0, int64_t result, uintptr_t site)
 	int saved = errno;
 	th->in_hook++;
 	prof_thread_get();
-	uint32_t stack = block_stack(th, site, t1 - t0);
+	uint32_t stack = prof_stack_at(th, site);
 	struct prof_rec_cpu_blocked *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->duration_ns = t1 - t0;

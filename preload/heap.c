@@ -83,7 +83,7 @@ static int stacks_ahead;
 void prof_heap_init(void)
 {
 	resolve();
-	stacks_ahead = !prof_cfg.heap_sample && prof_cfg.stack_depth && prof_cfg.stack_cache == 1;
+	stacks_ahead = !prof_cfg.heap_sample && prof_cfg.stack_depth && prof_cfg.stack_cache;
 	if (prof_cfg.heap_sample)
 		heap_tally_init(real.malloc_usable_size, real.malloc, real.free);
 	void *dl_allocate_tls = dlsym(RTLD_DEFAULT, "_dl_allocate_tls");

@@ -234,10 +234,10 @@ static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
 	return stack;
 }
 
-/* Stacks of waits. Unwinding costs more than a short wait, so the stack of a wait is reused
- * for later waits at the same call site (the hooked function's return address) of the same
- * thread for stack_refresh_ns (PROF_LOCK_STACK_REFRESH_US, default 1000; 0 unwinds every wait):
- * the innermost frame is always exact, deeper ones are those of the latest unwind there. */
+/* Stacks of waits. Each wait takes its own stack (the stack cache makes that a few loads for
+ * a call path seen before); PROF_LOCK_STACK_REFRESH_US=N reuses a wait's stack for later waits
+ * at the same call site (the hooked function's return address) of the same thread for N us:
+ * the innermost frame is then exact, deeper ones are those of the latest wait there. */
 #define SITE_STACKS 32  /* TLS: a thread with a 16 KiB stack has about 8 KiB for it */
 struct site_stack {
 	uintptr_t site;
@@ -245,7 +245,7 @@ struct site_stack {
 	uint32_t stack;
 };
 static __thread struct site_stack site_stacks[SITE_STACKS];
-static uint64_t stack_refresh_ns = 1000000;
+static uint64_t stack_refresh_ns;
 
 /* The stack of a wait at site beginning at *t0; *t0 is taken again after an unwind. */
 static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
