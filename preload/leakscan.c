@@ -84,51 +84,205 @@ static void *scratch(size_t bytes)
 enum { UNREACHED, POSSIBLE, REACHABLE, INDIRECT };
 
 struct block {
-	uint64_t ptr, size, time;
-	uint32_t live, state;
+	uint64_t ptr, size;
+	uint32_t state, pad;
 };
 
-static struct block *tab;   /* open addressing by ptr while the trace is read, then sorted */
-static size_t tab_cap, tab_n, nblocks;
+static struct block *tab;   /* the live blocks, sorted by address */
+static size_t nblocks;
 
-static size_t slot_of(uint64_t ptr)
+/* The replay keeps only the blocks live at the moment it has reached: the streams' ALLOC and
+ * FREE records are taken in time order (merged as a reader merges them), an ALLOC adds its
+ * block, a FREE removes it. The table is then as large as the most blocks a program held at
+ * once, which stays in the caches where every address it ever used (what a replay in file
+ * order must keep, with times, to let the latest event win) did not. At most a quarter full:
+ * at three quarters, with removals, linear probes ran long. (Tried: each stream in turn in
+ * windows of time, with freed entries kept to the window's end: three times slower.) */
+struct live_block {
+	uint64_t ptr, size;
+};
+static struct live_block *live;  /* open addressing by ptr, linear probes; ptr 0 = empty */
+static size_t live_cap, live_n;
+static int live_bits;  /* live_cap = 1 << live_bits */
+
+static size_t live_slot(uint64_t ptr)
 {
-	size_t i = (size_t)((ptr >> 4) * 0x9e3779b97f4a7c15ull) & (tab_cap - 1);
-	while (tab[i].time && tab[i].ptr != ptr)
-		i = (i + 1) & (tab_cap - 1);
-	return i;
+	return (size_t)(((ptr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - live_bits));
 }
 
-static int tab_grow(void)
+static int live_grow(void)
 {
-	size_t old_cap = tab_cap;
-	struct block *old = tab;
-	tab_cap = old_cap ? old_cap * 2 : 1u << 12;
-	if (!(tab = scratch(tab_cap * sizeof(*tab))))
+	size_t old_cap = live_cap;
+	struct live_block *old = live;
+	live_bits = old_cap ? live_bits + 1 : 12;
+	live_cap = (size_t)1 << live_bits;
+	if (!(live = scratch(live_cap * sizeof(*live))))
 		return -1;
 	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].time)
-			tab[slot_of(old[i].ptr)] = old[i];
+		if (old[i].ptr) {
+			size_t j = live_slot(old[i].ptr);
+			while (live[j].ptr)
+				j = (j + 1) & (live_cap - 1);
+			live[j] = old[i];
+		}
 	if (old)
 		munmap(old, old_cap * sizeof(*old));
 	return 0;
 }
 
-/* The latest event on each address wins; a free is timed before the block is released, so
- * at equal times the allocation is the later one. Times are stored + 1: 0 marks a free slot. */
-static int note(uint64_t ptr, uint64_t size, uint64_t time, int alloc)
+static int live_add(uint64_t ptr, uint64_t size)
 {
-	if ((tab_n + 1) * 4 > tab_cap * 3 && tab_grow() < 0)
-		return -1;
-	struct block *b = &tab[slot_of(ptr)];
-	time++;
-	if (!b->time) {
-		tab_n++;
-	} else if (time < b->time || (time == b->time && !alloc)) {
+	if (!ptr)
 		return 0;
-	}
-	*b = (struct block){ .ptr = ptr, .size = size, .time = time, .live = (uint32_t)alloc };
+	if ((live_n + 1) * 4 > live_cap && live_grow() < 0)
+		return -1;
+	size_t i = live_slot(ptr);
+	while (live[i].ptr && live[i].ptr != ptr)
+		i = (i + 1) & (live_cap - 1);
+	live_n += !live[i].ptr;  /* else its FREE was lost: the latest ALLOC wins */
+	live[i] = (struct live_block){ ptr, size };
 	return 0;
+}
+
+/* Removes ptr, moving back the entries after it that would no longer be found. */
+static void live_remove(uint64_t ptr)
+{
+	size_t mask = live_cap - 1, i = live_slot(ptr);
+	while (live[i].ptr != ptr) {
+		if (!live[i].ptr)
+			return;  /* a block allocated before recording began */
+		i = (i + 1) & mask;
+	}
+	for (size_t j = i;;) {
+		j = (j + 1) & mask;
+		if (!live[j].ptr)
+			break;
+		size_t home = live_slot(live[j].ptr);
+		if (((j - home) & mask) >= ((j - i) & mask)) {  /* home at or before the hole */
+			live[i] = live[j];
+			i = j;
+		}
+	}
+	live[i].ptr = 0;
+	live_n--;
+}
+
+/* A stream's records, chunk after chunk, and its next ALLOC or FREE. */
+struct chunk_ref {
+	uint32_t stream;
+	uint64_t first_time, at, units;  /* the time of its first record; where it is, in units */
+};
+
+struct event {
+	uint64_t ptr, size, time;
+	uint32_t alloc, pad;
+};
+
+struct cursor {
+	const struct chunk_ref *chunk, *last;  /* the chunk being read, the stream's last */
+	const char *p, *end;
+	struct prof_short_base base;
+	struct event next;  /* the stream's next event */
+};
+
+static const char *trace_data;
+static uint32_t trace_unit;
+
+static void cursor_enter(struct cursor *c)
+{
+	const char *start = trace_data + c->chunk->at * trace_unit;
+	c->p = start + sizeof(struct prof_chunk_header_run);
+	c->end = start + c->chunk->units * trace_unit;
+	c->base = (struct prof_short_base){ 0 };
+}
+
+/* The stream's next ALLOC or FREE, into e; 0 when there is none. A chunk is read up to its
+ * first record not (yet) committed. */
+static int cursor_decode(struct cursor *c, struct event *e)
+{
+	for (;;) {
+		while (c->end - c->p >= 8) {
+			const struct prof_rec *r = (const void *)c->p;
+			uint64_t prefix = __atomic_load_n((const uint64_t *)c->p, __ATOMIC_ACQUIRE);
+			if (prof_is_short(prefix)) {  /* prof_short.h: a 16-byte ALLOC, 8-byte FREE */
+				struct prof_rec_alloc a;
+				int len = prof_short_decode(&c->base, prefix, c->p,
+							    (uint64_t)(c->end - c->p), &a);
+				if (len < 0)
+					break;
+				c->p += len;
+				uint32_t alloc = a.h.type == PROF_REC_ALLOC;
+				*e = (struct event){ a.ptr, alloc ? a.size : 0, a.h.time, alloc, 0 };
+				return 1;
+			}
+			if (!prefix || c->end - c->p < (ptrdiff_t)sizeof(struct prof_rec) ||
+			    r->size < 16 || r->size % 8 || r->size > (uint64_t)(c->end - c->p))
+				break;
+			prof_short_note(&c->base, r);
+			c->p += r->size;
+			if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
+				const struct prof_rec_alloc *a = (const void *)r;
+				uint32_t alloc = r->type == PROF_REC_ALLOC;
+				/* ptr is first in both */
+				*e = (struct event){ a->ptr, alloc ? a->size : 0, r->time, alloc, 0 };
+				return 1;
+			}
+		}
+		if (c->chunk == c->last)
+			return 0;
+		c->chunk++;
+		cursor_enter(c);
+	}
+}
+
+static inline const struct event *cursor_event(const struct cursor *c)
+{
+	return &c->next;
+}
+
+/* Moves c to its stream's next event; 0 when it has none left. */
+static int cursor_next(struct cursor *c)
+{
+	return cursor_decode(c, &c->next);
+}
+
+/* Whether a's event comes before b's: by time; at equal times a FREE first, as it is timed
+ * before the block is released (so an ALLOC of its address by another thread is later). */
+static int before(const struct cursor *ca, const struct cursor *cb)
+{
+	const struct event *a = cursor_event(ca), *b = cursor_event(cb);
+	return a->time != b->time ? a->time < b->time : a->alloc < b->alloc;
+}
+
+static void cursor_sift(struct cursor **h, size_t r, size_t n)
+{
+	for (size_t c; (c = 2 * r + 1) < n; r = c) {
+		if (c + 1 < n && before(h[c + 1], h[c]))
+			c++;
+		if (!before(h[c], h[r]))
+			return;
+		struct cursor *t = h[r];
+		h[r] = h[c];
+		h[c] = t;
+	}
+}
+
+static int chunk_after(const struct chunk_ref *a, const struct chunk_ref *b)
+{
+	return a->stream != b->stream ? a->stream > b->stream : a->first_time > b->first_time;
+}
+
+static void chunk_sift(struct chunk_ref *t, size_t r, size_t n)
+{
+	for (size_t c; (c = 2 * r + 1) < n; r = c) {
+		if (c + 1 < n && chunk_after(&t[c + 1], &t[c]))
+			c++;
+		if (!chunk_after(&t[c], &t[r]))
+			return;
+		struct chunk_ref x = t[r];
+		t[r] = t[c];
+		t[c] = x;
+	}
 }
 
 static void sift_down(size_t r, size_t n)
@@ -144,60 +298,106 @@ static void sift_down(size_t r, size_t n)
 	}
 }
 
-static int read_trace(void)
+/* The trace's chunks that hold records, by stream and then time (heapsort: no allocation);
+ * *n: how many. */
+static struct chunk_ref *chunks_in_order(const char *data, uint64_t units, size_t *n)
 {
-	const char *data;
-	uint64_t units;
-	uint32_t unit;
-	uintptr_t lo, hi;
-	if (prof_writer_units(&data, &units, &unit, &lo, &hi) < 0)
-		return -1;
-	prof_own_memory((void *)lo, hi - lo);
-	for (uint64_t i = 0; i < units;) {
-		const struct prof_chunk_header_run *c = (const void *)(data + i * unit);
-		uint32_t n = c->units;
-		if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != PROF_CHUNK_MAGIC || n == 0 ||
-		    n > units - i) {
-			i++;
-			continue;
-		}
-		const char *p = (const char *)(c + 1), *end = (const char *)c + (uint64_t)n * unit;
-		struct prof_short_base base = { 0 };
-		while (end - p >= 8) {
-			const struct prof_rec *r = (const void *)p;
-			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-			if (prof_is_short(prefix)) {  /* prof_short.h: a 16-byte ALLOC, 8-byte FREE */
-				struct prof_rec_alloc a;
-				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
-				if (len < 0)
-					break;
-				if (note(a.ptr, a.h.type == PROF_REC_ALLOC ? a.size : 0, a.h.time,
-					 a.h.type == PROF_REC_ALLOC) < 0)
-					return -1;
-				p += len;
+	size_t count = 0, cap = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		struct chunk_ref *t = NULL;
+		if (pass && !(t = scratch((cap = count ? count : 1) * sizeof(*t))))
+			return NULL;
+		count = 0;
+		for (uint64_t i = 0; i < units;) {
+			const struct prof_chunk_header_run *c = (const void *)(data + i * trace_unit);
+			uint32_t len = c->units;
+			if (__atomic_load_n(&c->magic, __ATOMIC_ACQUIRE) != PROF_CHUNK_MAGIC || len == 0 ||
+			    len > units - i) {
+				i++;
 				continue;
 			}
-			if (!prefix || end - p < (ptrdiff_t)sizeof(struct prof_rec) || r->size < 16 ||
-			    r->size % 8 || r->size > (uint64_t)(end - p))
-				break;
-			prof_short_note(&base, r);
-			if (r->type == PROF_REC_ALLOC) {
-				const struct prof_rec_alloc *a = (const void *)r;
-				if (note(a->ptr, a->size, r->time, 1) < 0)
-					return -1;
-			} else if (r->type == PROF_REC_FREE) {
-				if (note(((const struct prof_rec_free *)r)->ptr, 0, r->time, 0) < 0)
-					return -1;
+			const struct prof_rec *first = (const void *)(c + 1);
+			uint64_t prefix = __atomic_load_n((const uint64_t *)first, __ATOMIC_ACQUIRE);
+			if (prefix && !prof_is_short(prefix) &&
+			    (uint64_t)len * trace_unit >= sizeof(*c) + sizeof(*first)) {
+				if (t && count < cap)
+					t[count] = (struct chunk_ref){ c->stream, first->time, i, len };
+				count++;
 			}
-			p += r->size;
+			i += len;
 		}
-		i += n;
+		if (pass) {
+			*n = count < cap ? count : cap;
+			for (size_t k = *n / 2; k > 0; k--)
+				chunk_sift(t, k - 1, *n);
+			for (size_t end = *n; end > 1; end--) {
+				struct chunk_ref x = t[0];
+				t[0] = t[end - 1];
+				t[end - 1] = x;
+				chunk_sift(t, 0, end - 1);
+			}
+			return t;
+		}
 	}
-	/* Keep the live blocks, sorted by address (heapsort: no allocation). */
+	return NULL;
+}
+
+static int read_trace(void)
+{
+	uint64_t units;
+	uintptr_t lo, hi;
+	if (prof_writer_units(&trace_data, &units, &trace_unit, &lo, &hi) < 0)
+		return -1;
+	prof_own_memory((void *)lo, hi - lo);
+	size_t nchunks = 0, nstreams = 0;
+	struct chunk_ref *chunks = chunks_in_order(trace_data, units, &nchunks);
+	if (!chunks)
+		return -1;
+	for (size_t i = 0; i < nchunks; i++)
+		nstreams += i == 0 || chunks[i].stream != chunks[i - 1].stream;
+	struct cursor *cur = scratch((nstreams ? nstreams : 1) * sizeof(*cur));
+	struct cursor **heap = scratch((nstreams ? nstreams : 1) * sizeof(*heap));
+	if (!cur || !heap || live_grow() < 0)
+		return -1;
+	size_t n = 0;
+	for (size_t i = 0, s = 0; i < nchunks; s++) {
+		size_t j = i;
+		while (j + 1 < nchunks && chunks[j + 1].stream == chunks[i].stream)
+			j++;
+		cur[s] = (struct cursor){ .chunk = &chunks[i], .last = &chunks[j] };
+		cursor_enter(&cur[s]);
+		if (cursor_next(&cur[s]))
+			heap[n++] = &cur[s];
+		i = j + 1;
+	}
+	for (size_t k = n / 2; k > 0; k--)
+		cursor_sift(heap, k - 1, n);
+	while (n) {
+		/* The first stream's events up to the next of any other stream go in a row. */
+		struct cursor *c = heap[0];
+		struct cursor *other = n < 2 ? NULL : n < 3 || before(heap[1], heap[2]) ? heap[1] : heap[2];
+		int more;
+		do {
+			const struct event *e = &c->next;
+			if (e->alloc) {
+				if (live_add(e->ptr, e->size) < 0)
+					return -1;
+			} else {
+				live_remove(e->ptr);
+			}
+			more = cursor_next(c);
+		} while (more && (!other || !before(other, c)));
+		if (!more)
+			heap[0] = heap[--n];
+		cursor_sift(heap, 0, n);
+	}
+	/* The live blocks, sorted by address (heapsort: no allocation). */
+	if (!(tab = scratch((live_n ? live_n : 1) * sizeof(*tab))))
+		return -1;
 	nblocks = 0;
-	for (size_t i = 0; i < tab_cap; i++)
-		if (tab[i].time && tab[i].live)
-			tab[nblocks++] = tab[i];
+	for (size_t i = 0; i < live_cap; i++)
+		if (live[i].ptr && nblocks < live_n)
+			tab[nblocks++] = (struct block){ .ptr = live[i].ptr, .size = live[i].size };
 	for (size_t k = nblocks / 2; k > 0; k--)
 		sift_down(k - 1, nblocks);
 	for (size_t end = nblocks; end > 1; end--) {
