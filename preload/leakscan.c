@@ -91,83 +91,106 @@ struct block {
 static struct block *tab;   /* the live blocks, sorted by address */
 static size_t nblocks;
 
-/* The replay keeps only the blocks live at the moment it has reached: the streams' ALLOC and
- * FREE records are taken in time order (merged as a reader merges them), an ALLOC adds its
- * block, a FREE removes it. The table is then as large as the most blocks a program held at
- * once, which stays in the caches where every address it ever used (what a replay in file
- * order must keep, with times, to let the latest event win) did not. At most a quarter full:
- * at three quarters, with removals, linear probes ran long. (Tried: each stream in turn in
- * windows of time, with freed entries kept to the window's end: three times slower.) */
-struct live_block {
-	uint64_t ptr, size;
+/* The replay reads the trace stream by stream (a stream: one thread's records, in time
+ * order), each into a table of its own that keeps, per address, what other streams' events on
+ * it need to be weighed against: the blocks it still held at its end (their ALLOC), and its
+ * FREEs of blocks it had not allocated itself (another thread's, or its own from before a
+ * FREE of another thread). An ALLOC and the FREE that follow each other in one stream say
+ * nothing about any other stream's events (those fall before or after the pair, and every
+ * earlier block of that address was freed by a FREE kept somewhere), so the pair leaves
+ * nothing: the table stays as small as the blocks the thread held at once. Each stream's
+ * table is then folded into one where an address's latest event wins; its ALLOCs are the
+ * blocks allocated at exit. Every address a program ever used, with times (one table for
+ * the whole trace), outgrew the caches; a merge of the streams by time, event by event,
+ * mispredicted a branch at each event where two threads took turns. */
+struct addr_event {
+	uint64_t ptr, size;  /* ptr 0: an empty slot */
+	uint64_t key;        /* order << 1 | shadow. order: time * 2 + 1 for an ALLOC, so that
+			      * at equal times the ALLOC is later (a FREE is timed before the
+			      * block is released). shadow: an ALLOC after a FREE this stream
+			      * kept, whose own FREE must be kept too */
 };
-static struct live_block *live;  /* open addressing by ptr, linear probes; ptr 0 = empty */
-static size_t live_cap, live_n;
-static int live_bits;  /* live_cap = 1 << live_bits */
+#define HELD(a) (((a)->key >> 1) & 1)  /* an ALLOC */
+#define SHADOW(a) ((a)->key & 1)
+#define ORDER(a) ((a)->key >> 1)
 
-static size_t live_slot(uint64_t ptr)
+/* Open addressing by ptr, linear probes, at most a quarter full (at three quarters, with
+ * removals, probes ran long). */
+struct addr_table {
+	struct addr_event *slot;
+	size_t cap, n;
+	int bits, own;  /* own: registered as libprof's memory (lives through the scan) */
+};
+
+static size_t at_home(const struct addr_table *t, uint64_t ptr)
 {
-	return (size_t)(((ptr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - live_bits));
+	return (size_t)(((ptr >> 4) * 0x9e3779b97f4a7c15ull) >> (64 - t->bits));
 }
 
-static int live_grow(void)
+/* The slot of ptr, or the empty one where it goes. */
+static size_t at_slot(const struct addr_table *t, uint64_t ptr)
 {
-	size_t old_cap = live_cap;
-	struct live_block *old = live;
-	live_bits = old_cap ? live_bits + 1 : 12;
-	live_cap = (size_t)1 << live_bits;
-	if (!(live = scratch(live_cap * sizeof(*live))))
-		return -1;
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].ptr) {
-			size_t j = live_slot(old[i].ptr);
-			while (live[j].ptr)
-				j = (j + 1) & (live_cap - 1);
-			live[j] = old[i];
-		}
-	if (old)
-		munmap(old, old_cap * sizeof(*old));
-	return 0;
+	size_t i = at_home(t, ptr);
+	while (t->slot[i].ptr && t->slot[i].ptr != ptr)
+		i = (i + 1) & (t->cap - 1);
+	return i;
 }
 
-static int live_add(uint64_t ptr, uint64_t size)
+static struct addr_event *at_map(size_t cap, int own)
 {
-	if (!ptr)
+	if (own)
+		return scratch(cap * sizeof(struct addr_event));
+	void *p = mmap(NULL, cap * sizeof(struct addr_event), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void at_release(struct addr_table *t)
+{
+	if (t->slot)
+		munmap(t->slot, t->cap * sizeof(*t->slot));
+	*t = (struct addr_table){ 0 };
+}
+
+/* Room for one more entry: 0, or -1 when no memory could be had. */
+static int at_room(struct addr_table *t)
+{
+	if (t->slot && (t->n + 1) * 4 <= t->cap)
 		return 0;
-	if ((live_n + 1) * 4 > live_cap && live_grow() < 0)
+	struct addr_table old = *t;
+	t->bits = old.slot ? old.bits + 1 : 10;
+	t->cap = (size_t)1 << t->bits;
+	if (!(t->slot = at_map(t->cap, t->own)))
 		return -1;
-	size_t i = live_slot(ptr);
-	while (live[i].ptr && live[i].ptr != ptr)
-		i = (i + 1) & (live_cap - 1);
-	live_n += !live[i].ptr;  /* else its FREE was lost: the latest ALLOC wins */
-	live[i] = (struct live_block){ ptr, size };
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.slot[i].ptr)
+			t->slot[at_slot(t, old.slot[i].ptr)] = old.slot[i];
+	if (old.slot)
+		munmap(old.slot, old.cap * sizeof(*old.slot));
 	return 0;
 }
 
-/* Removes ptr, moving back the entries after it that would no longer be found. */
-static void live_remove(uint64_t ptr)
+/* Empties slot i, moving back the entries after it that would no longer be found. */
+static void at_remove(struct addr_table *t, size_t i)
 {
-	size_t mask = live_cap - 1, i = live_slot(ptr);
-	while (live[i].ptr != ptr) {
-		if (!live[i].ptr)
-			return;  /* a block allocated before recording began */
-		i = (i + 1) & mask;
-	}
+	size_t mask = t->cap - 1;
 	for (size_t j = i;;) {
 		j = (j + 1) & mask;
-		if (!live[j].ptr)
+		if (!t->slot[j].ptr)
 			break;
-		size_t home = live_slot(live[j].ptr);
+		size_t home = at_home(t, t->slot[j].ptr);
 		if (((j - home) & mask) >= ((j - i) & mask)) {  /* home at or before the hole */
-			live[i] = live[j];
+			t->slot[i] = t->slot[j];
 			i = j;
 		}
 	}
-	live[i].ptr = 0;
-	live_n--;
+	t->slot[i].ptr = 0;
+	t->n--;
 }
 
-/* A stream's records, chunk after chunk, and its next ALLOC or FREE. */
+static struct addr_table latest = { .own = 1 };  /* every stream's table folded */
+
+/* The chunks of a stream, in order, and a reader of its records. */
 struct chunk_ref {
 	uint32_t stream;
 	uint64_t first_time, at, units;  /* the time of its first record; where it is, in units */
@@ -182,7 +205,6 @@ struct cursor {
 	const struct chunk_ref *chunk, *last;  /* the chunk being read, the stream's last */
 	const char *p, *end;
 	struct prof_short_base base;
-	struct event next;  /* the stream's next event */
 };
 
 static const char *trace_data;
@@ -232,38 +254,6 @@ static int cursor_decode(struct cursor *c, struct event *e)
 			return 0;
 		c->chunk++;
 		cursor_enter(c);
-	}
-}
-
-static inline const struct event *cursor_event(const struct cursor *c)
-{
-	return &c->next;
-}
-
-/* Moves c to its stream's next event; 0 when it has none left. */
-static int cursor_next(struct cursor *c)
-{
-	return cursor_decode(c, &c->next);
-}
-
-/* Whether a's event comes before b's: by time; at equal times a FREE first, as it is timed
- * before the block is released (so an ALLOC of its address by another thread is later). */
-static int before(const struct cursor *ca, const struct cursor *cb)
-{
-	const struct event *a = cursor_event(ca), *b = cursor_event(cb);
-	return a->time != b->time ? a->time < b->time : a->alloc < b->alloc;
-}
-
-static void cursor_sift(struct cursor **h, size_t r, size_t n)
-{
-	for (size_t c; (c = 2 * r + 1) < n; r = c) {
-		if (c + 1 < n && before(h[c + 1], h[c]))
-			c++;
-		if (!before(h[c], h[r]))
-			return;
-		struct cursor *t = h[r];
-		h[r] = h[c];
-		h[c] = t;
 	}
 }
 
@@ -342,6 +332,50 @@ static struct chunk_ref *chunks_in_order(const char *data, uint64_t units, size_
 	return NULL;
 }
 
+/* One stream's events into its own table t (see struct addr_event). */
+static int stream_replay(struct cursor *c, struct addr_table *t)
+{
+	struct event e;
+	while (cursor_decode(c, &e)) {
+		if (!e.ptr)
+			continue;
+		if (at_room(t) < 0)
+			return -1;
+		size_t i = at_slot(t, e.ptr);
+		struct addr_event *a = &t->slot[i];
+		int had = a->ptr != 0, held = had && HELD(a);
+		if (!e.alloc && held && !SHADOW(a)) {
+			at_remove(t, i);  /* its own block, allocated and freed here */
+			continue;
+		}
+		t->n += !had;
+		/* An ALLOC over a kept FREE (or a shadowed ALLOC) is shadowed; a second ALLOC
+		 * (its FREE was another thread's, or lost) stays as the first was. */
+		uint64_t shadow = e.alloc && had && (!held || SHADOW(a));
+		*a = (struct addr_event){ e.ptr, e.size, (e.time * 2 + e.alloc) << 1 | shadow };
+	}
+	return 0;
+}
+
+/* Folds a stream's table into `latest`: per address, the later event wins. */
+static int fold(const struct addr_table *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct addr_event *a = &t->slot[i];
+		if (!a->ptr)
+			continue;
+		if (at_room(&latest) < 0)
+			return -1;
+		struct addr_event *l = &latest.slot[at_slot(&latest, a->ptr)];
+		if (!l->ptr)
+			latest.n++;
+		else if (ORDER(a) <= ORDER(l))
+			continue;
+		*l = *a;
+	}
+	return 0;
+}
+
 static int read_trace(void)
 {
 	uint64_t units;
@@ -349,55 +383,34 @@ static int read_trace(void)
 	if (prof_writer_units(&trace_data, &units, &trace_unit, &lo, &hi) < 0)
 		return -1;
 	prof_own_memory((void *)lo, hi - lo);
-	size_t nchunks = 0, nstreams = 0;
+	size_t nchunks = 0;
 	struct chunk_ref *chunks = chunks_in_order(trace_data, units, &nchunks);
 	if (!chunks)
 		return -1;
-	for (size_t i = 0; i < nchunks; i++)
-		nstreams += i == 0 || chunks[i].stream != chunks[i - 1].stream;
-	struct cursor *cur = scratch((nstreams ? nstreams : 1) * sizeof(*cur));
-	struct cursor **heap = scratch((nstreams ? nstreams : 1) * sizeof(*heap));
-	if (!cur || !heap || live_grow() < 0)
-		return -1;
-	size_t n = 0;
-	for (size_t i = 0, s = 0; i < nchunks; s++) {
+	for (size_t i = 0; i < nchunks;) {
 		size_t j = i;
 		while (j + 1 < nchunks && chunks[j + 1].stream == chunks[i].stream)
 			j++;
-		cur[s] = (struct cursor){ .chunk = &chunks[i], .last = &chunks[j] };
-		cursor_enter(&cur[s]);
-		if (cursor_next(&cur[s]))
-			heap[n++] = &cur[s];
+		struct cursor c = { .chunk = &chunks[i], .last = &chunks[j] };
+		cursor_enter(&c);
+		struct addr_table own = { 0 };
+		int ok = stream_replay(&c, &own) == 0 && fold(&own) == 0;
+		at_release(&own);
+		if (!ok)
+			return -1;
 		i = j + 1;
 	}
-	for (size_t k = n / 2; k > 0; k--)
-		cursor_sift(heap, k - 1, n);
-	while (n) {
-		/* The first stream's events up to the next of any other stream go in a row. */
-		struct cursor *c = heap[0];
-		struct cursor *other = n < 2 ? NULL : n < 3 || before(heap[1], heap[2]) ? heap[1] : heap[2];
-		int more;
-		do {
-			const struct event *e = &c->next;
-			if (e->alloc) {
-				if (live_add(e->ptr, e->size) < 0)
-					return -1;
-			} else {
-				live_remove(e->ptr);
-			}
-			more = cursor_next(c);
-		} while (more && (!other || !before(other, c)));
-		if (!more)
-			heap[0] = heap[--n];
-		cursor_sift(heap, 0, n);
-	}
+	size_t live_n = 0;
+	for (size_t i = 0; i < latest.cap; i++)
+		live_n += latest.slot[i].ptr && HELD(&latest.slot[i]);
 	/* The live blocks, sorted by address (heapsort: no allocation). */
 	if (!(tab = scratch((live_n ? live_n : 1) * sizeof(*tab))))
 		return -1;
 	nblocks = 0;
-	for (size_t i = 0; i < live_cap; i++)
-		if (live[i].ptr && nblocks < live_n)
-			tab[nblocks++] = (struct block){ .ptr = live[i].ptr, .size = live[i].size };
+	for (size_t i = 0; i < latest.cap; i++)
+		if (latest.slot[i].ptr && HELD(&latest.slot[i]))
+			tab[nblocks++] = (struct block){ .ptr = latest.slot[i].ptr,
+							 .size = latest.slot[i].size };
 	for (size_t k = nblocks / 2; k > 0; k--)
 		sift_down(k - 1, nblocks);
 	for (size_t end = nblocks; end > 1; end--) {
