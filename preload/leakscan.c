@@ -152,11 +152,8 @@ static void at_release(struct addr_table *t)
 	*t = (struct addr_table){ 0 };
 }
 
-/* Room for one more entry: 0, or -1 when no memory could be had. */
-static int at_room(struct addr_table *t)
+static __attribute__((noinline)) int at_grow(struct addr_table *t)
 {
-	if (t->slot && (t->n + 1) * 4 <= t->cap)
-		return 0;
 	struct addr_table old = *t;
 	t->bits = old.slot ? old.bits + 1 : 10;
 	t->cap = (size_t)1 << t->bits;
@@ -168,6 +165,12 @@ static int at_room(struct addr_table *t)
 	if (old.slot)
 		munmap(old.slot, old.cap * sizeof(*old.slot));
 	return 0;
+}
+
+/* Room for one more entry: 0, or -1 when no memory could be had. */
+static inline int at_room(struct addr_table *t)
+{
+	return likely(t->slot && (t->n + 1) * 4 <= t->cap) ? 0 : at_grow(t);
 }
 
 /* Empties slot i, moving back the entries after it that would no longer be found. */
