@@ -25,7 +25,7 @@ struct module {
 static struct module modules[MAX_MODULES];
 static _Atomic uint32_t module_count;
 static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int stale;  /* prof_modules_mark_stale() */
+_Atomic int prof_modules_stale;  /* prof_modules_mark_stale() */
 static uintptr_t ours_start, ours_end;  /* set by a rescan, read by any thread: __atomic */
 static char exe_path[PATH_MAX];
 
@@ -173,7 +173,7 @@ void prof_modules_rescan(void)
 {
 	if (pthread_mutex_trylock(&rescan_lock) != 0)
 		return;
-	atomic_store(&stale, 0);
+	atomic_store(&prof_modules_stale, 0);
 	rescan_locked();
 	pthread_mutex_unlock(&rescan_lock);
 }
@@ -182,13 +182,7 @@ void prof_modules_rescan(void)
  * (that takes locks), so the next stack unwound outside a handler does. */
 void prof_modules_mark_stale(void)
 {
-	atomic_store_explicit(&stale, 1, memory_order_relaxed);
-}
-
-void prof_modules_rescan_if_stale(void)
-{
-	if (unlikely(atomic_load_explicit(&stale, memory_order_relaxed)))
-		prof_modules_rescan();
+	atomic_store_explicit(&prof_modules_stale, 1, memory_order_relaxed);
 }
 
 void prof_modules_init(void)

@@ -287,7 +287,12 @@ void prof_stacks_thread_done(struct prof_thread *th);  /* unmaps the thread's st
 void prof_modules_init(void);
 void prof_modules_rescan(void);
 void prof_modules_mark_stale(void);       /* async-signal-safe: a rescan is due */
-void prof_modules_rescan_if_stale(void);
+extern _Atomic int prof_modules_stale;
+static inline void prof_modules_rescan_if_stale(void)
+{
+	if (unlikely(atomic_load_explicit(&prof_modules_stale, memory_order_relaxed)))
+		prof_modules_rescan();
+}
 void prof_modules_reset(void);
 int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);

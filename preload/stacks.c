@@ -832,15 +832,13 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	return n;
 }
 
-/* A hit: stack id, whose frames hash to hash. PROF_STACK_CACHE=check unwinds as if there were
- * no cache and compares the frames (by their hash: two threads interning one stack at once
- * may give it two ids); how says what kind of hit it was. */
-static uint32_t hit_checked(struct prof_thread *th, uintptr_t call_site, uint32_t id, uint64_t hash,
-			    uint64_t *guess, const char *how)
+/* PROF_STACK_CACHE=check: a hit (stack id, whose frames hash to hash) unwound as if there were
+ * no cache, the frames compared (by their hash: two threads interning one stack at once may
+ * give it two ids); how says what kind of hit it was. */
+static __attribute__((noinline)) uint32_t hit_unwound(struct prof_thread *th, uintptr_t call_site,
+						      uint32_t id, uint64_t hash, uint64_t *guess,
+						      const char *how)
 {
-	*guess = hash;
-	if (prof_cfg.stack_cache == 1)
-		return id;
 	uint32_t full = prof_stack_at_uncached(th, call_site, guess);
 	atomic_fetch_add(&cache_hits, 1);
 	if (!full || *guess != hash) {
@@ -849,6 +847,14 @@ static uint32_t hit_checked(struct prof_thread *th, uintptr_t call_site, uint32_
 			 (unsigned long)call_site, id, how, full);
 	}
 	return full;
+}
+
+/* A hit: stack id, whose frames hash to hash. */
+static inline uint32_t hit_checked(struct prof_thread *th, uintptr_t call_site, uint32_t id,
+				   uint64_t hash, uint64_t *guess, const char *how)
+{
+	*guess = hash;
+	return likely(prof_cfg.stack_cache == 1) ? id : hit_unwound(th, call_site, id, hash, guess, how);
 }
 
 /* The stack of a call whose native frames are entry e's, with the Python frames of chain. */

@@ -56,9 +56,7 @@ void prof_modules_rescan(void)
 {
 }
 
-void prof_modules_rescan_if_stale(void)
-{
-}
+_Atomic int prof_modules_stale;
 
 void prof_own_memory(const void *p, size_t len)
 {
