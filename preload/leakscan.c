@@ -195,8 +195,8 @@ static struct addr_table latest = { .own = 1 };  /* every stream's table folded 
 
 /* The chunks of a stream, in order, and a reader of its records. */
 struct chunk_ref {
-	uint32_t stream;
-	uint64_t first_time, at, units;  /* the time of its first record; where it is, in units */
+	uint32_t stream, seq;  /* seq: its place in the stream, as the writer numbered it */
+	uint64_t at, units;    /* where it is, in units */
 };
 
 struct event {
@@ -262,7 +262,7 @@ static int cursor_decode(struct cursor *c, struct event *e)
 
 static int chunk_after(const struct chunk_ref *a, const struct chunk_ref *b)
 {
-	return a->stream != b->stream ? a->stream > b->stream : a->first_time > b->first_time;
+	return a->stream != b->stream ? a->stream > b->stream : a->seq > b->seq;
 }
 
 static void chunk_sift(struct chunk_ref *t, size_t r, size_t n)
@@ -291,8 +291,8 @@ static void sift_down(size_t r, size_t n)
 	}
 }
 
-/* The trace's chunks that hold records, by stream and then time (heapsort: no allocation);
- * *n: how many. */
+/* The trace's chunks, by stream and then sequence number, as the reader orders them (heapsort:
+ * no allocation); *n: how many. */
 static struct chunk_ref *chunks_in_order(const char *data, uint64_t units, size_t *n)
 {
 	size_t count = 0, cap = 0;
@@ -309,14 +309,9 @@ static struct chunk_ref *chunks_in_order(const char *data, uint64_t units, size_
 				i++;
 				continue;
 			}
-			const struct prof_rec *first = (const void *)(c + 1);
-			uint64_t prefix = __atomic_load_n((const uint64_t *)first, __ATOMIC_ACQUIRE);
-			if (prefix && !prof_is_short(prefix) &&
-			    (uint64_t)len * trace_unit >= sizeof(*c) + sizeof(*first)) {
-				if (t && count < cap)
-					t[count] = (struct chunk_ref){ c->stream, first->time, i, len };
-				count++;
-			}
+			if (t && count < cap)
+				t[count] = (struct chunk_ref){ c->stream, c->seq, i, len };
+			count++;
 			i += len;
 		}
 		if (pass) {
