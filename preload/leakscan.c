@@ -152,17 +152,24 @@ static void at_release(struct addr_table *t)
 	*t = (struct addr_table){ 0 };
 }
 
+/* Twice the slots. The old ones of a registered table stay mapped (their pages given back):
+ * its range stays libprof's, where another mapping of the still running threads could
+ * otherwise come, and be taken for ours. On failure t is as it was. */
 static __attribute__((noinline)) int at_grow(struct addr_table *t)
 {
 	struct addr_table old = *t;
 	t->bits = old.slot ? old.bits + 1 : 10;
 	t->cap = (size_t)1 << t->bits;
-	if (!(t->slot = at_map(t->cap, t->own)))
+	if (!(t->slot = at_map(t->cap, t->own))) {
+		*t = old;
 		return -1;
+	}
 	for (size_t i = 0; i < old.cap; i++)
 		if (old.slot[i].ptr)
 			t->slot[at_slot(t, old.slot[i].ptr)] = old.slot[i];
-	if (old.slot)
+	if (old.slot && t->own)
+		madvise(old.slot, old.cap * sizeof(*old.slot), MADV_DONTNEED);
+	else if (old.slot)
 		munmap(old.slot, old.cap * sizeof(*old.slot));
 	return 0;
 }
