@@ -19,7 +19,8 @@ CORE_SRC     := $(wildcard tests/core/*.c) preload/writer.c preload/stacks.c pre
 		preload/python.c $(wildcard preload/python_3*.c)
 PROG_SRC     := $(wildcard tests/progs/*.c tests/progs/*.cpp examples/*.c)
 PROGS        := $(addprefix $(BUILD)/progs/,$(basename $(notdir $(PROG_SRC)))) $(BUILD)/progs/libplugin.so \
-		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/many_paths_O2 $(BUILD)/progs/libdeep.so
+		$(BUILD)/progs/stack_paths_O2 $(BUILD)/progs/many_paths_O2 $(BUILD)/progs/libdeep.so \
+		$(BUILD)/progs/stack_layouts_O2
 
 # The preload side: PIC, hidden by default; only hooks are exported (PROF_EXPORT).
 PRELOAD_CFLAGS := $(CFLAGS) -fPIC -fvisibility=hidden -Ipreload -ftls-model=initial-exec
@@ -107,6 +108,10 @@ $(BUILD)/progs/stack_paths_O2: tests/progs/stack_paths.cpp
 $(BUILD)/progs/many_paths_O2: tests/progs/many_paths.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O2 -Wall -Wextra -Werror -pthread $< -o $@
+# Frames of other sizes at one depth, optimised too (rsp-based frames, no frame pointers).
+$(BUILD)/progs/stack_layouts_O2: tests/progs/stack_layouts.c
+	@mkdir -p $(dir $@)
+	$(CC) -g -O2 -Wall -Wextra -Werror $< -o $@
 $(BUILD)/progs/many_paths: tests/progs/many_paths.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O2 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@

@@ -291,16 +291,35 @@ struct py_variant {
 	uint32_t id, gen;
 };
 
+/* A site reached by several paths at one depth keeps where the last walk of its key (below)
+ * found the callers' return addresses, as offsets from the stack pointer: while the paths
+ * there have the same frames (as a loop calling through helpers alike), the key is those
+ * words, read all at once, not a walk from frame to frame. A key so read that finds no entry
+ * is walked again; a site whose layouts keep differing walks from then on (LAYOUT_OFF). */
+#define LAYOUT_OFF UINT32_MAX
+#define LAYOUT_MISSES_MAX 16
+
 struct site_memo {
 	uintptr_t site, sp;
-	uint32_t at;     /* 1 + offset of its entry, 0 = none */
-	uint32_t multi;  /* more than one path seen here */
+	uint32_t at;       /* 1 + offset of its entry, 0 = none */
+	uint32_t multi;    /* more than one path seen here */
+	uint32_t layout;   /* 1 + words in key_at; 0 none yet; LAYOUT_OFF */
+	uint32_t misses;   /* keys read by the layout that found nothing a walk's key found */
+	int32_t key_at[KEY_FRAMES];
+};
+
+/* Where a walk of a key read its words; n = UINT32_MAX when the thread's stack bounds are not
+ * known (a layout read again is then not known to stay in the stack). */
+struct key_layout {
+	uint32_t n;
+	int32_t at[KEY_FRAMES];
 };
 
 /* A key computed ahead of its lookup (prof_stack_prefetch()), for the call at site, sp, bp. */
 struct key_ahead {
 	uintptr_t site, sp, bp;
 	uint64_t key;
+	int by_layout;  /* read by the site's layout, not walked */
 };
 
 struct stack_cache {
@@ -423,12 +442,34 @@ static uint64_t site_hash(uintptr_t site, uintptr_t sp)
 	return (site ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 }
 
+/* The key's words are mixed each by a constant of its place: products that do not wait for
+ * each other, which a layout reads at once (key_by_layout()) and a walk gets one by one. */
+static const uint64_t key_mult[KEY_FRAMES] = {
+	0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x85ebca77c2b2ae63ull, 0x27d4eb2f165667c5ull,
+	0x9e3779b97f4a7c15ull, 0xbf58476d1ce4e5b9ull, 0x94d049bb133111ebull, 0xff51afd7ed558ccdull,
+};
+
+static inline uint64_t key_final(uint64_t h)
+{
+	h ^= h >> 31;
+	h *= 0xd6e8feb86659fd93ull;
+	return h ^ (h >> 32);
+}
+
+static inline uint32_t *chain_of(struct stack_cache *c, uint64_t key)
+{
+	return &c->index[key >> (64 - INDEX_BITS)];
+}
+
+/* The chain for a call, by a walk of its callers' frames; where the walk read its words goes
+ * to *lay when given. */
 static uint32_t *cache_chain_walk(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
-				  uint64_t *key)
+				  uint64_t *key, struct key_layout *lay)
 {
 	uint64_t h = site_hash(site, sp);
-	uintptr_t ip = site, hi = c->stack_lo <= sp && sp < c->stack_hi ? c->stack_hi : 0;
-	for (int i = 0; i < KEY_FRAMES; i++) {
+	uintptr_t sp0 = sp, ip = site, hi = c->stack_lo <= sp && sp < c->stack_hi ? c->stack_hi : 0;
+	int i = 0;
+	for (; i < KEY_FRAMES; i++) {
 		struct frame_rule *r = frame_rule(c, ip);
 		uintptr_t *ra;
 		if (!r || r->ra_at == RA_AT_VARIES || r->suffix > SUFFIX_VARIES)
@@ -443,25 +484,68 @@ static uint32_t *cache_chain_walk(struct stack_cache *c, uintptr_t site, uintptr
 		} else {
 			break;
 		}
+		if ((uintptr_t)ra - sp0 > INT32_MAX)
+			break;  /* out of a layout's reach: the key stops here */
+		if (lay)
+			lay->at[i] = (int32_t)((uintptr_t)ra - sp0);
 		ip = *(volatile uintptr_t *)ra;
 		sp = (uintptr_t)(ra + 1);
-		h = (h ^ ip) * 0xc2b2ae3d27d4eb4full;
-		h ^= h >> 29;
+		h += ip * key_mult[i];
 	}
-	*key = h;
-	return &c->index[h >> (64 - INDEX_BITS)];
+	if (lay)
+		lay->n = hi ? (uint32_t)i : UINT32_MAX;
+	*key = key_final(h);
+	return chain_of(c, *key);
 }
 
-/* The chain for a call, by the key prof_stack_prefetch() found for it if it did. */
-static uint32_t *cache_chain(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
-			     uint64_t *key)
+/* The key of a call read by its site's layout: what a walk finds while the frames are
+ * those the layout was taken from. The words are in the thread's stack above sp (a walk
+ * read them there at this same sp). */
+static uint64_t key_by_layout(const struct site_memo *m, uintptr_t site, uintptr_t sp)
+{
+	uint64_t h = site_hash(site, sp);
+	for (uint32_t i = 0; i + 1 < m->layout; i++)
+		h += *(volatile uintptr_t *)(sp + (uintptr_t)m->key_at[i]) * key_mult[i];
+	return key_final(h);
+}
+
+/* A walk's layout for the memo of its site (if the memo is that site's). */
+static void layout_keep(struct site_memo *m, uintptr_t site, uintptr_t sp,
+			const struct key_layout *lay)
+{
+	if (m->site != site || m->sp != sp || m->layout == LAYOUT_OFF || lay->n == UINT32_MAX)
+		return;
+	for (uint32_t i = 0; i < lay->n; i++)
+		m->key_at[i] = lay->at[i];
+	m->layout = lay->n + 1;
+}
+
+static inline int layout_usable(const struct site_memo *m, uintptr_t site, uintptr_t sp)
+{
+	return m->site == site && m->sp == sp && m->layout && m->layout != LAYOUT_OFF;
+}
+
+/* The chain for a call: by the key prof_stack_prefetch() found for it if it did, else by the
+ * site's layout, else walked (the walk's layout then kept). *by_layout: the key was not
+ * walked, and a miss must walk before it says the call is new. */
+static uint32_t *cache_chain(struct stack_cache *c, struct site_memo *m, uintptr_t site,
+			     uintptr_t sp, uintptr_t bp, uint64_t *key, int *by_layout)
 {
 	struct key_ahead *a = &c->ahead;
-	if (a->site != site || a->sp != sp || a->bp != bp)
-		return cache_chain_walk(c, site, sp, bp, key);
-	a->site = 0;
-	*key = a->key;
-	return &c->index[a->key >> (64 - INDEX_BITS)];
+	if (a->site == site && a->sp == sp && a->bp == bp) {
+		a->site = 0;
+		*key = a->key;
+		*by_layout = a->by_layout;
+		return chain_of(c, *key);
+	}
+	if ((*by_layout = layout_usable(m, site, sp))) {
+		*key = key_by_layout(m, site, sp);
+		return chain_of(c, *key);
+	}
+	struct key_layout lay;
+	uint32_t *chain = cache_chain_walk(c, site, sp, bp, key, &lay);
+	layout_keep(m, site, sp, &lay);
+	return chain;
 }
 
 /* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
@@ -499,6 +583,24 @@ static struct cached_stack *cache_hit(struct stack_cache *c, struct cached_stack
 	return e;
 }
 
+/* The entry of the chain that holds for this call, or NULL; *full (when given): CHAIN_MAX
+ * entries were tried. */
+static struct cached_stack *chain_search(const uint32_t *chain, struct stack_cache *c,
+					 uintptr_t site, uintptr_t sp, uintptr_t bp, int *full)
+{
+	uint32_t at = *chain;
+	int i = 0;
+	for (; at && i < CHAIN_MAX; i++) {
+		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
+		if (cached_holds(e, site, sp, bp))
+			return e;
+		at = e->next;
+	}
+	if (full)
+		*full = i == CHAIN_MAX;
+	return NULL;
+}
+
 /* The entry that holds for this call, or NULL; *key: the chain's key. A site reached by one
  * path is checked first, without the key. *coarse is set where the chain is CHAIN_MAX entries
  * long without one that holds: its key cannot tell this call's paths apart (the callers'
@@ -520,21 +622,31 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 			return cache_hit(c, e);
 		m->multi = 1;
 	}
-	uint32_t *chain = cache_chain(c, site, sp, bp, key);
-	uint32_t at = *chain;
-	if (at == CHAIN_CLOSED) {
+	int by_layout, searched = 0, full = 0;
+	uint32_t *chain = cache_chain(c, m, site, sp, bp, key, &by_layout);
+	struct cached_stack *e;
+	if (by_layout) {
+		if (*chain != CHAIN_CLOSED && (e = chain_search(chain, c, site, sp, bp, &full)))
+			return cache_hit(c, e);
+		/* Not found by the layout's key: the frames may be another path's. */
+		struct key_layout lay;
+		uint64_t walked;
+		uint32_t *other = cache_chain_walk(c, site, sp, bp, &walked, &lay);
+		if (walked != *key && m->layout != LAYOUT_OFF && ++m->misses > LAYOUT_MISSES_MAX)
+			m->layout = LAYOUT_OFF;
+		layout_keep(m, site, sp, &lay);
+		*key = walked;
+		searched = other == chain;
+		chain = other;
+	}
+	if (*chain == CHAIN_CLOSED) {
 		*coarse = 1;
 		c->closed++;
 		return NULL;
 	}
-	int i = 0;
-	for (; at && i < CHAIN_MAX; i++) {
-		struct cached_stack *e = (struct cached_stack *)(c->arena + at - 1);
-		if (cached_holds(e, site, sp, bp))
-			return cache_hit(c, e);
-		at = e->next;
-	}
-	if (i == CHAIN_MAX) {
+	if (!searched && (e = chain_search(chain, c, site, sp, bp, &full)))
+		return cache_hit(c, e);
+	if (full) {
 		*chain = CHAIN_CLOSED;
 		*coarse = 1;
 	}
@@ -626,7 +738,8 @@ static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 {
 	struct stack_cache *c = th->stack_cache;
 	uint64_t key;
-	uint32_t *chain = cache_chain_walk(c, e->site, e->sp, e->bp, &key);
+	struct key_layout lay;
+	uint32_t *chain = cache_chain_walk(c, e->site, e->sp, e->bp, &key, &lay);
 	if (*chain == CHAIN_CLOSED)
 		return;
 	e->next = *chain;
@@ -635,7 +748,8 @@ static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 	if (m->site == e->site && m->sp == e->sp && m->at)
 		m->multi = 1;
 	else
-		*m = (struct site_memo){ e->site, e->sp, c->used + 1, 0 };
+		*m = (struct site_memo){ .site = e->site, .sp = e->sp, .at = c->used + 1 };
+	layout_keep(m, e->site, e->sp, &lay);
 	c->used += (uint32_t)((sizeof(*e) + e->n * sizeof(e->word[0]) + 15) & ~(size_t)15);
 }
 
@@ -890,7 +1004,14 @@ void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uint
 	uint32_t at = m->at;
 	if (m->site != call_site || m->sp != sp || m->multi) {
 		struct key_ahead *a = &c->ahead;
-		at = *cache_chain_walk(c, call_site, sp, bp, &a->key);
+		if ((a->by_layout = layout_usable(m, call_site, sp))) {
+			a->key = key_by_layout(m, call_site, sp);
+			at = *chain_of(c, a->key);
+		} else {
+			struct key_layout lay;
+			at = *cache_chain_walk(c, call_site, sp, bp, &a->key, &lay);
+			layout_keep(m, call_site, sp, &lay);
+		}
 		a->site = call_site;
 		a->sp = sp;
 		a->bp = bp;

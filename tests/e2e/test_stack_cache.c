@@ -124,6 +124,15 @@ Test(stack_cache, thread_end_leaves_other_caches)
 }
 Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); }
 
+/* One allocation site reached at one depth through frames of other sizes (tests/progs/
+ * stack_layouts.c): the layout a site's key was last read by does not fit the next call's
+ * frames, and the cache must still give each call the stack an unwind gives. */
+Test(stack_cache, frames_of_other_sizes_at_one_depth) { checked_run("stack_layouts"); }
+Test(stack_cache, frames_of_other_sizes_at_one_depth_optimised)
+{
+	checked_run("stack_layouts_O2");
+}
+
 /* Recording unwinds block every signal for their length: the program's own mask and its
  * signals are as if libprof were not there. */
 Test(stack_cache, program_signal_mask_kept)
