@@ -23,21 +23,9 @@ static __attribute__((noinline)) void leaf(unsigned n)
 	free(p);
 }
 
-/* Two levels whose locals add up to 128 bytes: 16 + 112, 48 + 80, 80 + 48, 112 + 16. */
-#define LEVEL2(name, bytes)                                   \
-	static __attribute__((noinline)) void name(unsigned n) \
-	{                                                      \
-		volatile char pad[bytes];                      \
-		memset((char *)pad, (int)n, sizeof(pad));     \
-		leaf(n + pad[0]);                              \
-		sink += pad[bytes - 1];                        \
-	}
-LEVEL2(inner16, 16)
-LEVEL2(inner48, 48)
-LEVEL2(inner80, 80)
-LEVEL2(inner112, 112)
-
-#define LEVEL1(name, bytes, next)                             \
+/* A function with `bytes` of locals that calls next. Two levels whose locals add up to 128
+ * bytes: 16 + 112, 48 + 80, 80 + 48, 112 + 16. */
+#define FRAME(name, bytes, next)                              \
 	static __attribute__((noinline)) void name(unsigned n) \
 	{                                                      \
 		volatile char pad[bytes];                      \
@@ -45,10 +33,14 @@ LEVEL2(inner112, 112)
 		next(n + pad[0]);                              \
 		sink += pad[bytes - 1];                        \
 	}
-LEVEL1(outer112, 112, inner16)
-LEVEL1(outer80, 80, inner48)
-LEVEL1(outer48, 48, inner80)
-LEVEL1(outer16, 16, inner112)
+FRAME(inner16, 16, leaf)
+FRAME(inner48, 48, leaf)
+FRAME(inner80, 80, leaf)
+FRAME(inner112, 112, leaf)
+FRAME(outer112, 112, inner16)
+FRAME(outer80, 80, inner48)
+FRAME(outer48, 48, inner80)
+FRAME(outer16, 16, inner112)
 
 int main(void)
 {
