@@ -206,11 +206,6 @@ struct chunk_ref {
 	uint64_t at, units;    /* where it is, in units */
 };
 
-struct event {
-	uint64_t ptr, size, time;
-	uint32_t alloc, pad;
-};
-
 struct cursor {
 	const struct chunk_ref *chunk, *last;  /* the chunk being read, the stream's last */
 	const char *p, *end;
@@ -228,44 +223,6 @@ static void cursor_enter(struct cursor *c)
 	c->base = (struct prof_short_base){ 0 };
 }
 
-/* The stream's next ALLOC or FREE, into e; 0 when there is none. A chunk is read up to its
- * first record not (yet) committed. */
-static int cursor_decode(struct cursor *c, struct event *e)
-{
-	for (;;) {
-		while (c->end - c->p >= 8) {
-			const struct prof_rec *r = (const void *)c->p;
-			uint64_t prefix = __atomic_load_n((const uint64_t *)c->p, __ATOMIC_ACQUIRE);
-			if (prof_is_short(prefix)) {  /* prof_short.h: a 16-byte ALLOC, 8-byte FREE */
-				struct prof_rec_alloc a;
-				int len = prof_short_decode(&c->base, prefix, c->p,
-							    (uint64_t)(c->end - c->p), &a);
-				if (len < 0)
-					break;
-				c->p += len;
-				uint32_t alloc = a.h.type == PROF_REC_ALLOC;
-				*e = (struct event){ a.ptr, alloc ? a.size : 0, a.h.time, alloc, 0 };
-				return 1;
-			}
-			if (!prefix || c->end - c->p < (ptrdiff_t)sizeof(struct prof_rec) ||
-			    r->size < 16 || r->size % 8 || r->size > (uint64_t)(c->end - c->p))
-				break;
-			prof_short_note(&c->base, r);
-			c->p += r->size;
-			if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
-				const struct prof_rec_alloc *a = (const void *)r;
-				uint32_t alloc = r->type == PROF_REC_ALLOC;
-				/* ptr is first in both */
-				*e = (struct event){ a->ptr, alloc ? a->size : 0, r->time, alloc, 0 };
-				return 1;
-			}
-		}
-		if (c->chunk == c->last)
-			return 0;
-		c->chunk++;
-		cursor_enter(c);
-	}
-}
 
 static int chunk_after(const struct chunk_ref *a, const struct chunk_ref *b)
 {
@@ -337,29 +294,67 @@ static struct chunk_ref *chunks_in_order(const char *data, uint64_t units, size_
 	return NULL;
 }
 
-/* One stream's events into its own table t (see struct addr_event). */
+/* An ALLOC (of size bytes) or FREE of ptr at time, in a stream's table (struct addr_event). */
+static inline int stream_apply(struct addr_table *t, uint64_t ptr, uint64_t size, uint64_t time,
+			       int alloc)
+{
+	if (!ptr)
+		return 0;
+	if (at_room(t) < 0)
+		return -1;
+	size_t i = at_slot(t, ptr);
+	struct addr_event *a = &t->slot[i];
+	int had = a->ptr != 0, held = had && HELD(a);
+	if (!alloc && held && !SHADOW(a)) {
+		at_remove(t, i);  /* its own block, allocated and freed here */
+		return 0;
+	}
+	t->n += !had;
+	/* An ALLOC over a kept FREE (or a shadowed ALLOC) is shadowed; a second ALLOC (its FREE
+	 * was another thread's, or lost) stays as the first was. */
+	uint64_t shadow = alloc && had && (!held || SHADOW(a));
+	*a = (struct addr_event){ ptr, size, (time * 2 + (uint64_t)alloc) << 1 | shadow };
+	return 0;
+}
+
+/* One stream's ALLOC and FREE records into its own table t. A chunk is read up to its first
+ * record not (yet) committed; its reading position and short records' base stay in locals. */
 static int stream_replay(struct cursor *c, struct addr_table *t)
 {
-	struct event e;
-	while (cursor_decode(c, &e)) {
-		if (!e.ptr)
-			continue;
-		if (at_room(t) < 0)
-			return -1;
-		size_t i = at_slot(t, e.ptr);
-		struct addr_event *a = &t->slot[i];
-		int had = a->ptr != 0, held = had && HELD(a);
-		if (!e.alloc && held && !SHADOW(a)) {
-			at_remove(t, i);  /* its own block, allocated and freed here */
-			continue;
+	for (;;) {
+		const char *p = c->p, *end = c->end;
+		struct prof_short_base base = c->base;
+		while (end - p >= 8) {
+			const struct prof_rec *r = (const void *)p;
+			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
+			if (prof_is_short(prefix)) {  /* prof_short.h: a 16-byte ALLOC, 8-byte FREE */
+				struct prof_rec_alloc a;
+				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
+				if (len < 0)
+					break;
+				p += len;
+				int alloc = a.h.type == PROF_REC_ALLOC;
+				if (stream_apply(t, a.ptr, alloc ? a.size : 0, a.h.time, alloc) < 0)
+					return -1;
+				continue;
+			}
+			if (!prefix || end - p < (ptrdiff_t)sizeof(struct prof_rec) || r->size < 16 ||
+			    r->size % 8 || r->size > (uint64_t)(end - p))
+				break;
+			prof_short_note(&base, r);
+			p += r->size;
+			if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
+				const struct prof_rec_alloc *a = (const void *)r;  /* ptr first in both */
+				int alloc = r->type == PROF_REC_ALLOC;
+				if (stream_apply(t, a->ptr, alloc ? a->size : 0, r->time, alloc) < 0)
+					return -1;
+			}
 		}
-		t->n += !had;
-		/* An ALLOC over a kept FREE (or a shadowed ALLOC) is shadowed; a second ALLOC
-		 * (its FREE was another thread's, or lost) stays as the first was. */
-		uint64_t shadow = e.alloc && had && (!held || SHADOW(a));
-		*a = (struct addr_event){ e.ptr, e.size, (e.time * 2 + e.alloc) << 1 | shadow };
+		if (c->chunk == c->last)
+			return 0;
+		c->chunk++;
+		cursor_enter(c);
 	}
-	return 0;
 }
 
 /* Folds a stream's table into `latest`: per address, the later event wins. */
