@@ -35,7 +35,6 @@
 #undef fread_unlocked
 #undef fwrite_unlocked
 
-
 /* The fortified entry points (-D_FORTIFY_SOURCE, as Debian builds) and other internal names;
  * glibc declares them only under fortification. */
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);

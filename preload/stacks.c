@@ -462,7 +462,7 @@ static inline uint32_t *chain_of(struct stack_cache *c, uint64_t key)
 }
 
 /* The chain for a call, by a walk of its callers' frames; where the walk read its words goes
- * to *lay when given. */
+ * to *lay. */
 static uint32_t *cache_chain_walk(struct stack_cache *c, uintptr_t site, uintptr_t sp, uintptr_t bp,
 				  uint64_t *key, struct key_layout *lay)
 {
@@ -486,14 +486,12 @@ static uint32_t *cache_chain_walk(struct stack_cache *c, uintptr_t site, uintptr
 		}
 		if ((uintptr_t)ra - sp0 > INT32_MAX)
 			break;  /* out of a layout's reach: the key stops here */
-		if (lay)
-			lay->at[i] = (int32_t)((uintptr_t)ra - sp0);
+		lay->at[i] = (int32_t)((uintptr_t)ra - sp0);
 		ip = *(volatile uintptr_t *)ra;
 		sp = (uintptr_t)(ra + 1);
 		h += ip * key_mult[i];
 	}
-	if (lay)
-		lay->n = hi ? (uint32_t)i : UINT32_MAX;
+	lay->n = hi ? (uint32_t)i : UINT32_MAX;
 	*key = key_final(h);
 	return chain_of(c, *key);
 }
@@ -525,6 +523,28 @@ static inline int layout_usable(const struct site_memo *m, uintptr_t site, uintp
 	return m->site == site && m->sp == sp && m->layout && m->layout != LAYOUT_OFF;
 }
 
+/* The chain for a call by a walk of its callers' frames, the walk's layout kept for its site. */
+static uint32_t *walked_chain(struct stack_cache *c, struct site_memo *m, uintptr_t site,
+			      uintptr_t sp, uintptr_t bp, uint64_t *key)
+{
+	struct key_layout lay;
+	uint32_t *chain = cache_chain_walk(c, site, sp, bp, key, &lay);
+	layout_keep(m, site, sp, &lay);
+	return chain;
+}
+
+/* The key of a call, by its site's layout where there is one (1), else walked (0). */
+static int call_key(struct stack_cache *c, struct site_memo *m, uintptr_t site, uintptr_t sp,
+		    uintptr_t bp, uint64_t *key)
+{
+	if (layout_usable(m, site, sp)) {
+		*key = key_by_layout(m, site, sp);
+		return 1;
+	}
+	walked_chain(c, m, site, sp, bp, key);
+	return 0;
+}
+
 /* The chain for a call: by the key prof_stack_prefetch() found for it if it did, else by the
  * site's layout, else walked (the walk's layout then kept). *by_layout: the key was not
  * walked, and a miss must walk before it says the call is new. */
@@ -538,14 +558,8 @@ static uint32_t *cache_chain(struct stack_cache *c, struct site_memo *m, uintptr
 		*by_layout = a->by_layout;
 		return chain_of(c, *key);
 	}
-	if ((*by_layout = layout_usable(m, site, sp))) {
-		*key = key_by_layout(m, site, sp);
-		return chain_of(c, *key);
-	}
-	struct key_layout lay;
-	uint32_t *chain = cache_chain_walk(c, site, sp, bp, key, &lay);
-	layout_keep(m, site, sp, &lay);
-	return chain;
+	*by_layout = call_key(c, m, site, sp, bp, key);
+	return chain_of(c, *key);
 }
 
 /* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
@@ -629,12 +643,10 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 		if (*chain != CHAIN_CLOSED && (e = chain_search(chain, c, site, sp, bp, &full)))
 			return cache_hit(c, e);
 		/* Not found by the layout's key: the frames may be another path's. */
-		struct key_layout lay;
 		uint64_t walked;
-		uint32_t *other = cache_chain_walk(c, site, sp, bp, &walked, &lay);
+		uint32_t *other = walked_chain(c, m, site, sp, bp, &walked);
 		if (walked != *key && m->layout != LAYOUT_OFF && ++m->misses > LAYOUT_MISSES_MAX)
 			m->layout = LAYOUT_OFF;
-		layout_keep(m, site, sp, &lay);
 		*key = walked;
 		searched = other == chain;
 		chain = other;
@@ -1004,14 +1016,8 @@ void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uint
 	uint32_t at = m->at;
 	if (m->site != call_site || m->sp != sp || m->multi) {
 		struct key_ahead *a = &c->ahead;
-		if ((a->by_layout = layout_usable(m, call_site, sp))) {
-			a->key = key_by_layout(m, call_site, sp);
-			at = *chain_of(c, a->key);
-		} else {
-			struct key_layout lay;
-			at = *cache_chain_walk(c, call_site, sp, bp, &a->key, &lay);
-			layout_keep(m, call_site, sp, &lay);
-		}
+		a->by_layout = call_key(c, m, call_site, sp, bp, &a->key);
+		at = *chain_of(c, a->key);
 		a->site = call_site;
 		a->sp = sp;
 		a->bp = bp;
