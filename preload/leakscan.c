@@ -223,37 +223,54 @@ static void cursor_enter(struct cursor *c)
 	c->base = (struct prof_short_base){ 0 };
 }
 
+/* Heapsort of n elements of `size` bytes (at most SORT_ELEM_MAX) at base, so that none is
+ * after() the next: the exit's scan allocates nothing but mappings of its own. */
+#define SORT_ELEM_MAX 32
 
-static int chunk_after(const struct chunk_ref *a, const struct chunk_ref *b)
+static inline void sort_swap(char *x, char *y, size_t size)
 {
+	char t[SORT_ELEM_MAX];
+	memcpy(t, x, size);
+	memcpy(x, y, size);
+	memcpy(y, t, size);
+}
+
+static inline void sort_sift(char *a, size_t r, size_t n, size_t size,
+			     int (*after)(const void *, const void *))
+{
+	for (size_t c; (c = 2 * r + 1) < n; r = c) {
+		if (c + 1 < n && after(a + (c + 1) * size, a + c * size))
+			c++;
+		if (!after(a + c * size, a + r * size))
+			return;
+		sort_swap(a + r * size, a + c * size, size);
+	}
+}
+
+static inline void heap_sort(void *base, size_t n, size_t size,
+			     int (*after)(const void *, const void *))
+{
+	char *a = base;
+	for (size_t k = n / 2; k > 0; k--)
+		sort_sift(a, k - 1, n, size, after);
+	for (size_t end = n; end > 1; end--) {
+		sort_swap(a, a + (end - 1) * size, size);
+		sort_sift(a, 0, end - 1, size, after);
+	}
+}
+
+static int chunk_after(const void *x, const void *y)
+{
+	const struct chunk_ref *a = x, *b = y;
 	return a->stream != b->stream ? a->stream > b->stream : a->seq > b->seq;
 }
+_Static_assert(sizeof(struct chunk_ref) <= SORT_ELEM_MAX, "chunk_ref sorts in place");
 
-static void chunk_sift(struct chunk_ref *t, size_t r, size_t n)
+static int block_after(const void *x, const void *y)
 {
-	for (size_t c; (c = 2 * r + 1) < n; r = c) {
-		if (c + 1 < n && chunk_after(&t[c + 1], &t[c]))
-			c++;
-		if (!chunk_after(&t[c], &t[r]))
-			return;
-		struct chunk_ref x = t[r];
-		t[r] = t[c];
-		t[c] = x;
-	}
+	return ((const struct block *)x)->ptr > ((const struct block *)y)->ptr;
 }
-
-static void sift_down(size_t r, size_t n)
-{
-	for (size_t c; (c = 2 * r + 1) < n; r = c) {
-		if (c + 1 < n && tab[c + 1].ptr > tab[c].ptr)
-			c++;
-		if (tab[r].ptr >= tab[c].ptr)
-			return;
-		struct block t = tab[r];
-		tab[r] = tab[c];
-		tab[c] = t;
-	}
-}
+_Static_assert(sizeof(struct block) <= SORT_ELEM_MAX, "block sorts in place");
 
 /* The trace's chunks, by stream and then sequence number, as the reader orders them (heapsort:
  * no allocation); *n: how many. */
@@ -280,14 +297,7 @@ static struct chunk_ref *chunks_in_order(const char *data, uint64_t units, size_
 		}
 		if (pass) {
 			*n = count < cap ? count : cap;
-			for (size_t k = *n / 2; k > 0; k--)
-				chunk_sift(t, k - 1, *n);
-			for (size_t end = *n; end > 1; end--) {
-				struct chunk_ref x = t[0];
-				t[0] = t[end - 1];
-				t[end - 1] = x;
-				chunk_sift(t, 0, end - 1);
-			}
+			heap_sort(t, *n, sizeof(*t), chunk_after);
 			return t;
 		}
 	}
@@ -376,7 +386,10 @@ static int fold(const struct addr_table *t)
 	return 0;
 }
 
-static int read_trace(void)
+/* Not inlined: its locals (a block being sorted, a record being decoded) hold the program's
+ * block addresses, and prof_leak_scan()'s own frame lies in the stack the scan reads as a
+ * root (from scan_with_registers()'s frame up); a returned frame below it does not. */
+static __attribute__((noinline)) int read_trace(void)
 {
 	uint64_t units;
 	uintptr_t lo, hi;
@@ -400,27 +413,16 @@ static int read_trace(void)
 			return -1;
 		i = j + 1;
 	}
-	size_t live_n = 0;
-	for (size_t i = 0; i < latest.cap; i++)
-		live_n += latest.slot[i].ptr && HELD(&latest.slot[i]);
-	/* The live blocks, sorted by address (heapsort: no allocation). */
-	if (!(tab = scratch((live_n ? live_n : 1) * sizeof(*tab))))
+	/* The live blocks (latest.n bounds them: it counts the freed ones too), by address. */
+	if (!(tab = scratch((latest.n ? latest.n : 1) * sizeof(*tab))))
 		return -1;
 	nblocks = 0;
 	for (size_t i = 0; i < latest.cap; i++)
 		if (latest.slot[i].ptr && HELD(&latest.slot[i]))
 			tab[nblocks++] = (struct block){ .ptr = latest.slot[i].ptr,
-							 .size = latest.slot[i].size };
-	for (size_t k = nblocks / 2; k > 0; k--)
-		sift_down(k - 1, nblocks);
-	for (size_t end = nblocks; end > 1; end--) {
-		struct block t = tab[0];
-		tab[0] = tab[end - 1];
-		tab[end - 1] = t;
-		sift_down(0, end - 1);
-	}
-	for (size_t i = 0; i < nblocks; i++)
-		tab[i].state = UNREACHED;
+							 .size = latest.slot[i].size,
+							 .state = UNREACHED };
+	heap_sort(tab, nblocks, sizeof(*tab), block_after);
 	return 0;
 }
 
