@@ -85,6 +85,7 @@ enum { UNREACHED, POSSIBLE, REACHABLE, INDIRECT };
 
 struct block {
 	uint64_t ptr, size;
+	uint64_t time;  /* of its allocation */
 	uint32_t state, pad;
 };
 
@@ -270,6 +271,13 @@ static int block_after(const void *x, const void *y)
 {
 	return ((const struct block *)x)->ptr > ((const struct block *)y)->ptr;
 }
+
+/* Of two indices of tab, whether the first block was allocated after the second. */
+static int allocated_after(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	return tab[a].time != tab[b].time ? tab[a].time > tab[b].time : a > b;
+}
 _Static_assert(sizeof(struct block) <= SORT_ELEM_MAX, "block sorts in place");
 
 /* The trace's chunks, by stream and then sequence number, as the reader orders them (heapsort:
@@ -421,6 +429,7 @@ static __attribute__((noinline)) int read_trace(void)
 		if (latest.slot[i].ptr && HELD(&latest.slot[i]))
 			tab[nblocks++] = (struct block){ .ptr = latest.slot[i].ptr,
 							 .size = latest.slot[i].size,
+							 .time = ORDER(&latest.slot[i]) >> 1,
 							 .state = UNREACHED };
 	heap_sort(tab, nblocks, sizeof(*tab), block_after);
 	return 0;
@@ -837,8 +846,18 @@ void prof_leak_scan(void)
 	int whole_stacks = stop_others(sig);
 	scan_with_registers();
 	drain();
-	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect). */
-	for (size_t i = 0; i < nblocks; i++) {
+	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect), the
+	 * oldest first. Lost structures point both ways (a connection and its parts): their
+	 * first allocation leads, as under memcheck, whose own allocator puts the blocks in
+	 * that order; in address order, which glibc's reuse of freed chunks decides, a part
+	 * led as often, and the classes changed with the program's environment. */
+	uint32_t *by_age = scratch((nblocks ? nblocks : 1) * sizeof(*by_age));
+	for (size_t i = 0; by_age && i < nblocks; i++)
+		by_age[i] = (uint32_t)i;
+	if (by_age)
+		heap_sort(by_age, nblocks, sizeof(*by_age), allocated_after);
+	for (size_t k = 0; k < nblocks; k++) {
+		size_t i = by_age ? by_age[k] : k;
 		if (tab[i].state != UNREACHED)
 			continue;
 		leader = (ssize_t)i;

@@ -316,3 +316,36 @@ Test(leaks, addresses_freed_by_other_threads_and_reused)
 	}
 	json_decref(doc);
 }
+
+/* A lost structure whose blocks point both ways is headed by its first allocation, as
+ * memcheck reports it, whatever the addresses (tests/progs/leak_cycle.c: the part got a lower
+ * address than its owner). */
+Test(leaks, a_lost_cycle_is_headed_by_its_oldest_block)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("leak_cycle"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	long got[2][2];
+	for (int i = 0; i < 2; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+		got[i][0] = e2e_int(p, key);
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+		got[i][1] = e2e_int(p, key);
+	}
+	json_decref(doc);
+	cr_expect_eq(got[0][0], 848, "definitely lost: the owner");
+	cr_expect_eq(got[0][1], 1);
+	cr_expect_eq(got[1][0], 80, "indirectly lost: its part");
+	cr_expect_eq(got[1][1], 1);
+	if (system("valgrind --version >/dev/null 2>&1") != 0)
+		return;
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+	for (int i = 0; i < 2; i++)
+		cr_expect_eq(got[i][0], vg.leak[i][0], "%s: prof %ld, valgrind %ld", class_keys[i],
+			     got[i][0], vg.leak[i][0]);
+}
