@@ -28,6 +28,10 @@ else
 	cp /usr/bin/id "$tmp/id-suid" && chmod 4755 "$tmp/id-suid"
 	cp /usr/bin/id "$tmp/id-sgid" && chgrp root "$tmp/id-sgid" && chmod 2755 "$tmp/id-sgid"
 	as_user() { setpriv --reuid="$user" --regid="$(id -g "$user")" --clear-groups -- "$@"; }
+	# a copy of libprof the other user can read: a checkout may lie under a directory only
+	# its owner enters (mktemp -d makes them so)
+	user_lib=$tmp/libprof.so
+	cp "$lib" "$user_lib" && chmod 755 "$user_lib"
 	# glibc preloads a library into a set-uid program only by bare name, from a system
 	# directory, and only one that is set-uid itself: such a copy makes libprof load there,
 	# so that its own check (AT_SECURE) is what keeps it from recording.
@@ -35,12 +39,12 @@ else
 	if cp "$lib" "$sys_lib" 2>/dev/null && chmod 4755 "$sys_lib"; then
 		preload=$(basename "$sys_lib")
 	else
-		sys_lib= preload=$lib
+		sys_lib= preload=$user_lib
 	fi
 	if [[ $(as_user "$tmp/id-suid" -u) != 0 ]]; then
 		say "SKIP set-uid: $tmp is on a nosuid filesystem"
 	else
-		as_user env LD_PRELOAD="$lib" PROF_OUTPUT="$tmp/out/plain.%p.trace" "$tmp/id-plain" -u >/dev/null
+		as_user env LD_PRELOAD="$user_lib" PROF_OUTPUT="$tmp/out/plain.%p.trace" "$tmp/id-plain" -u >/dev/null
 		ls "$tmp"/out/plain.*.trace >/dev/null 2>&1 ||
 			bad "set-uid: the control run (not set-uid, same user) wrote no trace"
 		for kind in suid sgid; do
