@@ -39,7 +39,7 @@ else
 	if cp "$lib" "$sys_lib" 2>/dev/null && chmod 4755 "$sys_lib"; then
 		preload=$(basename "$sys_lib")
 	else
-		sys_lib= preload=$user_lib
+		sys_lib='' preload=$user_lib
 	fi
 	if [[ $(as_user "$tmp/id-suid" -u) != 0 ]]; then
 		say "SKIP set-uid: $tmp is on a nosuid filesystem"
