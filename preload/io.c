@@ -807,8 +807,9 @@ PROF_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
  * live in a table of ours (batch_tables), never in its TLS, which dies with it while the exit
  * may still read it; a thread without one (more than BATCH_THREADS at once, or past its end)
  * writes each such call as a batch of one. */
-#define BATCH_SETS 8        /* per thread: sets of BATCH_WAYS batches, by call site */
-#define BATCH_WAYS 4
+#define BATCH_SET_BITS 4
+#define BATCH_SETS (1 << BATCH_SET_BITS)  /* per thread: sets of BATCH_WAYS batches, by call site */
+#define BATCH_WAYS 8
 #define BATCH_SLOTS (BATCH_SETS * BATCH_WAYS)
 #define BATCH_MAX 4096      /* calls in one IO_BATCH at most */
 #define BATCH_THREADS 256   /* threads with a table at once */
@@ -827,6 +828,8 @@ struct io_batch {
 	uint32_t file, stack;
 	int32_t fd;
 	uint32_t op;
+	struct prof_stack_proof proof;  /* that a call's stack is `stack` (several call paths
+					 * reach one site with one frame) */
 };
 static void *_Atomic batch_tables;  /* BATCH_THREADS tables of BATCH_SLOTS, made on first use */
 static _Atomic uint64_t batch_taken[BATCH_THREADS / 64];
@@ -864,37 +867,47 @@ static inline int stdio_line_fits(FILE *f, int delim, size_t most)
 static inline struct io_batch *batch_set(uintptr_t ret, uintptr_t frame)
 {
 	uint64_t h = ((uint64_t)ret ^ (uint64_t)frame * 31) * 0x9e3779b97f4a7c15ull;
-	return &io_batches[(h >> 61) * BATCH_WAYS];
+	return &io_batches[(h >> (64 - BATCH_SET_BITS)) * BATCH_WAYS];
 }
 
-/* The batch of this site and stream, or NULL. */
-static inline struct io_batch *batch_find(FILE *f, unsigned op, uintptr_t ret, uintptr_t frame)
+static inline int batch_is(const struct io_batch *b, FILE *f, unsigned op, uintptr_t ret,
+			   uintptr_t frame)
+{
+	return b->ret == ret && b->frame == frame && b->f == f && b->op == op;
+}
+
+/* Whether batch b can count one more call of stream f: it has calls, room, and still names
+ * the stream's file (the descriptor or its id may have changed behind stdio's back). */
+static inline int batch_open(const struct io_batch *b, FILE *f)
+{
+	uint64_t n = atomic_load_explicit(&b->calls, memory_order_relaxed);
+	return n && n < BATCH_MAX && b->fd == f->_fileno && io_fd_peek(b->fd) == b->file;
+}
+
+static inline void batch_add(struct io_batch *b, uint64_t bytes)
+{
+	atomic_store_explicit(&b->calls, atomic_load_explicit(&b->calls, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	b->bytes += bytes;
+}
+
+/* Counts a buffered call in the batch of its site, stream and stack, if one is open and
+ * proves the call's stack its own: 0 if not. */
+static inline int batch_count(struct prof_thread *th, FILE *f, unsigned op, uintptr_t ret,
+			      uintptr_t frame, uint64_t bytes)
 {
 	if (!io_batches)
-		return NULL;
+		return 0;
 	struct io_batch *set = batch_set(ret, frame);
 	for (int i = 0; i < BATCH_WAYS; i++) {
 		struct io_batch *b = &set[i];
-		if (b->ret == ret && b->frame == frame && b->f == f && b->op == op)
-			return b;
+		if (batch_is(b, f, op, ret, frame) && batch_open(b, f) &&
+		    prof_stack_still(th, ret, (const uintptr_t *)frame, &b->proof)) {
+			batch_add(b, bytes);
+			return 1;
+		}
 	}
-	return NULL;
-}
-
-/* Counts a buffered call in its batch, if the batch is there and still names the stream's
- * file (the descriptor or its id may have changed behind stdio's back): 0 if not. */
-static inline int batch_count(FILE *f, unsigned op, uintptr_t ret, uintptr_t frame,
-			      uint64_t bytes)
-{
-	struct io_batch *b = batch_find(f, op, ret, frame);
-	if (!b)
-		return 0;
-	uint64_t n = atomic_load_explicit(&b->calls, memory_order_relaxed);
-	if (!n || n >= BATCH_MAX || b->fd != f->_fileno || io_fd_peek(b->fd) != b->file)
-		return 0;
-	atomic_store_explicit(&b->calls, n + 1, memory_order_relaxed);
-	b->bytes += bytes;
-	return 1;
+	return 0;
 }
 
 /* Writes batch b (its calls are taken first: the exit may write other threads' batches). */
@@ -943,15 +956,26 @@ static __attribute__((noinline)) void batch_start(struct prof_thread *th, FILE *
 		id = io_fd_id(th, fd);
 	if (id == 0 || id == IO_FD_OURS)
 		return;  /* not open (the call failed, and is not one to count), or ours */
-	struct io_batch one, *b = batch_find(f, op, ret, frame);  /* full, or its file changed */
+	struct prof_stack_proof proof;
+	uint32_t stack = prof_stack_proven(th, ret, (const uintptr_t *)frame, &proof);
+	struct io_batch one, *b = NULL;
 	if (io_batches) {
 		struct io_batch *set = batch_set(ret, frame);
+		for (int i = 0; !b && i < BATCH_WAYS; i++)
+			if (batch_is(&set[i], f, op, ret, frame) && set[i].stack == stack)
+				b = &set[i];
+		if (b && batch_open(b, f)) {
+			/* its stack, not proven by the last call's entry: this call's instead */
+			batch_add(b, bytes);
+			b->proof = proof;
+			return;
+		}
 		for (int i = 0; !b && i < BATCH_WAYS; i++)
 			if (!atomic_load_explicit(&set[i].calls, memory_order_relaxed))
 				b = &set[i];
 		if (!b)
 			b = &set[batch_next++ % BATCH_WAYS];
-		batch_write(th, b);
+		batch_write(th, b);  /* full, its file changed, or another's place */
 	} else {
 		b = &one;  /* no table: a batch of one */
 	}
@@ -962,7 +986,8 @@ static __attribute__((noinline)) void batch_start(struct prof_thread *th, FILE *
 	b->fd = fd;
 	b->file = id;
 	b->bytes = bytes;
-	b->stack = io_stack(th, ret, frame);
+	b->stack = stack;
+	b->proof = proof;
 	atomic_store_explicit(&b->calls, 1, memory_order_relaxed);
 	if (b == &one)
 		batch_write(th, b);
@@ -1059,7 +1084,7 @@ static inline void buffered_done(struct prof_thread *th, unsigned op, FILE *f, i
 				 uint64_t bytes, uintptr_t ret, uintptr_t frame)
 {
 	io_busy = 0;
-	if (failed || !batch_count(f, op, ret, frame, bytes))
+	if (failed || !batch_count(th, f, op, ret, frame, bytes))
 		buffered_slow(th, op, f, failed, bytes, ret, frame);
 }
 

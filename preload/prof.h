@@ -278,6 +278,18 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site);
 /* The same, given also the hook's own frame (__builtin_frame_address(0) in the hook, which
  * returns to call_site): the stack cache then need not find it by walking libprof's frames. */
 uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
+/* What lets a later call from the same call site and hook frame know, with a few loads,
+ * that its stack is the one a call had (prof_stack_still()): the stack cache's entry that
+ * held for that call. at == 0: none (the stack was not cached). */
+struct prof_stack_proof {
+	uint32_t at, epoch;
+};
+uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
+			   struct prof_stack_proof *proof);
+/* 1: this call's stack is the one of the call that got proof, exactly (the entry still holds
+ * word for word); 0: not known, take it anew. */
+int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
+		     const struct prof_stack_proof *proof);
 /* Before a hook's real call: starts fetching what prof_stack_from() will read for that call. */
 void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
 void prof_stacks_reset(void);

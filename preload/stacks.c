@@ -327,6 +327,7 @@ struct stack_cache {
 	int32_t debt;                 /* RECORD_COST per recording, less one per hit */
 	uint32_t unrecorded;          /* misses not recorded, for RECORD_EVERY */
 	uint32_t overflowed;          /* the arena was full once: debt counts */
+	uint32_t epoch;               /* arena resets: a proof of an earlier one is void */
 	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
 	uint64_t hits, recorded, first_seen, throttled, closed, py_hits;  /* said with PROF_DEBUG=1 */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
@@ -742,18 +743,20 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 		memset(c->sites, 0, sizeof(c->sites));
 		c->used = 0;
 		c->overflowed = 1;
+		c->epoch++;
 	}
 	return (struct cached_stack *)(c->arena + c->used);
 }
 
-static void cache_keep(struct prof_thread *th, struct cached_stack *e)
+/* Adds e, just filled, to its chain; 0 if the chain is closed (e is then not kept). */
+static int cache_keep(struct prof_thread *th, struct cached_stack *e)
 {
 	struct stack_cache *c = th->stack_cache;
 	uint64_t key;
 	struct key_layout lay;
 	uint32_t *chain = cache_chain_walk(c, e->site, e->sp, e->bp, &key, &lay);
 	if (*chain == CHAIN_CLOSED)
-		return;
+		return 0;
 	e->next = *chain;
 	*chain = c->used + 1;
 	struct site_memo *m = site_memo(c, e->site, e->sp);
@@ -763,6 +766,7 @@ static void cache_keep(struct prof_thread *th, struct cached_stack *e)
 		*m = (struct site_memo){ .site = e->site, .sp = e->sp, .at = c->used + 1 };
 	layout_keep(m, e->site, e->sp, &lay);
 	c->used += (uint32_t)((sizeof(*e) + e->n * sizeof(e->word[0]) + 15) & ~(size_t)15);
+	return 1;
 }
 
 void prof_stacks_thread_done(struct prof_thread *th)
@@ -813,13 +817,25 @@ static __attribute__((noinline)) int hook_frame(uintptr_t call_site, uintptr_t *
 	return 0;
 }
 
+/* The word of the program's stack that entry e says word i of the stack was. */
+static inline uintptr_t word_at(const struct cached_stack *e, uint32_t i)
+{
+	return *(volatile const uintptr_t *)e->word[i].addr;
+}
+
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp)
 {
 	if (e->site != site || e->sp != sp || e->gen != atomic_load_explicit(&cache_gen, memory_order_relaxed) ||
 	    (e->need_bp && e->bp != bp))
 		return 0;
-	for (uint32_t i = 0; i < e->n; i++)
-		if (*(volatile uintptr_t *)e->word[i].addr != e->word[i].val)
+	/* Four words at a time, one branch for them: the loads do not wait on the compares. */
+	uint32_t i = 0, n = e->n;
+	for (; i + 4 <= n; i += 4)
+		if ((word_at(e, i) ^ e->word[i].val) | (word_at(e, i + 1) ^ e->word[i + 1].val) |
+		    (word_at(e, i + 2) ^ e->word[i + 2].val) | (word_at(e, i + 3) ^ e->word[i + 3].val))
+			return 0;
+	for (; i < n; i++)
+		if (word_at(e, i) != e->word[i].val)
 			return 0;
 	return 1;
 }
@@ -1035,8 +1051,25 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 	return prof_stack_from(th, call_site, NULL);
 }
 
-uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook)
+/* A proof of entry e of c, whose stack a call just took: only a plain cache's (a checking
+ * one unwinds each hit again) and only of stacks without Python frames (those live outside
+ * the stack, and cached_holds() cannot see them change). */
+static inline void proof_of(const struct stack_cache *c, const struct cached_stack *e,
+			    struct prof_stack_proof *proof)
 {
+	if (prof_cfg.stack_cache == 1 && !e->pychain)
+		*proof = (struct prof_stack_proof){ (uint32_t)((const char *)e - c->arena) + 1,
+						    c->epoch };
+}
+
+/* prof_stack_from(), and where proof is not NULL, the proof of the entry that gave the stack
+ * (its `at` 0 if none did). */
+static inline __attribute__((always_inline)) uint32_t
+stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
+	   struct prof_stack_proof *proof)
+{
+	if (proof)
+		proof->at = 0;
 	if (prof_cfg.stack_depth == 0)
 		return 0;
 	/* A full trace takes no STACK record and no event that would name one: skip unwinding,
@@ -1073,8 +1106,11 @@ uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uint
 		uint32_t id = py_variant(th, e, chain, call_site, guess);
 		return hit_checked(th, call_site, id, *guess, guess, " with other Python frames");
 	}
-	if (e)
+	if (e) {
+		if (proof)
+			proof_of(th->stack_cache, e, proof);
 		return hit_checked(th, call_site, e->id, e->hash, guess, "");
+	}
 	if (!(e = cache_room(th)))
 		return prof_stack_at_uncached(th, call_site, guess);
 	struct stack_cache *c = th->stack_cache;
@@ -1127,9 +1163,31 @@ uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uint
 		e->sp = sp0;
 		e->bp = bp0;
 		e->site = call_site;
-		cache_keep(th, e);
+		if (cache_keep(th, e) && proof)
+			proof_of(th->stack_cache, e, proof);
 	}
 	return id;
+}
+
+uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook)
+{
+	return stack_from(th, call_site, hook, NULL);
+}
+
+uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
+			   struct prof_stack_proof *proof)
+{
+	return stack_from(th, call_site, hook, proof);
+}
+
+int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
+		     const struct prof_stack_proof *proof)
+{
+	const struct stack_cache *c = th->stack_cache;
+	if (!proof->at || !c || proof->epoch != c->epoch || hook[1] != call_site)
+		return 0;
+	const struct cached_stack *e = (const struct cached_stack *)(c->arena + proof->at - 1);
+	return cached_holds(e, call_site, (uintptr_t)(hook + 2), hook[0]);
 }
 
 /* The stack by libunwind's fast backtrace, without the cache. */

@@ -573,15 +573,15 @@ Test(io, buffered_stdio_calls_are_counted_in_batches)
 	cr_expect_lt(io_records, all / 10, "%ld I/O records for %ld calls", io_records, all);
 }
 
-/* Every call gets its own stack, however fast: a read helper reached by two call paths at the
+/* Every call gets its own stack, however fast: an I/O helper reached by two call paths at the
  * same depth (one call site, one stack pointer, in turns of 300 and 500 calls) splits its
  * bytes between them exactly as the program counted them. */
-Test(io, two_paths_to_one_call_site_keep_their_stacks)
+static void two_paths_keep_their_stacks(const char *mode)
 {
 	const char *dir = e2e_tmpdir();
 	char out[PATH_MAX];
 	snprintf(out, sizeof(out), "%s/out.txt", dir);
-	const char *argv[] = { e2e_prog("io_paths"), dir, NULL };
+	const char *argv[] = { e2e_prog("io_paths"), dir, mode, NULL };
 	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
 	char *text = e2e_read_file(out);
 	cr_assert_not_null(text);
@@ -594,4 +594,16 @@ Test(io, two_paths_to_one_call_site_keep_their_stacks)
 	cr_expect_eq((long)e2e_folded_weight(folded, "by_alpha;read_some", NULL), alpha, "%s", folded);
 	cr_expect_eq((long)e2e_folded_weight(folded, "by_beta;read_some", NULL), beta, "%s", folded);
 	free(folded);
+}
+
+Test(io, two_paths_to_one_call_site_keep_their_stacks)
+{
+	two_paths_keep_their_stacks(NULL);
+}
+
+/* The same for buffered stdio calls, which are counted in batches by call site and frame:
+ * a batch holds the calls of one stack only, also when the paths take turns call by call. */
+Test(io, two_paths_to_one_buffered_call_keep_their_stacks)
+{
+	two_paths_keep_their_stacks("stdio");
 }
