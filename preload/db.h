@@ -50,8 +50,17 @@ extern int db_literals;  /* PROF_DB_LITERALS=1 */
 
 /* http.c, called by the I/O hooks on a socket read (out 0) or write (out 1) that moved
  * buf[0..n), and when a descriptor is closed. */
-void http_fd_data(struct prof_thread *th, int fd, int out, const void *buf, size_t n,
-		  uint64_t t0, uint64_t t1);
+extern struct prof_map http_conns;  /* the connections seen to speak HTTP */
+void http_fd_data_seen(struct prof_thread *th, int fd, int out, const void *buf, size_t n,
+		       uint64_t t0, uint64_t t1);
+static inline void http_fd_data(struct prof_thread *th, int fd, int out, const void *buf,
+				size_t n, uint64_t t0, uint64_t t1)
+{
+	const char *b = buf;
+	if (prof_map_empty(&http_conns) && (n < 6 || b[0] < 'A' || b[0] > 'Z'))
+		return;  /* the common case, inline: no HTTP yet, and not a request line */
+	http_fd_data_seen(th, fd, out, buf, n, t0, t1);
+}
 void http_fd_closed(struct prof_thread *th, int fd, uint32_t id);
 /* n bytes that did not pass through our hands were written to fd (sendfile: a body). */
 void http_fd_sent(struct prof_thread *th, int fd, size_t n, uint64_t t1);

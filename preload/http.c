@@ -30,7 +30,7 @@ struct http_conn {
 	char method[16];
 	char target[PROF_HTTP_TARGET_MAX];
 };
-static struct prof_map conns = PROF_MAP(1u << 12, struct http_conn);
+struct prof_map http_conns = PROF_MAP(1u << 12, struct http_conn);
 
 static void emit(struct prof_thread *th, const struct http_conn *c)
 {
@@ -154,7 +154,7 @@ static void conn_data(struct prof_thread *th, struct http_conn *c, int out, cons
 static struct http_conn *conn_of(uint64_t key, int out, int tls, const char *buf, size_t n,
 				 int fd)
 {
-	struct http_conn *c = prof_map_get(&conns, key);
+	struct http_conn *c = prof_map_get(&http_conns, key);
 	if (c || n < 6 || buf[0] < 'A' || buf[0] > 'Z')
 		return c;
 	char method[16], target[8];
@@ -164,7 +164,7 @@ static struct http_conn *conn_of(uint64_t key, int out, int tls, const char *buf
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode)))
 		return NULL;
 	int created;
-	c = prof_map_put(&conns, key, &created);
+	c = prof_map_put(&http_conns, key, &created);
 	if (c && created)
 		c->flags = (out ? 0 : PROF_HTTP_SERVER) | (tls ? PROF_HTTP_TLS : 0);
 	return c;
@@ -175,12 +175,9 @@ static uint64_t fd_key(int fd, uint32_t id)
 	return 1ull << 63 | (uint64_t)id << 32 | (uint32_t)fd;
 }
 
-void http_fd_data(struct prof_thread *th, int fd, int out, const void *buf, size_t n,
-		  uint64_t t0, uint64_t t1)
+void http_fd_data_seen(struct prof_thread *th, int fd, int out, const void *buf, size_t n,
+		       uint64_t t0, uint64_t t1)
 {
-	const char *b = buf;
-	if (prof_map_empty(&conns) && (n < 6 || b[0] < 'A' || b[0] > 'Z'))
-		return;  /* the common case: no HTTP yet, and not a request line */
 	uint32_t id = io_fd_peek(fd);
 	if (!id)
 		id = io_fd_id(th, fd);
@@ -193,23 +190,23 @@ void http_fd_data(struct prof_thread *th, int fd, int out, const void *buf, size
 
 void http_fd_sent(struct prof_thread *th, int fd, size_t n, uint64_t t1)
 {
-	if (prof_map_empty(&conns))
+	if (prof_map_empty(&http_conns))
 		return;
 	uint32_t id = io_fd_peek(fd);
-	struct http_conn *c = id ? prof_map_get(&conns, fd_key(fd, id)) : NULL;
+	struct http_conn *c = id ? prof_map_get(&http_conns, fd_key(fd, id)) : NULL;
 	if (c && (c->flags & PROF_HTTP_SERVER) && c->phase == RESPONSE)
 		response_bytes(th, c, NULL, n, t1);
 }
 
 void http_fd_closed(struct prof_thread *th, int fd, uint32_t id)
 {
-	if (prof_map_empty(&conns) || !id)
+	if (prof_map_empty(&http_conns) || !id)
 		return;
 	uint64_t key = fd_key(fd, id);
-	struct http_conn *c = prof_map_get(&conns, key);
+	struct http_conn *c = prof_map_get(&http_conns, key);
 	if (c) {
 		finish(th, c, prof_now());
-		prof_map_del(&conns, key);
+		prof_map_del(&http_conns, key);
 	}
 }
 
@@ -287,12 +284,12 @@ PROF_EXPORT void SSL_free(SSL *s)
 	if (!ssl.free && !(ssl.free = (__typeof__(ssl.free))prof_real_sym("SSL_free")))
 		return;
 	struct prof_thread *th = tls_begin();
-	if (th && s && !prof_map_empty(&conns)) {
+	if (th && s && !prof_map_empty(&http_conns)) {
 		th->in_hook++;
-		struct http_conn *c = prof_map_get(&conns, (uintptr_t)s);
+		struct http_conn *c = prof_map_get(&http_conns, (uintptr_t)s);
 		if (c) {
 			finish(th, c, prof_now());
-			prof_map_del(&conns, (uintptr_t)s);
+			prof_map_del(&http_conns, (uintptr_t)s);
 		}
 		th->in_hook--;
 	}

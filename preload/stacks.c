@@ -828,13 +828,7 @@ static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t 
 	if (e->site != site || e->sp != sp || e->gen != atomic_load_explicit(&cache_gen, memory_order_relaxed) ||
 	    (e->need_bp && e->bp != bp))
 		return 0;
-	/* Four words at a time, one branch for them: the loads do not wait on the compares. */
-	uint32_t i = 0, n = e->n;
-	for (; i + 4 <= n; i += 4)
-		if ((word_at(e, i) ^ e->word[i].val) | (word_at(e, i + 1) ^ e->word[i + 1].val) |
-		    (word_at(e, i + 2) ^ e->word[i + 2].val) | (word_at(e, i + 3) ^ e->word[i + 3].val))
-			return 0;
-	for (; i < n; i++)
+	for (uint32_t i = 0; i < e->n; i++)
 		if (word_at(e, i) != e->word[i].val)
 			return 0;
 	return 1;
@@ -1062,11 +1056,11 @@ static inline void proof_of(const struct stack_cache *c, const struct cached_sta
 						    c->epoch };
 }
 
-/* prof_stack_from(), and where proof is not NULL, the proof of the entry that gave the stack
- * (its `at` 0 if none did). */
-static inline __attribute__((always_inline)) uint32_t
-stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
-	   struct prof_stack_proof *proof)
+/* Not inlined into prof_stack_from(), which jumps here: one copy, with cache_find() and the
+ * rest inlined. */
+__attribute__((noinline)) uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site,
+						     const uintptr_t *hook,
+						     struct prof_stack_proof *proof)
 {
 	if (proof)
 		proof->at = 0;
@@ -1171,13 +1165,7 @@ stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
 
 uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook)
 {
-	return stack_from(th, call_site, hook, NULL);
-}
-
-uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
-			   struct prof_stack_proof *proof)
-{
-	return stack_from(th, call_site, hook, proof);
+	return prof_stack_proven(th, call_site, hook, NULL);
 }
 
 int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
