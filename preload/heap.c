@@ -177,11 +177,12 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 
 /* Sampled mode, the short way of nearly every allocation: one that holds no sample point and
  * is not large is only tallied, which leaves errno as it was (heap_tally.c). 0: it is not
- * such a one, and sample_left is as it was: allocated() decides. */
+ * such a one, and sample_left is as it was: allocated() decides. A thread whose sampler is not
+ * seeded yet has sample_left 0, and goes there too. */
 static inline int tallied(struct prof_thread *th, void *p, size_t size)
 {
-	if (!prof_cfg.heap_sample || size >= PROF_HEAP_LARGE || unlikely(!sample_rng) ||
-	    unlikely(th->serial == 0) || sample_left <= (int64_t)size)
+	if (!prof_cfg.heap_sample || size >= PROF_HEAP_LARGE || unlikely(th->serial == 0) ||
+	    sample_left <= (int64_t)size)
 		return 0;
 	sample_left -= (int64_t)size;
 	heap_tally_alloc(th, p, size);
@@ -250,14 +251,17 @@ static void *passed(void *p)
  * leaves the set now (another thread may get the address once it is freed), and then the
  * thread's tally is written first (heap_tally_sync()); else its usable size, taken while the
  * block is still ours, in *usable. errno stays the program's. */
-static int recorded_before_free(void *ptr, size_t *usable)
+static __attribute__((noinline)) int recorded_sync(void)
 {
-	if (!heap_tally_before_free(ptr, usable))
-		return 0;
 	int err = errno;
 	heap_tally_sync(prof_thread_get());
 	errno = err;
 	return 1;
+}
+
+static inline __attribute__((always_inline)) int recorded_before_free(void *ptr, size_t *usable)
+{
+	return heap_tally_before_free(ptr, usable) ? recorded_sync() : 0;
 }
 
 /* Where the hook was called from, and the hook's own frame: hints for stack interning
@@ -368,7 +372,7 @@ PROF_EXPORT void free(void *ptr)
 		return;
 	}
 	th->in_hook++;
-	size_t usable;
+	size_t usable = 0;  /* set by recorded_before_free() where it is used */
 	if (prof_cfg.heap_sample && !recorded_before_free(ptr, &usable)) {  /* tallied */
 		real.free(ptr);
 		heap_tally_free(prof_thread_get(), usable);  /* errno stays */

@@ -33,15 +33,12 @@ static struct {
 
 #define REC_FIRST_SHIFT (64 - 12)  /* 4096 slots, 32 KiB, to begin with */
 
-static inline size_t rec_home(uint64_t key, unsigned shift)
-{
-	return (size_t)((key * 0x9e3779b97f4a7c15ull) >> shift);
-}
+_Atomic uint32_t heap_rec_filter[1u << HEAP_FILTER_BITS];  /* heap_tally.h */
 
 /* The slot of key in slots, or the empty one where it would go; *found says which. */
 static size_t rec_probe(uint64_t *slots, unsigned shift, uint64_t key, int *found)
 {
-	size_t mask = ((size_t)1 << (64 - shift)) - 1, i = rec_home(key, shift);
+	size_t mask = ((size_t)1 << (64 - shift)) - 1, i = heap_rec_home(key, shift);
 	for (;;) {
 		uint64_t v = __atomic_load_n(&slots[i], __ATOMIC_RELAXED);
 		if (v == key || !v) {
@@ -50,18 +47,6 @@ static size_t rec_probe(uint64_t *slots, unsigned shift, uint64_t key, int *foun
 		}
 		i = (i + 1) & mask;
 	}
-}
-
-/* A count, per hash of the key, of the keys in the table: a free whose count is 0 (nearly
- * every one) knows without the table that its block has no record. A key's own count is
- * raised before its block reaches the program and lowered only by its free, so whoever frees
- * it sees it. */
-#define FILTER_BITS 12
-static _Atomic uint32_t rec_filter[1u << FILTER_BITS];
-
-static inline _Atomic uint32_t *filter_of(uint64_t key)
-{
-	return &rec_filter[rec_home(key, 64 - FILTER_BITS)];
 }
 
 static inline uintptr_t rec_me(void)
@@ -160,7 +145,7 @@ int heap_rec_add(const void *ptr)
 		size_t i = rec_probe(slots, atomic_load_explicit(&rec.shift, memory_order_relaxed),
 				     key, &found);
 		if (!found) {  /* found: a free we did not see (a signal handler's); it is this one now */
-			atomic_fetch_add_explicit(filter_of(key), 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(heap_filter_of(key), 1, memory_order_relaxed);
 			__atomic_store_n(&slots[i], key, __ATOMIC_RELAXED);
 			rec.count++;
 		}
@@ -170,7 +155,7 @@ int heap_rec_add(const void *ptr)
 }
 
 /* heap_rec_take() past the count per hash, which said the key may be in the table. */
-static __attribute__((noinline)) int rec_take(uint64_t key)
+__attribute__((noinline)) int heap_rec_take_listed(uint64_t key)
 {
 	if (!rec_has(key))
 		return 0;
@@ -187,7 +172,7 @@ static __attribute__((noinline)) int rec_take(uint64_t key)
 			uint64_t v = slots[j];
 			if (!v)
 				break;
-			size_t home = rec_home(v, shift);
+			size_t home = heap_rec_home(v, shift);
 			if (((j - home) & mask) >= ((j - i) & mask)) {
 				__atomic_store_n(&slots[i], v, __ATOMIC_RELAXED);
 				i = j;
@@ -195,21 +180,10 @@ static __attribute__((noinline)) int rec_take(uint64_t key)
 		}
 		__atomic_store_n(&slots[i], 0, __ATOMIC_RELAXED);
 		rec.count--;
-		atomic_fetch_sub_explicit(filter_of(key), 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(heap_filter_of(key), 1, memory_order_relaxed);
 	}
 	rec_write_end();
 	return found;
-}
-
-static inline int rec_take_if_counted(const void *ptr)
-{
-	uint64_t key = (uint64_t)(uintptr_t)ptr;
-	return unlikely(atomic_load_explicit(filter_of(key), memory_order_relaxed)) && rec_take(key);
-}
-
-int heap_rec_take(const void *ptr)
-{
-	return rec_take_if_counted(ptr);
 }
 
 /* ---- tallies ----------------------------------------------------------------------------
@@ -227,69 +201,30 @@ int heap_rec_take(const void *ptr)
  * bytes in use, exact, decide when to write a tally: when they moved by a 256th of the heap
  * since the last one (8 KiB at least). */
 
-#define ROUNDED_CLASSES (PROF_HEAP_LARGE / 16 + 2)  /* the last: anything larger */
-
-struct tally_class {
-	uint64_t allocs, asked, frees;
-	uint64_t merged_allocs, merged_asked;  /* the part added to the global table */
-	double mean;  /* the class's mean size asked, as last read; 0 before the first reading */
-	int32_t refresh_in;  /* its owner's allocations and frees until the next reading */
-};
-
 #define REFRESH_EVERY 128  /* allocations and frees of a class between two readings (the
 			    * first at its first use) */
 
-struct heap_tally {  /* a thread's own cache lines */
-	/* Running totals; the owner adds, the exit flush may read them meanwhile. */
-	uint64_t alloc_calls, alloc_bytes, free_calls;
-	int64_t in_use;     /* usable bytes of its tallied blocks in use (less what it freed of
-			     * other threads': may be below 0) */
-	int64_t at_record;  /* in_use at the last tally */
-	int64_t high;       /* the most of in_use since then: its own peak in between */
-	int64_t limit;      /* how far in_use may move before the next tally */
-	double estimate;    /* bytes asked of its blocks in use: sum of blocks x mean */
-	uint32_t serial;
-	uint32_t shared;    /* the slot of threads without one of their own: atomic updates */
-	_Atomic int flushing;  /* shared slot: one tally at a time */
-	struct tally_class cls[ROUNDED_CLASSES];
-} __attribute__((aligned(64)));
-
 #define TALLY_SLOTS 4096  /* threads at once with a tally of their own; the others share one */
-static struct heap_tally *tallies;  /* own_slots + 1 (the shared one, last) */
+struct heap_tally *heap_tallies;  /* own_slots + 1 (the shared one, last) */
 static unsigned own_slots;  /* TALLY_SLOTS, or fewer under an address-space limit */
 static _Atomic uint64_t tallies_taken[TALLY_SLOTS / 64];
 static _Atomic int shared_used;
 static _Atomic int64_t tallied_in_use;  /* all tallies' usable bytes in use, at their tallies */
-static struct { _Atomic uint64_t allocs, asked; } class_means[ROUNDED_CLASSES];
-static size_t (*usable_size)(void *);
-/* The allocator is glibc's, whose chunk header (the word before a block) holds its size:
- * read there, a block's usable size costs a load instead of a call. */
-static int glibc_chunks;
+static struct { _Atomic uint64_t allocs, asked; } class_means[HEAP_ROUNDED_CLASSES];
+size_t (*heap_usable_size)(void *);
+int heap_glibc_chunks;
 
 #define TALLY_MIN_STEP (8 * 1024)
 
-static inline size_t chunk_usable(const void *p)
-{
-	size_t h = ((const size_t *)p)[-1];
-	return (h & ~(size_t)7) - (h & 2 ? 16 : 8);  /* IS_MMAPPED: a two-word header */
-}
-
-static inline size_t usable_of(void *p)
-{
-	if (likely(glibc_chunks))
-		return chunk_usable(p);
-	return usable_size ? usable_size(p) : 0;
-}
-
-/* Whether chunk_usable() agrees with the allocator on blocks of every kind (small, large,
+/* Whether heap_chunk_usable() agrees with the allocator on blocks of every kind (small, large,
  * mapped): only then is the allocator taken for glibc's. */
 static int chunks_readable(void *(*alloc)(size_t), void (*release)(void *))
 {
 	static const size_t sizes[] = { 1, 24, 25, 100, 1000, 5000, 70000, 300000 };
-	int ok = usable_size != NULL;
+	int ok = heap_usable_size != NULL;
 	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		void *p = alloc(sizes[i]);
-		ok = p && chunk_usable(p) == usable_size(p);
+		ok = p && heap_chunk_usable(p) == heap_usable_size(p);
 		release(p);
 	}
 	return ok;
@@ -297,9 +232,9 @@ static int chunks_readable(void *(*alloc)(size_t), void (*release)(void *))
 
 void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*release)(void *))
 {
-	usable_size = usable;
-	glibc_chunks = chunks_readable(alloc, release);
-	if (tallies)
+	heap_usable_size = usable;
+	heap_glibc_chunks = chunks_readable(alloc, release);
+	if (heap_tallies)
 		return;
 	/* Under an address-space limit, a 64th of it: fewer threads have a slot of their own. */
 	size_t slots = prof_vm_budget((TALLY_SLOTS + 1) * sizeof(struct heap_tally), 64) /
@@ -309,10 +244,10 @@ void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*re
 	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return;  /* no tallies: allocations without records go uncounted (tally_of()) */
+		return;  /* no tallies: allocations without records go uncounted (heap_tally_of()) */
 	prof_own_memory(p, bytes);
 	madvise(p, bytes, MADV_NOHUGEPAGE);  /* each thread touches the pages of its classes */
-	tallies = p;
+	heap_tallies = p;
 }
 
 static inline uint64_t ld(const uint64_t *v)
@@ -323,12 +258,6 @@ static inline uint64_t ld(const uint64_t *v)
 static inline int64_t ld64(const int64_t *v)
 {
 	return __atomic_load_n(v, __ATOMIC_RELAXED);
-}
-
-static inline size_t rounded_class(size_t usable)
-{
-	size_t c = usable >> 4;
-	return c < ROUNDED_CLASSES ? c : ROUNDED_CLASSES - 1;
 }
 
 /* The class's mean (none merged yet: its middle). */
@@ -342,7 +271,7 @@ static double class_mean(size_t c)
 
 /* The owner's counts of class c into the global table, and the class's mean read anew: the
  * estimate changes by the blocks in use times the change of the mean. */
-static __attribute__((noinline)) void class_refresh(struct heap_tally *t, size_t c)
+__attribute__((noinline)) void heap_class_refresh(struct heap_tally *t, size_t c)
 {
 	struct tally_class *k = &t->cls[c];
 	if (k->allocs != k->merged_allocs) {
@@ -368,7 +297,7 @@ static int64_t rounded(double v)
 static int64_t tally_estimate(const struct heap_tally *t)
 {
 	double bytes = 0;
-	for (size_t c = 0; c < ROUNDED_CLASSES; c++) {
+	for (size_t c = 0; c < HEAP_ROUNDED_CLASSES; c++) {
 		const struct tally_class *k = &t->cls[c];
 		int64_t blocks = (int64_t)(ld(&k->allocs) - ld(&k->frees));
 		if (blocks)
@@ -410,10 +339,10 @@ static void tally_write(struct prof_thread *th, struct heap_tally *t, int64_t in
 static void classes_write(struct prof_thread *th, struct heap_tally *t)
 {
 	unsigned c = 0;
-	while (c < ROUNDED_CLASSES) {
+	while (c < HEAP_ROUNDED_CLASSES) {
 		struct prof_heap_class batch[CLASSES_PER_RECORD];
 		uint32_t n = 0;
-		for (; c < ROUNDED_CLASSES && n < CLASSES_PER_RECORD; c++) {
+		for (; c < HEAP_ROUNDED_CLASSES && n < CLASSES_PER_RECORD; c++) {
 			uint64_t allocs = ld(&t->cls[c].allocs), frees = ld(&t->cls[c].frees);
 			if (allocs || frees)
 				batch[n++] = (struct prof_heap_class){ .cls = c, .allocs = allocs,
@@ -435,7 +364,7 @@ static void classes_write(struct prof_thread *th, struct heap_tally *t)
 /* The owner's tally (or one thread's at a time of the shared slot), and how far in_use may
  * move before the next: a 256th of all tallied bytes in use, so that the peak, summed by the
  * analyzer from the threads' latest tallies, is off by little more than that per thread. */
-static __attribute__((noinline)) void tally_flush(struct prof_thread *th, struct heap_tally *t)
+__attribute__((noinline)) void heap_tally_flush(struct prof_thread *th, struct heap_tally *t)
 {
 	int idle = 0;
 	if (t->shared && !atomic_compare_exchange_strong(&t->flushing, &idle, 1))
@@ -457,7 +386,7 @@ static __attribute__((noinline)) void tally_flush(struct prof_thread *th, struct
  * classes (its TLS destructors' and libc's own, as it ends): updated atomically. */
 static struct heap_tally *shared_slot(struct prof_thread *th)
 {
-	struct heap_tally *t = &tallies[own_slots];
+	struct heap_tally *t = &heap_tallies[own_slots];
 	int first = 0;
 	if (atomic_compare_exchange_strong(&shared_used, &first, 1)) {
 		memset(t, 0, sizeof(*t));
@@ -469,14 +398,14 @@ static struct heap_tally *shared_slot(struct prof_thread *th)
 	return t;
 }
 
-static __attribute__((noinline)) struct heap_tally *tally_claim(struct prof_thread *th)
+__attribute__((noinline)) struct heap_tally *heap_tally_claim(struct prof_thread *th)
 {
-	if (!tallies)
+	if (!heap_tallies)
 		return NULL;
 	int i = prof_slot_claim(tallies_taken, own_slots);
 	if (i < 0)
 		return shared_slot(th);
-	struct heap_tally *t = &tallies[i];
+	struct heap_tally *t = &heap_tallies[i];
 	memset(t, 0, sizeof(*t));
 	t->serial = th->serial;
 	t->limit = TALLY_MIN_STEP;
@@ -484,35 +413,10 @@ static __attribute__((noinline)) struct heap_tally *tally_claim(struct prof_thre
 	return t;
 }
 
-static inline struct heap_tally *tally_of(struct prof_thread *th)
-{
-	if (likely(th->heap_tally))
-		return &tallies[th->heap_tally - 1];
-	return tally_claim(th);
-}
-
-/* The tally's usable bytes in use are v now: a tally when they moved far enough. */
-static inline void in_use_now(struct prof_thread *th, struct heap_tally *t, int64_t v)
-{
-	int64_t moved = v - t->at_record, limit = __atomic_load_n(&t->limit, __ATOMIC_RELAXED);
-	if (unlikely(moved > limit || moved < -limit))
-		tally_flush(th, t);
-}
-
-/* The owner's usable bytes in use moved by `by`. */
-static inline void own_in_use_by(struct prof_thread *th, struct heap_tally *t, int64_t by)
-{
-	int64_t v = t->in_use + by;
-	__atomic_store_n(&t->in_use, v, __ATOMIC_RELAXED);
-	if (v > t->high)
-		__atomic_store_n(&t->high, v, __ATOMIC_RELAXED);
-	in_use_now(th, t, v);
-}
-
 /* The shared slot's counts, updated atomically (no estimate kept: tally_estimate()). */
-static __attribute__((noinline)) void shared_count(struct prof_thread *th, struct heap_tally *t,
-						   struct tally_class *k, int alloc, size_t size,
-						   int64_t usable_by)
+__attribute__((noinline)) void heap_tally_shared_count(struct prof_thread *th, struct heap_tally *t,
+						      struct tally_class *k, int alloc, size_t size,
+						      int64_t usable_by)
 {
 	if (alloc) {
 		__atomic_fetch_add(&t->alloc_calls, 1, __ATOMIC_RELAXED);
@@ -523,58 +427,7 @@ static __attribute__((noinline)) void shared_count(struct prof_thread *th, struc
 		__atomic_fetch_add(&t->free_calls, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->frees, 1, __ATOMIC_RELAXED);
 	}
-	in_use_now(th, t, __atomic_add_fetch(&t->in_use, usable_by, __ATOMIC_RELAXED));
-}
-
-/* An add by the owner, which the exit flush may read meanwhile. */
-#define OWN_ADD(v, n) __atomic_store_n(&(v), (v) + (n), __ATOMIC_RELAXED)
-
-void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size)
-{
-	struct heap_tally *t = tally_of(th);
-	if (unlikely(!t))
-		return;
-	size_t usable = usable_of(ptr), c = rounded_class(usable);
-	struct tally_class *k = &t->cls[c];
-	if (unlikely(t->shared)) {
-		shared_count(th, t, k, 1, size, (int64_t)usable);
-		return;
-	}
-	OWN_ADD(t->alloc_calls, 1);
-	OWN_ADD(t->alloc_bytes, size);
-	OWN_ADD(k->allocs, 1);
-	OWN_ADD(k->asked, size);
-	t->estimate += k->mean;  /* 0 at the class's first use: its first reading adds it */
-	if (unlikely(--k->refresh_in <= 0))
-		class_refresh(t, c);
-	own_in_use_by(th, t, (int64_t)usable);
-}
-
-int heap_tally_before_free(void *ptr, size_t *usable)
-{
-	if (rec_take_if_counted(ptr))
-		return 1;
-	*usable = usable_of(ptr);
-	return 0;
-}
-
-void heap_tally_free(struct prof_thread *th, size_t usable)
-{
-	struct heap_tally *t = tally_of(th);
-	if (unlikely(!t))
-		return;
-	size_t c = rounded_class(usable);
-	struct tally_class *k = &t->cls[c];
-	if (unlikely(t->shared)) {
-		shared_count(th, t, k, 0, 0, -(int64_t)usable);
-		return;
-	}
-	OWN_ADD(t->free_calls, 1);
-	OWN_ADD(k->frees, 1);
-	t->estimate -= k->mean;
-	if (unlikely(--k->refresh_in <= 0))
-		class_refresh(t, c);
-	own_in_use_by(th, t, -(int64_t)usable);
+	heap_in_use_now(th, t, __atomic_add_fetch(&t->in_use, usable_by, __ATOMIC_RELAXED));
 }
 
 void heap_tally_sync(struct prof_thread *th)
@@ -582,9 +435,9 @@ void heap_tally_sync(struct prof_thread *th)
 	unsigned slot = th->heap_tally;
 	if (!slot || slot > own_slots)
 		return;  /* none yet, or the shared one: its threads' order is not one */
-	struct heap_tally *t = &tallies[slot - 1];
+	struct heap_tally *t = &heap_tallies[slot - 1];
 	if (t->in_use != t->at_record || t->high != t->in_use)
-		tally_flush(th, t);
+		heap_tally_flush(th, t);
 }
 
 void heap_tally_thread_done(struct prof_thread *th)
@@ -592,9 +445,9 @@ void heap_tally_thread_done(struct prof_thread *th)
 	unsigned slot = th->heap_tally;
 	if (!slot)
 		return;
-	struct heap_tally *t = &tallies[slot - 1];
+	struct heap_tally *t = &heap_tallies[slot - 1];
 	if (!t->shared) {
-		tally_flush(th, t);
+		heap_tally_flush(th, t);
 		classes_write(th, t);
 		prof_slot_give(tallies_taken, slot - 1);
 		shared_slot(th);  /* for what it frees from here on */
@@ -605,13 +458,13 @@ void heap_tally_thread_done(struct prof_thread *th)
  * running: their counts are read as they are, and their merges left to them). */
 void heap_tally_flush_all(struct prof_thread *th)
 {
-	if (!tallies)
+	if (!heap_tallies)
 		return;
 	for (unsigned i = 0; i <= own_slots; i++) {
 		if (i < own_slots ? !prof_slot_taken(tallies_taken, i) :
 				      !atomic_load(&shared_used))
 			continue;
-		struct heap_tally *t = &tallies[i];  /* the caller's own estimate is kept; others' not */
+		struct heap_tally *t = &heap_tallies[i];  /* the caller's own estimate is kept; others' not */
 		int64_t in_use = ld64(&t->in_use), high = ld64(&t->high);
 		tally_write(th, t, high > in_use ? high : in_use,
 			    i < own_slots && i + 1 == th->heap_tally);
@@ -625,7 +478,7 @@ void heap_tally_fork_child(void)
 		atomic_store(&tallies_taken[i], 0);
 	atomic_store(&shared_used, 0);
 	atomic_store(&tallied_in_use, 0);
-	for (size_t c = 0; c < ROUNDED_CLASSES; c++) {
+	for (size_t c = 0; c < HEAP_ROUNDED_CLASSES; c++) {
 		atomic_store(&class_means[c].allocs, 0);
 		atomic_store(&class_means[c].asked, 0);
 	}
