@@ -179,7 +179,8 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
  * is not large is only tallied, which leaves errno as it was (heap_tally.c). 0: it is not
  * such a one, and sample_left is as it was: allocated() decides. A thread whose sampler is not
  * seeded yet has sample_left 0, and goes there too. */
-static inline __attribute__((always_inline)) int tallied(struct prof_thread *th, void *p, size_t size)
+static inline __attribute__((always_inline)) int tallied(struct prof_thread *th, void *p,
+							  size_t size)
 {
 	if (!prof_cfg.heap_sample || size >= PROF_HEAP_LARGE || unlikely(th->serial == 0) ||
 	    sample_left <= (int64_t)size)

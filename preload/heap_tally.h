@@ -142,7 +142,8 @@ static inline void heap_own_in_use_by(struct prof_thread *th, struct heap_tally 
 
 /* An allocation without a record, and a free of such a block, given its usable size. Neither
  * changes errno. */
-static inline __attribute__((always_inline)) void heap_tally_alloc(struct prof_thread *th, void *ptr, size_t size)
+static inline __attribute__((always_inline)) void heap_tally_alloc(struct prof_thread *th,
+								    void *ptr, size_t size)
 {
 	struct heap_tally *t = heap_tally_of(th);
 	if (unlikely(!t))
@@ -163,7 +164,8 @@ static inline __attribute__((always_inline)) void heap_tally_alloc(struct prof_t
 	heap_own_in_use_by(th, t, (int64_t)usable);
 }
 
-static inline __attribute__((always_inline)) void heap_tally_free(struct prof_thread *th, size_t usable)
+static inline __attribute__((always_inline)) void heap_tally_free(struct prof_thread *th,
+								   size_t usable)
 {
 	struct heap_tally *t = heap_tally_of(th);
 	if (unlikely(!t))
@@ -184,7 +186,8 @@ static inline __attribute__((always_inline)) void heap_tally_free(struct prof_th
 
 /* Before the real free of ptr: 1 if its block has a record (heap_rec_take()), else 0 and its
  * usable size in *usable, for heap_tally_free() after the real free. */
-static inline __attribute__((always_inline)) int heap_tally_before_free(void *ptr, size_t *usable)
+static inline __attribute__((always_inline)) int heap_tally_before_free(void *ptr,
+								       size_t *usable)
 {
 	if (heap_rec_take(ptr))
 		return 1;
