@@ -519,6 +519,12 @@ static void layout_keep(struct site_memo *m, uintptr_t site, uintptr_t sp,
 	m->layout = lay->n + 1;
 }
 
+/* Whether memo m is this site's and has seen one path there: its entry is the one to check. */
+static inline int memo_one_path(const struct site_memo *m, uintptr_t site, uintptr_t sp)
+{
+	return m->site == site && m->sp == sp && m->at && !m->multi;
+}
+
 static inline int layout_usable(const struct site_memo *m, uintptr_t site, uintptr_t sp)
 {
 	return m->site == site && m->sp == sp && m->layout && m->layout != LAYOUT_OFF;
@@ -631,7 +637,7 @@ static struct cached_stack *cache_find(struct prof_thread *th, uintptr_t site, u
 	if (!c)
 		return NULL;
 	struct site_memo *m = site_memo(c, site, sp);
-	if (m->site == site && m->sp == sp && m->at && !m->multi) {
+	if (memo_one_path(m, site, sp)) {
 		struct cached_stack *e = (struct cached_stack *)(c->arena + m->at - 1);
 		if (cached_holds(e, site, sp, bp))
 			return cache_hit(c, e);
@@ -817,19 +823,13 @@ static __attribute__((noinline)) int hook_frame(uintptr_t call_site, uintptr_t *
 	return 0;
 }
 
-/* What the program's stack holds now where entry e's word i was read. */
-static inline uintptr_t word_at(const struct cached_stack *e, uint32_t i)
-{
-	return *(volatile const uintptr_t *)e->word[i].addr;
-}
-
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp)
 {
 	if (e->site != site || e->sp != sp || e->gen != atomic_load_explicit(&cache_gen, memory_order_relaxed) ||
 	    (e->need_bp && e->bp != bp))
 		return 0;
 	for (uint32_t i = 0; i < e->n; i++)
-		if (word_at(e, i) != e->word[i].val)
+		if (*(volatile uintptr_t *)e->word[i].addr != e->word[i].val)
 			return 0;
 	return 1;
 }
@@ -1024,7 +1024,7 @@ void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uint
 	uintptr_t sp = (uintptr_t)(hook + 2), bp = hook[0];
 	struct site_memo *m = site_memo(c, call_site, sp);
 	uint32_t at = m->at;
-	if (m->site != call_site || m->sp != sp || m->multi) {
+	if (!memo_one_path(m, call_site, sp)) {
 		struct key_ahead *a = &c->ahead;
 		a->by_layout = call_key(c, m, call_site, sp, bp, &a->key);
 		at = *chain_of(c, a->key);
