@@ -252,17 +252,19 @@ static void *passed(void *p)
  * leaves the set now (another thread may get the address once it is freed), and then the
  * thread's tally is written first (heap_tally_sync()); else its usable size, taken while the
  * block is still ours, in *usable. errno stays the program's. */
-static __attribute__((noinline)) int recorded_sync(void)
+static __attribute__((noinline)) void tally_sync_keeping_errno(void)
 {
 	int err = errno;
 	heap_tally_sync(prof_thread_get());
 	errno = err;
-	return 1;
 }
 
 static inline __attribute__((always_inline)) int recorded_before_free(void *ptr, size_t *usable)
 {
-	return heap_tally_before_free(ptr, usable) ? recorded_sync() : 0;
+	if (!heap_tally_before_free(ptr, usable))
+		return 0;
+	tally_sync_keeping_errno();
+	return 1;
 }
 
 /* Where the hook was called from, and the hook's own frame: hints for stack interning
