@@ -70,14 +70,14 @@ $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)
 
 # Test programs: no optimisation so leak sites keep their lines; threads for the MT ones.
-$(BUILD)/progs/%: tests/progs/%.c
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/clear_stack.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 # Database clients link their library (the profiler itself never does).
 $(BUILD)/progs/db_sqlite: tests/progs/db_sqlite.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -Wall -Wextra -Werror $< -o $@ -lsqlite3
-$(BUILD)/progs/leak_sqlite: tests/progs/leak_sqlite.c
+$(BUILD)/progs/leak_sqlite: tests/progs/leak_sqlite.c tests/progs/clear_stack.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -Wall -Wextra -Werror $< -o $@ -lsqlite3
 $(BUILD)/progs/db_pq: tests/progs/db_pq.c

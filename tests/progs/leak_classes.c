@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clear_stack.h"
+
 struct node {
 	struct node *l, *r;
 	char pad[16];
@@ -43,12 +45,6 @@ __attribute__((noinline)) static void build(void)
 	struct node *a = mk(NULL, NULL);
 	a->l = mk(a, NULL);
 	sink = NULL;
-}
-
-__attribute__((noinline)) static void clear_stack(void)
-{
-	volatile char junk[16384];
-	memset((char *)junk, 0, sizeof(junk));
 }
 
 int main(void)

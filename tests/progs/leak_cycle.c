@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clear_stack.h"
+
 #define OWNER 848
 #define PART 80
 
@@ -29,12 +31,6 @@ __attribute__((noinline)) static void build(void)
 	owner[0] = p;
 	head = owner;
 	head = NULL;  /* dropped */
-}
-
-__attribute__((noinline)) static void clear_stack(void)
-{
-	volatile char junk[16384];
-	memset((char *)junk, 0, sizeof(junk));
 }
 
 int main(void)

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clear_stack.h"
+
 char *volatile with_length, *volatile with_count, *volatile plain;
 
 __attribute__((noinline)) static void build(void)
@@ -21,12 +23,6 @@ __attribute__((noinline)) static void build(void)
 	uint64_t *c = malloc(24);
 	memset(c, 0, 24);
 	plain = (char *)c + 16;
-}
-
-__attribute__((noinline)) static void clear_stack(void)
-{
-	volatile char junk[16384];
-	memset((char *)junk, 0, sizeof(junk));
 }
 
 int main(void)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "clear_stack.h"
+
 sqlite3 *volatile db;
 sqlite3_stmt *volatile st;
 
@@ -23,12 +25,6 @@ __attribute__((noinline)) static int work(void)
 	db = NULL;  /* dropped, never closed */
 	st = NULL;
 	return 0;
-}
-
-__attribute__((noinline)) static void clear_stack(void)
-{
-	volatile char junk[16384];
-	memset((char *)junk, 0, sizeof(junk));
 }
 
 int main(void)
