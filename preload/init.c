@@ -19,6 +19,7 @@
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -36,6 +37,38 @@ extern char **environ;
 static char **saved_argv;     /* for the trace header of fork children */
 static int saved_argc;
 
+/* The stderr the program started with (device and inode of descriptor 2's file): messages
+ * go there only while descriptor 2 still is that file, so that a program which closes stderr
+ * and opens a file of its own (which takes descriptor 2) never finds them in that file.
+ * Noted when recording starts, or at the first message if one comes before. */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	int state;  /* 0 not noted yet, 1 open, -1 closed */
+} first_stderr;
+
+static void note_stderr(void)
+{
+	struct stat st;
+	if (fstat(2, &st) == 0) {
+		first_stderr.dev = st.st_dev;
+		first_stderr.ino = st.st_ino;
+		first_stderr.state = 1;
+	} else {
+		first_stderr.state = -1;
+	}
+}
+
+/* Only fstat(2): safe in a signal handler. Leaves errno to its callers, who keep it. */
+static int stderr_is_first(void)
+{
+	struct stat st;
+	if (!first_stderr.state)
+		note_stderr();
+	return first_stderr.state == 1 && fstat(2, &st) == 0 && st.st_dev == first_stderr.dev &&
+	       st.st_ino == first_stderr.ino;
+}
+
 void prof_log(const char *fmt, ...)
 {
 	char buf[512];
@@ -49,8 +82,10 @@ void prof_log(const char *fmt, ...)
 		len = sizeof(buf) - 2;
 	buf[len++] = '\n';
 	int saved = errno;
-	ssize_t rc = write(2, buf, len);
-	(void)rc;
+	if (stderr_is_first()) {
+		ssize_t rc = write(2, buf, len);
+		(void)rc;
+	}
 	errno = saved;
 }
 
@@ -110,8 +145,10 @@ void prof_say(const char *a, const char *b, const char *c, int err)
 	}
 	buf[len++] = '\n';
 	int saved = errno;
-	ssize_t rc = write(2, buf, len);
-	(void)rc;
+	if (stderr_is_first()) {
+		ssize_t rc = write(2, buf, len);
+		(void)rc;
+	}
 	errno = saved;
 }
 
@@ -521,6 +558,7 @@ void prof_start(void)
 		return;
 	}
 	prof_self.in_hook++;
+	note_stderr();
 	read_config();
 	Dl_info info;
 	if (dladdr((void *)prof_start, &info) && info.dli_fname)

@@ -278,6 +278,33 @@ Test(writer, a_stolen_descriptor_is_never_written)
 	json_decref(doc);
 }
 
+/* libprof's messages (here: the trace reached PROF_MAX_SIZE, and PROF_DEBUG's at exit) go to
+ * the stderr the program started with, never into a file of the program's that took
+ * descriptor 2 after it closed stderr: that file holds what the program wrote, and nothing
+ * else. With stderr kept, the same run does say it (so the run above had something to say). */
+Test(writer, messages_never_go_to_a_file_that_took_descriptor_2)
+{
+	const char *env[] = { "PROF_MAX_SIZE=256K", "PROF_DEBUG=1", NULL };
+	const char *dir = e2e_tmpdir();
+	char data[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+
+	const char *reuse[] = { e2e_prog("stderr_reuse"), "reuse", data, "200000", NULL };
+	cr_assert_eq(e2e_profile(dir, reuse, env, out, err), 0);
+	e2e_expect_file(out, "fd 2\ndone\n");
+	e2e_expect_file(data, "program data\n");
+
+	const char *keep[] = { e2e_prog("stderr_reuse"), "keep", data, "200000", NULL };
+	cr_assert_eq(e2e_profile(dir, keep, env, out, err), 0);
+	e2e_expect_file(data, "program data\n");
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "size limit"), "%s", text);
+	free(text);
+}
+
 /* A file size limit (ulimit -f) below the trace's size: the program runs to its end as it
  * does unprofiled (the trace stops growing at the limit instead of the kernel's SIGXFSZ
  * killing the program), whether the limit comes down while it runs or holds from its start;
