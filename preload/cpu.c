@@ -256,8 +256,7 @@ static void on_tick(int sig, siginfo_t *si, void *uc)
 	th->ticks++;
 	/* Unwinding takes up to some 16 KiB of stack: where the program sized its thread's stack,
 	 * what is left is checked, and too little left makes a sample of the PC alone. */
-	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-	int shallow = th->stack_lo && here < th->stack_lo + UNWIND_STACK;
+	int shallow = prof_stack_tight(th, UNWIND_STACK);
 	/* A full trace (PROF_ACTIVE_FULL) still takes what fits in the stream's chunk. */
 	if (th->serial && !th->in_signal && th->has_timer &&
 	    atomic_load_explicit(&prof_active, memory_order_relaxed)) {

@@ -200,7 +200,7 @@ static void normalize(char *p)
 }
 
 /* path made absolute against dirfd (AT_FDCWD: the working directory), as it is now. */
-void io_abs_path(int dirfd, const char *path, char *buf, size_t cap)
+static void io_abs_path(int dirfd, const char *path, char *buf, size_t cap)
 {
 	if (!path) {
 		put_str(buf, 0, cap, "?");
@@ -273,15 +273,23 @@ uint32_t io_fd_id(struct prof_thread *th, int fd)
 	return id ? id : discover(th, fd, PROF_IO_FOUND);
 }
 
+/* io_fd_opened() of a descriptor to be named by the kernel. Apart: the name's buffer is only
+ * on the stack while it is needed. */
+static __attribute__((noinline)) uint32_t opened_unnamed(struct prof_thread *th, int fd,
+							 unsigned op, int64_t result, uint64_t t0,
+							 uint64_t dur, uint32_t stack)
+{
+	char buf[IO_NAME_MAX];
+	if (io_name_of_fd(fd, buf, sizeof(buf)) < 0)
+		put_str(buf, 0, sizeof(buf), "?");
+	return io_fd_opened(th, fd, op, buf, result, t0, dur, stack);
+}
+
 uint32_t io_fd_opened(struct prof_thread *th, int fd, unsigned op, const char *name,
 		      int64_t result, uint64_t t0, uint64_t dur, uint32_t stack)
 {
-	char buf[IO_NAME_MAX];
-	if (!name) {
-		if (io_name_of_fd(fd, buf, sizeof(buf)) < 0)
-			put_str(buf, 0, sizeof(buf), "?");
-		name = buf;
-	}
+	if (!name)
+		return opened_unnamed(th, fd, op, result, t0, dur, stack);
 	uint32_t id = atomic_fetch_add(&next_id, 1);
 	if ((unsigned)fd < io_fd_table_size) {
 		atomic_store_explicit(&io_fd_table[fd], id, memory_order_relaxed);
@@ -294,6 +302,15 @@ uint32_t io_fd_opened(struct prof_thread *th, int fd, unsigned op, const char *n
 void io_name_failed(struct prof_thread *th, unsigned op, const char *name, int64_t result,
 		    uint64_t t0, uint64_t dur, uint32_t stack)
 {
+	write_name(th, 0, -1, op, name, result, t0, dur, stack);
+}
+
+__attribute__((noinline)) void io_path_failed(struct prof_thread *th, unsigned op, int dirfd,
+					      const char *path, int64_t result, uint64_t t0,
+					      uint64_t dur, uint32_t stack)
+{
+	char name[IO_NAME_MAX];
+	io_abs_path(dirfd, path, name, sizeof(name));
 	write_name(th, 0, -1, op, name, result, t0, dur, stack);
 }
 
@@ -355,7 +372,7 @@ static void seed(struct prof_thread *th)
 			discover(th, fd, PROF_IO_INHERITED);
 		return;
 	}
-	char buf[4096];
+	char buf[1024];  /* not 4 KiB: discover() below takes that much again */
 	long n;
 	while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
 		for (long off = 0; off < n;) {

@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 struct prof_config prof_cfg = { .events = PROF_EV_ALL, .stack_depth = 64, .stack_cache = 1,
@@ -355,13 +356,20 @@ static void write_exit(unsigned how, int code)
 	prof_commit(r, PROF_REC_EXIT, 0, sizeof(*r), prof_now());
 }
 
-/* Runs after every destructor (registered before libc registers _dl_fini), as the last
- * atexit-style handler: like valgrind, let libc free its own blocks first, then close. */
-static void on_exit_handler(int status, void *arg)
+/* What the hooks left out where threads had little stack left (prof_stack_tight()). */
+static void say_tight_stacks(void)
 {
-	(void)arg;
-	if (!atomic_load(&prof_active))
-		return;
+	uint64_t cut = atomic_load(&prof_tight_stacks), io = atomic_load(&prof_tight_io);
+	if (cut || io)
+		prof_log("threads with little stack left (stacks the program sized): %llu stacks "
+			 "recorded as their call site alone, %llu I/O calls not recorded",
+			 (unsigned long long)cut, (unsigned long long)io);
+}
+
+/* The end of the run: libc's own blocks freed, the leak scan, the last records. stack_from:
+ * as prof_leak_scan()'s. */
+static void exit_work(int status, uintptr_t stack_from)
+{
 	struct prof_thread *th = prof_thread_get();
 	int others = prof_threads_alive() > 1;
 	if (prof_cfg.free_at_exit && (prof_cfg.events & PROF_EV_ALLOC) && !others) {
@@ -377,16 +385,64 @@ static void on_exit_handler(int status, void *arg)
 	}
 	th->in_hook++;
 	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
-	prof_leak_scan();
+	prof_leak_scan(stack_from);
 	heap_tally_flush_all(th);  /* every thread's counts, the others' too */
 	io_batches_flush_all(th);
 	prof_locks_flush();
 	prof_thread_end(th);
+	say_tight_stacks();
 	write_exit(0, status);
 	prof_writer_set_state(PROF_STATE_EXITED);
 	atomic_store(&prof_active, 0);
 	prof_writer_close(others);
 	th->in_hook--;
+}
+
+/* exit_work() takes some 12 KiB of stack, the leak scan most of it. A thread the program
+ * gave a small stack may call exit(): there the work runs on a stack mapped for it, and the
+ * leak scan reads the thread's own stack from where the switch left it (its registers are
+ * saved there, in `back`). The mapping is libprof's own memory, never a root. */
+#define EXIT_ROOM (32u << 10)
+#define EXIT_STACK_BYTES (256u << 10)
+static int exit_status;
+static uintptr_t exit_stack_from;
+
+static void exit_work_switched(void)
+{
+	exit_work(exit_status, exit_stack_from);
+}
+
+static __attribute__((noinline)) int exit_on_own_stack(int status)
+{
+	void *stack = mmap(NULL, EXIT_STACK_BYTES, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED)
+		return 0;
+	ucontext_t back, run;
+	if (getcontext(&run) < 0) {
+		munmap(stack, EXIT_STACK_BYTES);
+		return 0;
+	}
+	prof_own_memory(stack, EXIT_STACK_BYTES);
+	run.uc_stack.ss_sp = stack;
+	run.uc_stack.ss_size = EXIT_STACK_BYTES;
+	run.uc_link = &back;
+	makecontext(&run, exit_work_switched, 0);
+	exit_status = status;
+	exit_stack_from = (uintptr_t)&back < (uintptr_t)&run ? (uintptr_t)&back : (uintptr_t)&run;
+	return swapcontext(&back, &run) == 0;
+}
+
+/* Runs after every destructor (registered before libc registers _dl_fini), as the last
+ * atexit-style handler: like valgrind, let libc free its own blocks first, then close. */
+static void on_exit_handler(int status, void *arg)
+{
+	(void)arg;
+	if (!atomic_load(&prof_active))
+		return;
+	if (prof_stack_tight(&prof_self, EXIT_ROOM) && exit_on_own_stack(status))
+		return;
+	exit_work(status, 0);
 }
 
 /* _exit and _Exit skip every exit handler: record the status (how 2: no end-of-run work, no
@@ -483,6 +539,8 @@ static void atfork_child(void)
 	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
+	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
+	atomic_store(&prof_tight_io, 0);
 	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
 	 * holding libunwind's lock, when the parent forked: the child unwinds as before only. */
 	prof_cfg.stack_cache = 0;

@@ -148,12 +148,23 @@ static void record(struct prof_thread *th, unsigned op, int fd, int64_t result, 
 	record_id(th, op, fd, id, result, t0, t1, ret, frame);
 }
 
-/* Entry of a recording hook: NULL means "just call the real function". */
+_Atomic uint64_t prof_tight_io;
+
+static __attribute__((noinline, cold)) struct prof_thread *io_tight(void)
+{
+	atomic_fetch_add_explicit(&prof_tight_io, 1, memory_order_relaxed);
+	return NULL;
+}
+
+/* Entry of a recording hook: NULL means "just call the real function". So it is where the
+ * thread's stack has too little room left for the names of a call (prof_stack_tight()). */
 static inline struct prof_thread *io_begin(void)
 {
 	struct prof_thread *th = prof_recording(PROF_EV_IO | PROF_EV_HTTP);  /* http: socket data */
 	if (!th || io_busy)
 		return NULL;
+	if (unlikely(prof_stack_tight(th, PROF_IO_ROOM)))
+		return io_tight();
 	th->in_hook++;
 	io_ready(th);
 	th->in_hook--;
@@ -213,9 +224,7 @@ static int open_common(struct prof_thread *th, unsigned op, int dirfd, const cha
 	if (r >= 0) {
 		io_fd_opened(th, r, op, NULL, r, t0, t1 - t0, stack);
 	} else {
-		char name[IO_NAME_MAX];
-		io_abs_path(dirfd, path, name, sizeof(name));
-		io_name_failed(th, op, name, -(int64_t)err_, t0, t1 - t0, stack);
+		io_path_failed(th, op, dirfd, path, -(int64_t)err_, t0, t1 - t0, stack);
 	}
 	IO_END_FINISH(th);
 	return r;
@@ -300,11 +309,23 @@ PROF_EXPORT int creat64(const char *path, mode_t mode)
 	OPEN_HOOK(PROF_IO_CREAT, AT_FDCWD, path, REAL(creat64)(path, mode));
 }
 
+/* A close not recorded (where the thread's stack is tight, say): the number is forgotten all
+ * the same, so that a file opened at it next, unrecorded too, is found later by its own name
+ * rather than taken for the one closed here. */
+static int close_unrecorded(int fd)
+{
+	uint32_t id = io_fd_peek(fd);
+	int r = REAL(close)(fd);
+	if (id && (r == 0 || errno != EBADF))
+		io_fd_closed(fd, id);
+	return r;
+}
+
 PROF_EXPORT int close(int fd)
 {
 	struct prof_thread *th = io_begin();
 	if (!th)
-		return REAL(close)(fd);
+		return close_unrecorded(fd);
 	th->in_hook++;
 	uint32_t id = io_fd_id(th, fd);  /* named before it goes */
 	th->in_hook--;
@@ -1123,9 +1144,7 @@ static FILE *fopen_common(struct prof_thread *th, unsigned op, const char *path,
 	if (fd >= 0) {
 		io_fd_opened(th, fd, op, NULL, fd, t0, t1 - t0, stack);
 	} else if (!r) {
-		char name[IO_NAME_MAX];
-		io_abs_path(AT_FDCWD, path, name, sizeof(name));
-		io_name_failed(th, op, name, -(int64_t)err_, t0, t1 - t0, stack);
+		io_path_failed(th, op, AT_FDCWD, path, -(int64_t)err_, t0, t1 - t0, stack);
 	}
 	IO_END_FINISH(th);
 	return r;

@@ -44,6 +44,9 @@ uint32_t io_fd_opened(struct prof_thread *th, int fd, unsigned op, const char *n
 /* A call that named nothing (a failed open): IO_NAME with file 0 and the path it asked for. */
 void io_name_failed(struct prof_thread *th, unsigned op, const char *name, int64_t result,
 		    uint64_t t0, uint64_t dur, uint32_t stack);
+/* The same for a path opened relative to dirfd (AT_FDCWD), named absolute. */
+void io_path_failed(struct prof_thread *th, unsigned op, int dirfd, const char *path,
+		    int64_t result, uint64_t t0, uint64_t dur, uint32_t stack);
 /* Renames id (a socket that connected or was accepted) with the IO_NAME record of the call. */
 void io_fd_rename(struct prof_thread *th, int fd, uint32_t id, unsigned op, const char *name,
 		  int64_t result, uint64_t t0, uint64_t dur, uint32_t stack);
@@ -61,6 +64,5 @@ void io_batches_flush_all(struct prof_thread *th);
 int io_name_of_fd(int fd, char *buf, size_t len);  /* readlink /proc/self/fd/N, sockets by address */
 void io_name_of_sockaddr(const struct sockaddr *sa, socklen_t len, int type, char *buf,
 			 size_t cap);
-void io_abs_path(int dirfd, const char *path, char *buf, size_t cap);
 
 #endif

@@ -813,16 +813,16 @@ static uint32_t write_class(struct prof_thread *th, unsigned cls, uint32_t state
 	}
 }
 
-static __attribute__((noinline)) void scan_with_registers(void)
+static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 {
 	ucontext_t uc;  /* the registers the program's code may have left pointers in */
 	getcontext(&uc);
 	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0);
-	scan_maps((uint64_t)(uintptr_t)__builtin_frame_address(0));
+	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
 /* Runs in the exiting thread after libc freed its own blocks, before EXIT is written. */
-void prof_leak_scan(void)
+void prof_leak_scan(uintptr_t stack_from)
 {
 	struct prof_thread *th = prof_thread_get();
 	if (!prof_cfg.leak_check || !(prof_cfg.events & PROF_EV_ALLOC) || prof_writer_disabled())
@@ -844,7 +844,7 @@ void prof_leak_scan(void)
 	if (sig && sigaction(sig, &sa, NULL) < 0)
 		sig = 0;
 	int whole_stacks = stop_others(sig);
-	scan_with_registers();
+	scan_with_registers(stack_from);
 	drain();
 	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect), the
 	 * oldest first. Lost structures point both ways (a connection and its parts): their

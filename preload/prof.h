@@ -109,6 +109,19 @@ struct prof_thread {
 };
 extern __thread struct prof_thread prof_self;
 
+/* Where the program sized a thread's stack (stack_lo known: threads.c), a hook that finds
+ * less than `need` bytes left below the frame it runs in does less instead of overflowing
+ * it: its stack is its call site alone (an unwind by libunwind takes several KiB), an I/O
+ * call goes unrecorded (its names take 4 KiB buffers). Counted, and said once at exit. */
+#define PROF_UNWIND_ROOM (16u << 10)
+#define PROF_IO_ROOM (12u << 10)
+static inline __attribute__((always_inline)) int prof_stack_tight(const struct prof_thread *th,
+								  size_t need)
+{
+	return th->stack_lo && (uintptr_t)__builtin_frame_address(0) < th->stack_lo + need;
+}
+extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
+
 /* A recording unwind runs with every signal blocked (stacks.c); the sigprocmask calls
  * libunwind makes inside it change nothing and need no system call (cpu.c). */
 #define UNWINDING_MASKED 2
@@ -343,8 +356,10 @@ void prof_cpu_set_tick_blocked(int blocked);
 void prof_heap_init(void);
 
 /* leakscan.c: memcheck's leak classes at exit (LEAK_SCAN, LEAK_BLOCKS records); memory of
- * libprof's own (tables it maps) is registered so that it is never taken for a root. */
-void prof_leak_scan(void);
+ * libprof's own (tables it maps) is registered so that it is never taken for a root.
+ * stack_from: where the calling thread's stack is live from, if the scan runs on another
+ * stack (init.c); 0: from the scan's own frame. */
+void prof_leak_scan(uintptr_t stack_from);
 void prof_own_memory(const void *p, size_t len);
 
 /* Another thread is at work for us (a few loads and stores): spin a little, then let it run.

@@ -1056,6 +1056,59 @@ static inline void proof_of(const struct stack_cache *c, const struct cached_sta
 						    c->epoch };
 }
 
+/* A miss: unwind with libunwind's steps, noting the words each read (unwind_recording()),
+ * into entry e. Out of prof_stack_proven(): the unwind's cursor, context and frames take some
+ * 5 KiB of stack, which every hit would otherwise reserve too. */
+static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
+						       struct cached_stack *e, uintptr_t call_site,
+						       uintptr_t sp0, uintptr_t bp0, uint64_t *guess,
+						       struct prof_stack_proof *proof)
+{
+	struct stack_cache *c = th->stack_cache;
+	if (!recording_begin())
+		return prof_stack_at_uncached(th, call_site, guess);
+	c->debt += RECORD_COST;
+	c->recorded++;
+	if (table && *guess)
+		__builtin_prefetch(slot_at(*guess, 0, 0));
+	void *buf[PROF_MAX_STACK_DEPTH];
+	th->hook_site = call_site;
+	/* Debian's libunwind blocks every signal around each step (two sigprocmask calls, most of
+	 * a recording's cost): block them once for the whole unwind instead, and let its calls
+	 * find them blocked (UNWINDING_MASKED, cpu.c) */
+	sigset_t all, saved;
+	sigfillset(&all);
+	int masked = syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, _NSIG / 8) == 0;
+	th->unwinding = masked ? UNWINDING_MASKED : 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
+				 e);
+	atomic_signal_fence(memory_order_seq_cst);
+	th->unwinding = 0;
+	if (masked)
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, _NSIG / 8);
+	recording_end();
+	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
+	if (n <= 0)
+		return 0;
+	uint64_t pychain;
+	n = prof_py_splice(th, buf, n, PROF_MAX_STACK_DEPTH, &pychain);
+	*guess = hash_frames(buf, n);
+	uint32_t id = intern(th, buf, n, *guess);
+	if (id && id != ID_FAILED && e->n) {
+		e->hash = *guess;
+		e->pychain = pychain;
+		e->id = id;
+		e->gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
+		e->sp = sp0;
+		e->bp = bp0;
+		e->site = call_site;
+		if (cache_keep(th, e) && proof)
+			proof_of(th->stack_cache, e, proof);
+	}
+	return id;
+}
+
 /* Not inlined into prof_stack_from(), which jumps here: one copy, with cache_find() and the
  * rest inlined. */
 __attribute__((noinline)) uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site,
@@ -1119,48 +1172,7 @@ __attribute__((noinline)) uint32_t prof_stack_proven(struct prof_thread *th, uin
 		c->throttled++;
 		return prof_stack_at_uncached(th, call_site, guess);
 	}
-	if (!recording_begin())
-		return prof_stack_at_uncached(th, call_site, guess);
-	c->debt += RECORD_COST;
-	c->recorded++;
-	if (table && *guess)
-		__builtin_prefetch(slot_at(*guess, 0, 0));
-	void *buf[PROF_MAX_STACK_DEPTH];
-	th->hook_site = call_site;
-	/* Debian's libunwind blocks every signal around each step (two sigprocmask calls, most of
-	 * a recording's cost): block them once for the whole unwind instead, and let its calls
-	 * find them blocked (UNWINDING_MASKED, cpu.c) */
-	sigset_t all, saved;
-	sigfillset(&all);
-	int masked = syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, _NSIG / 8) == 0;
-	th->unwinding = masked ? UNWINDING_MASKED : 1;
-	atomic_signal_fence(memory_order_seq_cst);
-	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
-				 e);
-	atomic_signal_fence(memory_order_seq_cst);
-	th->unwinding = 0;
-	if (masked)
-		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, _NSIG / 8);
-	recording_end();
-	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
-	if (n <= 0)
-		return 0;
-	uint64_t pychain;
-	n = prof_py_splice(th, buf, n, PROF_MAX_STACK_DEPTH, &pychain);
-	*guess = hash_frames(buf, n);
-	uint32_t id = intern(th, buf, n, *guess);
-	if (id && id != ID_FAILED && e->n) {
-		e->hash = *guess;
-		e->pychain = pychain;
-		e->id = id;
-		e->gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
-		e->sp = sp0;
-		e->bp = bp0;
-		e->site = call_site;
-		if (cache_keep(th, e) && proof)
-			proof_of(th->stack_cache, e, proof);
-	}
-	return id;
+	return record_miss(th, e, call_site, sp0, bp0, guess, proof);
 }
 
 uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook)
@@ -1180,8 +1192,24 @@ int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_
 	return cached_holds(e, call_site, (uintptr_t)(hook + 2), hook[0]);
 }
 
-/* The stack by libunwind's fast backtrace, without the cache. */
-static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess)
+_Atomic uint64_t prof_tight_stacks;
+
+/* The stack of a call where too little of the thread's stack is left to unwind: its call
+ * site alone. Not inlined: the caller's large frame is not reserved for it. */
+static __attribute__((noinline)) uint32_t call_site_alone(struct prof_thread *th,
+							  uintptr_t call_site, uint64_t *guess)
+{
+	atomic_fetch_add_explicit(&prof_tight_stacks, 1, memory_order_relaxed);
+	if (!call_site)
+		return 0;
+	void *frame = (void *)call_site;
+	*guess = hash_frames(&frame, 1);
+	return intern(th, &frame, 1, *guess);
+}
+
+/* The stack by libunwind's fast backtrace (unw_backtrace()), without the cache. */
+static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, uintptr_t call_site,
+						      uint64_t *guess)
 {
 	if (table && *guess && call_site)
 		__builtin_prefetch(slot_at(*guess, 0, 0));
@@ -1206,6 +1234,15 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16 - skip, &pychain);
 	*guess = hash_frames(frames, n);
 	return intern(th, frames, n, *guess);
+}
+
+/* The stack without the cache: unwound, or where little of the thread's stack is left, the
+ * call site alone. */
+static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess)
+{
+	if (prof_stack_tight(th, PROF_UNWIND_ROOM))
+		return call_site_alone(th, call_site, guess);
+	return unwind_fast(th, call_site, guess);
 }
 
 /* The id of a slot another thread claimed and is writing the STACK record of, once written:

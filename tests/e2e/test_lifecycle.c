@@ -307,6 +307,45 @@ Test(lifecycle, profiler_descriptors_stay_out_of_the_programs_way)
 	expect_same_output("first_fd");
 }
 
+/* Threads with 16 KiB stacks (PTHREAD_STACK_MIN) that allocate, lock and do I/O run as they
+ * do unprofiled, with every allocation counted as memcheck counts it; and one that calls
+ * exit() from its small stack leaves the program's exit status, and a leak scan that still
+ * finds the block held by that stack alone (tests/progs/small_stacks.c). */
+Test(lifecycle, threads_with_the_smallest_stacks_never_overflow)
+{
+	const char *dir = e2e_tmpdir();
+	char file[PATH_MAX], out[PATH_MAX];
+	snprintf(file, sizeof(file), "%s/data.txt", dir);
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	const char *argv[] = { e2e_prog("small_stacks"), file, NULL };
+	struct vg_summary vg;
+	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+	unlink(file);
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0);
+	e2e_expect_file(out, "ok\n");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), vg.allocs);
+	cr_expect_eq(e2e_int(p, "heap.free_calls"), vg.frees);
+	cr_expect_eq(e2e_int(p, "heap.bytes_allocated"), vg.bytes);
+	json_decref(doc);
+
+	const char *dir2 = e2e_tmpdir();
+	snprintf(out, sizeof(out), "%s/out.txt", dir2);
+	const char *exiting[] = { e2e_prog("small_stacks"), file, "exit", NULL };
+	cr_assert_eq(e2e_profile(dir2, exiting, NULL, out, NULL), 0);
+	e2e_expect_file(out, "exit\n");
+	doc = e2e_prof_json("report", dir2);
+	cr_assert_not_null(doc);
+	p = e2e_process(doc, 0);
+	cr_expect(json_is_true(json_object_get(p, "complete")));
+	cr_expect_eq(e2e_int(p, "exit.code"), 0);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 4000);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.bytes"), 0);
+	json_decref(doc);
+}
+
 Test(lifecycle, signal_dispositions_programs_inspect_are_untouched)
 {
 	expect_same_output("dispositions");
