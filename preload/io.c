@@ -4,7 +4,7 @@
  *
  * Guards. prof_recording() sends our own work (in_hook) straight through. The real call is
  * made with in_hook as the program had it, so what libc allocates inside fopen or getline is
- * the program's allocation, recorded as valgrind sees it; a separate per-thread flag (io_busy)
+ * the program's allocation, recorded as valgrind sees it; a separate per-thread mark (io_busy)
  * keeps I/O hooks reached from inside a real I/O call from counting the same bytes twice.
  *
  * Stacks. Each call's stack comes from the stack cache (stacks.c), which checks a repeated
@@ -108,7 +108,11 @@ __attribute__((constructor)) static void io_resolve_all(void)
 
 /* ---- recording -------------------------------------------------------------------------- */
 
-static __thread int io_busy;  /* inside a real I/O call made from a hook */
+/* Inside a real I/O call made from a hook: that hook's frame, 0 if none. A hook reached from
+ * inside the call runs below it, on the same stack. A signal handler that siglongjmp()s out
+ * of the call (an alarm() timeout on a read) leaves it set: a hook whose frame is not below
+ * it finds it stale, and the thread's I/O is recorded again. */
+static __thread uintptr_t io_busy;
 
 #define RET_ADDR ((uintptr_t)__builtin_return_address(0))
 #define FRAME_ADDR ((uintptr_t)__builtin_frame_address(0))
@@ -158,17 +162,18 @@ static __attribute__((noinline, cold)) struct prof_thread *io_tight(void)
 
 /* Entry of a recording hook: NULL means "just call the real function". So it is where the
  * thread's stack has too little room left for the names of a call (prof_stack_tight()). */
-static inline struct prof_thread *io_begin(void)
+static inline __attribute__((always_inline)) struct prof_thread *io_begin(void)
 {
 	struct prof_thread *th = prof_recording(PROF_EV_IO | PROF_EV_HTTP);  /* http: socket data */
-	if (!th || io_busy)
+	uintptr_t hook = (uintptr_t)__builtin_frame_address(0);  /* always inline: the hook's */
+	if (!th || (io_busy && hook < io_busy))
 		return NULL;
 	if (unlikely(prof_stack_tight(th, PROF_IO_ROOM)))
 		return io_tight();
 	th->in_hook++;
 	io_ready(th);
 	th->in_hook--;
-	io_busy = 1;
+	io_busy = hook;
 	return th;
 }
 

@@ -217,6 +217,23 @@ Test(io, plain_fd_bytes_match_strace)
 	json_decref(doc);
 }
 
+/* A read left by a signal handler's siglongjmp() (an alarm timeout) never returns to its
+ * hook: the thread's later I/O is still recorded, byte for byte as strace sees it. */
+Test(io, io_after_a_read_left_by_siglongjmp_is_recorded)
+{
+	struct strace_log log;
+	char dir[256], out[PATH_MAX], path[PATH_MAX];
+	json_t *doc;
+	json_t *files = both_runs("timeout", &log, dir, sizeof(dir), out, sizeof(out), &doc);
+	e2e_expect_file(out, "timeouts 3, read back 32768\n");
+	snprintf(path, sizeof(path), "%s/timeout.dat", dir);
+	expect_same_bytes(files, &log, path);
+	json_t *f = file_row(files, path);
+	cr_expect_eq(e2e_int(f, "opens"), 1);
+	cr_expect_eq(e2e_int(f, "closes"), 1);
+	json_decref(doc);
+}
+
 /* The first open of plain.dat is at the MARK-OPEN-PLAIN line of write_plain(). */
 Test(io, open_stack_points_to_function_and_line)
 {

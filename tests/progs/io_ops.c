@@ -5,10 +5,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -272,10 +275,56 @@ static void mode_errors(const char *dir)
 	printf("lseek bad whence = %ld errno %d\n", (long)o, errno);
 }
 
+static sigjmp_buf timed_out;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	siglongjmp(timed_out, 1);
+}
+
+/* Reads that time out the old way: a SIGALRM handler siglongjmp()s out of a read that waits
+ * for ever (an empty pipe), three times; then timeout.dat (32 KiB) is written and read back in
+ * 4 KiB reads, from the same function as the reads that never returned. */
+static void mode_timeout(const char *dir)
+{
+	int p[2];
+	if (pipe(p) < 0)
+		die("pipe");
+	signal(SIGALRM, on_alarm);
+	int timeouts = 0;
+	for (int i = 0; i < 3; i++) {
+		if (sigsetjmp(timed_out, 1) == 0) {
+			struct itimerval it = { { 0, 0 }, { 0, 20000 } };
+			setitimer(ITIMER_REAL, &it, NULL);
+			if (read(p[0], buf, 1) >= 0)
+				die("read of an empty pipe returned");
+		} else {
+			timeouts++;
+		}
+	}
+	signal(SIGALRM, SIG_DFL);
+	char path[4096];
+	path_in(path, sizeof(path), dir, "timeout.dat");
+	int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+	if (fd < 0)
+		die("open timeout.dat");
+	memset(buf, 't', 32768);
+	write_all(fd, buf, 32768);
+	if (lseek(fd, 0, SEEK_SET) != 0)
+		die("lseek");
+	long got = 0;
+	ssize_t r;
+	while ((r = read(fd, buf, 4096)) > 0)
+		got += r;
+	close(fd);
+	printf("timeouts %d, read back %ld\n", timeouts, got);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors DIR\n");
+		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors|timeout DIR\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argc > 2 ? argv[2] : ".";
@@ -291,6 +340,8 @@ int main(int argc, char **argv)
 		mode_tcp();
 	else if (!strcmp(mode, "errors"))
 		mode_errors(dir);
+	else if (!strcmp(mode, "timeout"))
+		mode_timeout(dir);
 	else
 		return 2;
 	return 0;
