@@ -28,7 +28,8 @@
 #define SQLITE_DONE 101
 #define SQL_SCAN_MAX (1u << 16)  /* the most SQL read of a NUL-terminated text */
 
-static __thread int db_depth;  /* inside a real database call */
+static __thread uintptr_t db_busy;  /* inside a real database call: its mark
+				     * (prof_inside_call()) */
 
 __attribute__((constructor)) static void db_config(void)
 {
@@ -39,17 +40,17 @@ __attribute__((constructor)) static void db_config(void)
 #define RET_ADDR ((uintptr_t)__builtin_return_address(0))
 
 /* Entry of a hook: the thread to record for, or NULL to pass straight through. */
-static inline struct prof_thread *db_begin(void)
+static inline __attribute__((always_inline)) struct prof_thread *db_begin(void)
 {
-	return db_depth ? NULL : prof_recording(PROF_EV_DB);
+	return prof_inside_call(db_busy, prof_hook_frame()) ? NULL : prof_recording(PROF_EV_DB);
 }
 
 #define DB_CALL(th, result, call)             \
-	db_depth++;                           \
+	db_busy = prof_hook_frame();          \
 	uint64_t t0 = prof_now();             \
 	result = call;                        \
 	uint64_t t1 = prof_now();             \
-	db_depth--;                           \
+	db_busy = 0;                          \
 	int err_ = errno;                     \
 	(th)->in_hook++
 #define DB_DONE(th)      \
@@ -274,9 +275,10 @@ static int exec_row(void *p, int n, char **vals, char **cols)
 	if (!x->cb)
 		return 0;
 	uint64_t t = prof_now();
-	db_depth--;  /* the callback is the program's: its own queries count */
+	uintptr_t busy = db_busy;
+	db_busy = 0;  /* the callback is the program's: its own queries count */
 	int r = x->cb(x->arg, n, vals, cols);
-	db_depth++;
+	db_busy = busy;
 	x->cb_ns += prof_now() - t;
 	return r;
 }

@@ -222,11 +222,12 @@ static struct {
 	void (*free)(SSL *);
 } ssl;
 
-static __thread int tls_depth;  /* inside a real SSL call: OpenSSL's own calls pass */
+/* Inside a real SSL call: its mark (prof_inside_call()); OpenSSL's own calls pass. */
+static __thread uintptr_t tls_busy;
 
-static inline struct prof_thread *tls_begin(void)
+static inline __attribute__((always_inline)) struct prof_thread *tls_begin(void)
 {
-	return tls_depth ? NULL : prof_recording(PROF_EV_HTTP);
+	return prof_inside_call(tls_busy, prof_hook_frame()) ? NULL : prof_recording(PROF_EV_HTTP);
 }
 
 static void tls_data(struct prof_thread *th, SSL *s, int out, const void *buf, size_t n,
@@ -244,11 +245,11 @@ static void tls_data(struct prof_thread *th, SSL *s, int out, const void *buf, s
 		struct prof_thread *th = tls_begin();                    \
 		if (!th)                                                 \
 			return ssl.fn(__VA_ARGS__);                      \
-		tls_depth++;                                             \
+		tls_busy = prof_hook_frame();                            \
 		uint64_t t0 = prof_now();                                \
 		int r = ssl.fn(__VA_ARGS__);                             \
 		uint64_t t1 = prof_now();                                \
-		tls_depth--;                                             \
+		tls_busy = 0;                                            \
 		int err_ = errno;                                        \
 		th->in_hook++;                                           \
 		size_t n_ = (moved);                                     \

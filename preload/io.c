@@ -108,11 +108,8 @@ __attribute__((constructor)) static void io_resolve_all(void)
 
 /* ---- recording -------------------------------------------------------------------------- */
 
-/* Inside a real I/O call made from a hook: that hook's frame, 0 if none. A hook reached from
- * inside the call runs below it, on the same stack. A signal handler that siglongjmp()s out
- * of the call (an alarm() timeout on a read) leaves it set: a hook whose frame is not below
- * it finds it stale, and the thread's I/O is recorded again. */
-static __thread uintptr_t io_busy;
+static __thread uintptr_t io_busy;  /* inside a real I/O call made from a hook: its mark
+				     * (prof_inside_call()) */
 
 #define RET_ADDR ((uintptr_t)__builtin_return_address(0))
 #define FRAME_ADDR ((uintptr_t)__builtin_frame_address(0))
@@ -165,8 +162,8 @@ static __attribute__((noinline, cold)) struct prof_thread *io_tight(void)
 static inline __attribute__((always_inline)) struct prof_thread *io_begin(void)
 {
 	struct prof_thread *th = prof_recording(PROF_EV_IO | PROF_EV_HTTP);  /* http: socket data */
-	uintptr_t hook = (uintptr_t)__builtin_frame_address(0);  /* always inline: the hook's */
-	if (!th || (io_busy && hook < io_busy))
+	uintptr_t hook = prof_hook_frame();  /* always inline: the hook's */
+	if (!th || prof_inside_call(io_busy, hook))
 		return NULL;
 	if (unlikely(prof_stack_tight(th, PROF_IO_ROOM)))
 		return io_tight();

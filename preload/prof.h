@@ -122,6 +122,17 @@ static inline __attribute__((always_inline)) int prof_stack_tight(const struct p
 }
 extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
 
+/* A family's mark on a thread while one of its hooks makes the real call: that hook's frame
+ * (prof_hook_frame(), from the hook itself or code inlined into it), 0 for none. Its hooks
+ * reached from inside the call (a library's calls of its own, libc's) run below the mark and
+ * pass through; a hook not below it is outside the call, and finds a mark that a longjmp()
+ * out of the call left (an alarm() handler's timeout, a Lua error) stale. */
+#define prof_hook_frame() ((uintptr_t)__builtin_frame_address(0))
+static inline int prof_inside_call(uintptr_t mark, uintptr_t hook_frame)
+{
+	return mark && hook_frame < mark;
+}
+
 /* A recording unwind runs with every signal blocked (stacks.c); the sigprocmask calls
  * libunwind makes inside it change nothing and need no system call (cpu.c). */
 #define UNWINDING_MASKED 2
