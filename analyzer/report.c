@@ -99,8 +99,12 @@ static void print_identity(FILE *out, const struct process *p)
 	case EXIT_EXEC: fprintf(out, "exec %s", p->exec_path ? p->exec_path : "?"); break;
 	default: fprintf(out, "no exit recorded"); break;
 	}
-	fprintf(out, ", %s%s]%s\n", fmt_ns(p->end_ns, d, sizeof(d)),
-		p->complete ? "" : ", INCOMPLETE: the trace ends before a normal exit", fmt_sgr(NULL));
+	const char *why = p->complete ? ""
+			  : p->hdr.state == PROF_STATE_DISABLED
+				  ? ", INCOMPLETE: libprof stopped recording before the end (a full "
+				    "disk, a seccomp sandbox: it said which on stderr)"
+				  : ", INCOMPLETE: the trace ends before a normal exit";
+	fprintf(out, ", %s%s]%s\n", fmt_ns(p->end_ns, d, sizeof(d)), why, fmt_sgr(NULL));
 	time_t t = (time_t)(p->hdr.start_realtime_ns / 1000000000u);
 	struct tm tm;
 	gmtime_r(&t, &tm);

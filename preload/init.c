@@ -747,6 +747,120 @@ static char *const *env_with_preload(char *const envp[], char **env_out, size_t 
 	return env_out;
 }
 
+/* ---- seccomp sandboxes -------------------------------------------------------------------
+ * A program that installs a seccomp filter (prctl(PR_SET_SECCOMP), the seccomp system call)
+ * may have any system call libprof makes after that refused, and a refusal may kill it
+ * (SIGSYS): growing the trace, naming a file, unwinding, the exit's leak scan. So recording
+ * ends there, before the filter is in place: what was counted is written, the trace is marked
+ * as switched off (DISABLED: no EXIT record, reported incomplete), every hook passes its call
+ * through, and the programs the process starts from then on (under its filter) run without
+ * libprof. Said once. A process that starts under a filter (a container's) is profiled: its
+ * filter was there first, and libprof stands aside wherever a call of its own fails. */
+static _Atomic int sandboxed;
+
+void prof_sandbox_entered(void)
+{
+	if (atomic_exchange(&sandboxed, 1))
+		return;
+	int err = errno;
+	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
+		struct prof_thread *th = prof_thread_get();
+		th->in_hook++;
+		heap_tally_flush_all(th);
+		io_batches_flush_all(th);
+		prof_locks_flush();
+		prof_cpu_stop(th);  /* the other threads' ticks find recording off */
+		prof_writer_set_state(PROF_STATE_DISABLED);
+		atomic_store(&prof_active, 0);
+		th->in_hook--;
+		prof_log("the program installs a seccomp filter, which may refuse libprof's system "
+			 "calls: recording stops here, and the programs it starts are not profiled");
+	}
+	errno = err;
+}
+
+/* The raw system call, as glibc's syscall() makes it (x86-64): the hook below must not need
+ * anything resolved, as libprof's own early calls of syscall() come through it too. */
+static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+{
+	register long r10 __asm__("r10") = a4;
+	register long r8 __asm__("r8") = a5;
+	register long r9 __asm__("r9") = a6;
+	long ret;
+	__asm__ volatile("syscall"
+			 : "=a"(ret)
+			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
+			 : "rcx", "r11", "memory");
+	if ((unsigned long)ret > -4096ul) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+
+/* syscall(2) is how libseccomp and others install a filter (glibc has no seccomp()). */
+PROF_EXPORT long syscall(long nr, ...)
+{
+	va_list ap;
+	va_start(ap, nr);
+	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
+	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
+	va_end(ap);
+	if (nr == SYS_seccomp)
+		prof_sandbox_entered();
+	return raw_syscall(nr, a1, a2, a3, a4, a5, a6);
+}
+
+/* envp without libprof in its LD_PRELOAD, for a program started from inside a sandbox. */
+static char *const *env_without_preload(char *const envp[], char **env_out, size_t cap,
+					char *preload_buf, size_t preload_cap)
+{
+	size_t n = 0, self_len = strlen(self_path);
+	for (; envp && envp[n]; n++)
+		;
+	if (!self_len || n + 1 > cap)
+		return envp;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(envp[i], "LD_PRELOAD=", 11) || !strstr(envp[i], self_path)) {
+			env_out[k++] = envp[i];
+			continue;
+		}
+		/* The list less our entry (entries are separated by ':' or ' '). */
+		char *out = preload_buf + 11;
+		size_t room = preload_cap - 11, len = 0;
+		for (const char *p = envp[i] + 11; *p;) {
+			size_t m = strcspn(p, ": ");
+			int ours = m == self_len && !strncmp(p, self_path, m);
+			if (m && !ours && len + 1 + m + 1 <= room) {
+				if (len)
+					out[len++] = ':';
+				memcpy(out + len, p, m);
+				len += m;
+			}
+			p += m;
+			p += *p != 0;
+		}
+		if (len) {
+			memcpy(preload_buf, "LD_PRELOAD=", 11);
+			out[len] = 0;
+			env_out[k++] = preload_buf;
+		}
+	}
+	env_out[k] = NULL;
+	return env_out;
+}
+
+/* The environment of a program this process starts: with libprof preloaded, unless the
+ * process is in a sandbox. env_out has EXEC_ENV_MAX slots. */
+static char *const *program_env(char *const envp[], char **env_out, char *preload_buf,
+				size_t preload_cap)
+{
+	if (atomic_load(&sandboxed))
+		return env_without_preload(envp, env_out, EXEC_ENV_MAX, preload_buf, preload_cap);
+	return env_with_preload(envp, env_out, EXEC_ENV_MAX, preload_buf, preload_cap);
+}
+
 /* Records the exec about to happen (its path) and marks the trace as handed over. */
 static void record_exec(const char *path)
 {
@@ -791,7 +905,7 @@ static int do_execve(execve_fn real, const char *path, char *const argv[], char 
 	int mine = atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid();
 	if (mine)
 		prof_cpu_stop(&prof_self);
-	char *const *e = env_with_preload(envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
+	char *const *e = program_env(envp, env, preload, sizeof(preload));
 	errno = saved;
 	int rc = real(path, argv, e);
 	saved = errno;
@@ -929,7 +1043,7 @@ static int do_spawn(spawn_fn real, pid_t *pid, const char *path,
 	char *env[EXEC_ENV_MAX];
 	char preload[2048];
 	int saved = errno;
-	char *const *e = env_with_preload(envp, env, EXEC_ENV_MAX, preload, sizeof(preload));
+	char *const *e = program_env(envp, env, preload, sizeof(preload));
 	errno = saved;
 	return real(pid, path, fa, attr, argv, e);
 }

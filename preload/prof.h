@@ -292,6 +292,8 @@ static inline struct prof_thread *prof_thread_get(void)
 	return th;
 }
 void prof_thread_end(struct prof_thread *th);
+/* The process is about to install a seccomp filter: recording stops (init.c). */
+void prof_sandbox_entered(void);
 int prof_threads_alive(void);
 
 /* stacks.c: the caller's stack, interned; 0 when stacks are off or it could not be had.

@@ -352,6 +352,8 @@ PROF_EXPORT int prctl(int option, ...)
 	unsigned long a2 = va_arg(ap, unsigned long), a3 = va_arg(ap, unsigned long);
 	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
+	if (option == PR_SET_SECCOMP)
+		prof_sandbox_entered();
 	int rc = real.prctl(option, a2, a3, a4, a5);
 	if (rc != 0 || option != PR_SET_NAME)
 		return rc;

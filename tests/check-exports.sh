@@ -26,6 +26,8 @@ allowed_names=(
 	_exit _Exit
 	# limits the program lowers (init.c: our reservations shrink first)
 	setrlimit setrlimit64 prlimit prlimit64
+	# a seccomp filter installed through syscall(2) (init.c: recording stops first)
+	syscall
 	# modules
 	dlopen dlclose
 	# file and network I/O (preload/io.c), stdio included

@@ -176,6 +176,38 @@ Test(lifecycle, fork_and_exec_each_write_a_trace)
 	json_decref(doc);
 }
 
+/* A program that enters a seccomp sandbox whose filter kills the process on system calls
+ * libprof makes (growing the trace, reading /proc, timers) runs to its end, and so does the
+ * program it then starts under that filter: recording stops before the filter is installed,
+ * through prctl() or syscall() alike, with what came before it kept, and one line on stderr;
+ * the program started from the sandbox is not profiled. tests/progs/sandboxed.c. */
+Test(lifecycle, a_seccomp_sandbox_stops_recording_and_the_program_runs_on)
+{
+	const char *const how[] = { "prctl", "syscall" };
+	for (size_t i = 0; i < 2; i++) {
+		const char *dir = e2e_tmpdir();
+		char out[PATH_MAX], err[PATH_MAX];
+		snprintf(out, sizeof(out), "%s/out.txt", dir);
+		snprintf(err, sizeof(err), "%s/err.txt", dir);
+		const char *argv[] = { e2e_prog("sandboxed"), how[i], "300000", "exec", NULL };
+		int st = e2e_profile(dir, argv, NULL, out, err);
+		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", how[i], st);
+		e2e_expect_file(out, "sandboxed\nchild\n");
+		char *text = e2e_read_file(err);
+		cr_assert_not_null(text);
+		cr_expect_not_null(strstr(text, "seccomp filter"), "%s", text);
+		cr_expect_eq(e2e_count_lines(text), 1, "%s", text);
+		free(text);
+		cr_assert_eq(count_traces(dir), 1, "only the sandboxed process is profiled");
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		json_t *p = e2e_process(doc, 0);
+		cr_expect(json_is_false(json_object_get(p, "complete")));
+		cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 1000, "the allocations before the filter");
+		json_decref(doc);
+	}
+}
+
 /* The program runs unchanged, with one line on stderr, when its trace cannot be created. */
 Test(lifecycle, unwritable_output_leaves_program_unchanged)
 {
