@@ -1076,10 +1076,17 @@ __attribute__((constructor)) static void batches_fork_register(void)
 	pthread_atfork(NULL, NULL, batches_fork_child);
 }
 
+/* A stream's descriptor, -1 for a stream without one (fopencookie, fmemopen): read in place,
+ * as fileno() would set errno there. */
+static inline int stream_fd(FILE *f)
+{
+	return f ? f->_fileno : -1;
+}
+
 static void record_stdio(struct prof_thread *th, unsigned op, FILE *f, int failed, int64_t bytes,
 			 int err, uint64_t t0, uint64_t t1, uintptr_t ret, uintptr_t frame)
 {
-	int fd = f ? fileno(f) : -1;
+	int fd = stream_fd(f);
 	if (fd < 0)
 		return;
 	int64_t result = bytes;
@@ -1118,6 +1125,10 @@ static inline void buffered_done(struct prof_thread *th, unsigned op, FILE *f, i
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return call;                                                       \
+		if (unlikely(stream_fd(f) < 0)) {                                          \
+			io_busy = 0;  /* no descriptor: I/O its functions make is theirs */ \
+			return call;                                                       \
+		}                                                                          \
 		if (fits) {                                                                \
 			type r = call;                                                     \
 			buffered_done(th, op, f, failed, (uint64_t)(bytes), RET_ADDR, FRAME_ADDR); \
@@ -1142,7 +1153,7 @@ static FILE *fopen_common(struct prof_thread *th, unsigned op, const char *path,
 {
 	IO_END_BEGIN(th);
 	uint32_t stack = io_stack(th, ret, frame);
-	int fd = r ? fileno(r) : -1;
+	int fd = stream_fd(r);
 	if (fd >= 0) {
 		io_fd_opened(th, fd, op, NULL, fd, t0, t1 - t0, stack);
 	} else if (!r) {
@@ -1178,7 +1189,7 @@ PROF_EXPORT FILE *fopen64(const char *path, const char *mode)
 		struct prof_thread *th = io_begin();                                       \
 		if (!th)                                                                   \
 			return REAL(name)(path, mode, f);                                  \
-		int oldfd = f ? fileno(f) : -1;                                            \
+		int oldfd = stream_fd(f);                                                  \
 		uint32_t oldid = io_fd_peek(oldfd);                                        \
 		th->in_hook++;                                                             \
 		batches_write(th, f);                                                      \
@@ -1221,21 +1232,23 @@ PROF_EXPORT int fclose(FILE *f)
 	struct prof_thread *th = io_begin();
 	if (!th)
 		return REAL(fclose)(f);
-	int fd = f ? fileno(f) : -1;
+	int fd = stream_fd(f);
+	if (fd < 0) {  /* no descriptor: what its cookie functions write at the close is theirs */
+		io_busy = 0;
+		return REAL(fclose)(f);
+	}
 	th->in_hook++;
 	batches_write(th, f);  /* while its descriptor still has its id */
-	uint32_t id = fd >= 0 ? io_fd_id(th, fd) : 0;
+	uint32_t id = io_fd_id(th, fd);
 	th->in_hook--;
 	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
 	int r = REAL(fclose)(f);
 	uint64_t t1 = prof_timed_end(th, t0, own0_);
 	IO_END_BEGIN(th);
-	if (fd >= 0) {
-		io_fd_closed(fd, id);
-		http_fd_closed(th, fd, id);
-		record_id(th, PROF_IO_FCLOSE, fd, id, r == EOF ? -(int64_t)err_ : 0, t0, t1,
-			  RET_ADDR, FRAME_ADDR);
-	}
+	io_fd_closed(fd, id);
+	http_fd_closed(th, fd, id);
+	record_id(th, PROF_IO_FCLOSE, fd, id, r == EOF ? -(int64_t)err_ : 0, t0, t1, RET_ADDR,
+		  FRAME_ADDR);
 	IO_END_FINISH(th);
 	return r;
 }

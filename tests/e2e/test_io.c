@@ -234,6 +234,21 @@ Test(io, io_after_a_read_left_by_siglongjmp_is_recorded)
 	json_decref(doc);
 }
 
+/* A stream without a descriptor (fopencookie) whose write function writes to a file: the
+ * file's bytes are counted as strace sees them (its writes inside fwrite and fclose are the
+ * program's I/O, not libc's copy of the stdio call's), and errno is left as it was. */
+Test(io, cookie_stream_writes_are_counted_once)
+{
+	struct strace_log log;
+	char dir[256], out[PATH_MAX], path[PATH_MAX];
+	json_t *doc;
+	json_t *files = both_runs("cookie", &log, dir, sizeof(dir), out, sizeof(out), &doc);
+	e2e_expect_file(out, "errno after fclose 4321\nmemstream 12 bytes\n");
+	snprintf(path, sizeof(path), "%s/cookie.dat", dir);
+	expect_same_bytes(files, &log, path);
+	json_decref(doc);
+}
+
 /* The first open of plain.dat is at the MARK-OPEN-PLAIN line of write_plain(). */
 Test(io, open_stack_points_to_function_and_line)
 {

@@ -275,6 +275,50 @@ static void mode_errors(const char *dir)
 	printf("lseek bad whence = %ld errno %d\n", (long)o, errno);
 }
 
+static int cookie_fd;
+
+static ssize_t cookie_write(void *cookie, const char *p, size_t n)
+{
+	(void)cookie;
+	return write(cookie_fd, p, n);
+}
+
+/* Streams without a descriptor: one made by fopencookie() whose write function writes to
+ * cookie.dat (what reaches the file is I/O of that descriptor, as strace sees it), and one
+ * by open_memstream() (no I/O at all); errno is what the program left before fclose. */
+static void mode_cookie(const char *dir)
+{
+	char path[4096];
+	path_in(path, sizeof(path), dir, "cookie.dat");
+	cookie_fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	if (cookie_fd < 0)
+		die("open cookie.dat");
+	cookie_io_functions_t fns = { .write = cookie_write };
+	FILE *f = fopencookie(NULL, "w", fns);
+	if (!f)
+		die("fopencookie");
+	setvbuf(f, NULL, _IOFBF, 256);
+	memset(buf, 'c', 100);
+	for (int i = 0; i < 10; i++)
+		if (fwrite(buf, 1, 100, f) != 100)
+			die("fwrite");
+	fprintf(f, "%s\n", "end");
+	errno = 4321;
+	if (fclose(f) != 0)
+		die("fclose");
+	printf("errno after fclose %d\n", errno);
+	close(cookie_fd);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m)
+		die("open_memstream");
+	fprintf(m, "in memory %d", 42);
+	fclose(m);
+	printf("memstream %zu bytes\n", len);
+	free(text);
+}
+
 static sigjmp_buf timed_out;
 
 static void on_alarm(int sig)
@@ -324,7 +368,7 @@ static void mode_timeout(const char *dir)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors|timeout DIR\n");
+		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors|timeout|cookie DIR\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argc > 2 ? argv[2] : ".";
@@ -342,6 +386,8 @@ int main(int argc, char **argv)
 		mode_errors(dir);
 	else if (!strcmp(mode, "timeout"))
 		mode_timeout(dir);
+	else if (!strcmp(mode, "cookie"))
+		mode_cookie(dir);
 	else
 		return 2;
 	return 0;
