@@ -207,6 +207,7 @@ struct tls_scan {
 	uintptr_t ours;     /* an address inside libprof.so */
 	const char *soname; /* of the dependency being asked about */
 	int needed;         /* some other object lists it in DT_NEEDED */
+	size_t modid;       /* its TLS module id, 0 if it has no TLS (or is not loaded) */
 };
 
 static const char *dyn_string(const ElfW(Dyn) *dyn, ElfW(Addr) off)
@@ -219,7 +220,6 @@ static const char *dyn_string(const ElfW(Dyn) *dyn, ElfW(Addr) off)
 
 static int scan_needed(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	(void)size;
 	struct tls_scan *ts = arg;
 	const ElfW(Dyn) *dyn = NULL;
 	int is_ours = 0;
@@ -233,6 +233,10 @@ static int scan_needed(struct dl_phdr_info *info, size_t size, void *arg)
 	}
 	if (!dyn || is_ours || !info->dlpi_name || !strncmp(info->dlpi_name, "linux-vdso", 10))
 		return 0;
+	const char *base = strrchr(info->dlpi_name, '/');
+	if (!strcmp(base ? base + 1 : info->dlpi_name, ts->soname) &&
+	    size >= offsetof(struct dl_phdr_info, dlpi_tls_data))
+		ts->modid = info->dlpi_tls_modid;
 	const char *strtab = dyn_string(dyn, 0);
 	for (const ElfW(Dyn) *d = dyn; strtab && d->d_tag != DT_NULL; d++)
 		if (d->d_tag == DT_NEEDED && !strcmp(strtab + d->d_un.d_val, ts->soname))
@@ -241,21 +245,14 @@ static int scan_needed(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* How many TLS modules the process has because libprof.so was preloaded: ours, and each of
- * our dependencies with TLS that nothing else in the process needs (libunwind). */
+ * our dependencies with TLS that nothing else in the process needs (libunwind). Found by
+ * walking the loaded objects: a dlopen() of one (even RTLD_NOLOAD) makes the loader allocate
+ * its list of initializers, which the exit's __libc_freeres then frees as the program's. */
 int prof_tls_modules_added(void)
 {
-	int added = 1;  /* libprof.so's own prof_self */
-	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_NOLOAD);
-	if (!h)
-		return added;
-	size_t modid = 0;
-	if (dlinfo(h, RTLD_DI_TLS_MODID, &modid) == 0 && modid != 0) {
-		struct tls_scan ts = { (uintptr_t)prof_tls_modules_added, "libunwind.so.8", 0 };
-		dl_iterate_phdr(scan_needed, &ts);
-		added += !ts.needed;
-	}
-	dlclose(h);
-	return added;
+	struct tls_scan ts = { (uintptr_t)prof_tls_modules_added, "libunwind.so.8", 0, 0 };
+	dl_iterate_phdr(scan_needed, &ts);
+	return 1 + (ts.modid != 0 && !ts.needed);  /* 1: libprof.so's own prof_self */
 }
 
 struct range_scan {
