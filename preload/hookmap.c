@@ -113,11 +113,22 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+void *prof_dlsym_optional(void *handle, const char *name)
+{
+	struct prof_thread *th = &prof_self;
+	th->in_hook++;
+	void *p = dlsym(handle, name);
+	if (!p)
+		(void)dlsym(RTLD_NEXT, "free");  /* found: the failure's message goes now */
+	th->in_hook--;
+	return p;
+}
+
 void *prof_real_sym(const char *name)
 {
 	struct prof_thread *th = &prof_self;
 	th->in_hook++;  /* dlsym and dlopen may allocate: not the program's */
-	void *p = dlsym(RTLD_NEXT, name);
+	void *p = prof_dlsym_optional(RTLD_NEXT, name);
 	if (!p) {
 		/* Rare (once per function): one list for all threads, neither 4 KiB of the
 		 * program's stack nor of every thread's static TLS (small thread stacks hold it). */
@@ -131,7 +142,7 @@ void *prof_real_sym(const char *name)
 			void *h = dlopen(objs.names[i], RTLD_LAZY | RTLD_NOLOAD);
 			if (!h)
 				continue;
-			p = dlsym(h, name);
+			p = prof_dlsym_optional(h, name);
 			if (p && prof_addr_is_ours((uintptr_t)p))
 				p = NULL;
 			dlclose(h);

@@ -376,9 +376,8 @@ static void exit_work(int status, uintptr_t stack_from)
 		/* The same two valgrind calls: libstdc++'s pool, then libc's own blocks. */
 		static const char *const freeres_fns[] = { "_ZN9__gnu_cxx9__freeresEv", "__libc_freeres" };
 		for (size_t i = 0; i < 2; i++) {
-			th->in_hook++;  /* a failed dlsym allocates its message: ours, not theirs */
-			void (*fn)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, freeres_fns[i]);
-			th->in_hook--;
+			void (*fn)(void) = (void (*)(void))prof_dlsym_optional(RTLD_DEFAULT,
+									     freeres_fns[i]);
 			if (fn)  /* what it frees is recorded */
 				fn();
 		}

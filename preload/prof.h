@@ -292,6 +292,11 @@ static inline struct prof_thread *prof_thread_get(void)
 	return th;
 }
 void prof_thread_end(struct prof_thread *th);
+/* dlsym of a symbol that may be missing, as libprof's own work (hookmap.c). A failed lookup
+ * leaves its error message allocated in the loader's state of the thread until the next dl*
+ * call frees it, maybe the program's, whose free would then be recorded as that of a block
+ * never allocated: a lookup that succeeds frees it at once. */
+void *prof_dlsym_optional(void *handle, const char *name);
 /* The process is about to install a seccomp filter: recording stops (init.c). */
 void prof_sandbox_entered(void);
 int prof_threads_alive(void);

@@ -580,9 +580,9 @@ static void detect(void)
 	const char *env = getenv("PROF_PYTHON");  /* 0: native stacks only */
 	if (env && !strcmp(env, "0"))
 		return;
-	const unsigned long *ver = dlsym(RTLD_DEFAULT, "Py_Version");
+	const unsigned long *ver = prof_dlsym_optional(RTLD_DEFAULT, "Py_Version");
 	if (!ver) {
-		const char *(*get)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+		const char *(*get)(void) = (const char *(*)(void))prof_dlsym_optional(RTLD_DEFAULT, "Py_GetVersion");
 		if (get) {
 			char v[16];
 			const char *s = get();
@@ -615,14 +615,14 @@ static void detect(void)
 		return;
 	}
 	/* Debug (Py_REF_DEBUG) and free-threaded builds lay their objects out otherwise. */
-	if (dlsym(RTLD_DEFAULT, "_Py_NegativeRefcount") || dlsym(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount")) {
+	if (prof_dlsym_optional(RTLD_DEFAULT, "_Py_NegativeRefcount") || prof_dlsym_optional(RTLD_DEFAULT, "_Py_MergeZeroLocalRefcount")) {
 		note(": a debug or free-threaded build; stacks show native frames only", v);
 		return;
 	}
-	main_stack_end = dlsym(RTLD_DEFAULT, "__libc_stack_end");
-	void *eval = dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
-	void *ctype = dlsym(RTLD_DEFAULT, "PyCode_Type");
-	void *get_ts = dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+	main_stack_end = prof_dlsym_optional(RTLD_DEFAULT, "__libc_stack_end");
+	void *eval = prof_dlsym_optional(RTLD_DEFAULT, "_PyEval_EvalFrameDefault");
+	void *ctype = prof_dlsym_optional(RTLD_DEFAULT, "PyCode_Type");
+	void *get_ts = prof_dlsym_optional(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
 	if (!eval || !ctype || !get_ts || !dladdr1(eval, &info, (void **)&sym, RTLD_DL_SYMENT) ||
