@@ -195,15 +195,25 @@ static json_t *both_runs(const char *mode, struct strace_log *log, char *dir, si
 	return profile_io(argv, out, doc);
 }
 
-Test(io, plain_fd_bytes_match_strace)
+/* Runs io_ops MODE (both_runs()), checks that its stdout is want_out (NULL: not looked at)
+ * and that DIR/name moved the bytes strace saw; returns name's row (*doc: to free). */
+static json_t *file_matches_strace(const char *mode, const char *name, const char *want_out,
+				   json_t **doc)
 {
 	struct strace_log log;
 	char dir[256], out[PATH_MAX], path[PATH_MAX];
-	json_t *doc;
-	json_t *files = both_runs("plain", &log, dir, sizeof(dir), out, sizeof(out), &doc);
-	snprintf(path, sizeof(path), "%s/plain.dat", dir);
+	json_t *files = both_runs(mode, &log, dir, sizeof(dir), out, sizeof(out), doc);
+	if (want_out)
+		e2e_expect_file(out, want_out);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	expect_same_bytes(files, &log, path);
-	json_t *f = file_row(files, path);
+	return file_row(files, path);
+}
+
+Test(io, plain_fd_bytes_match_strace)
+{
+	json_t *doc;
+	json_t *f = file_matches_strace("plain", "plain.dat", NULL, &doc);
 	cr_expect_eq(e2e_int(f, "opens"), 2);
 	cr_expect_eq(e2e_int(f, "writes"), 102);
 	cr_expect_eq(e2e_int(f, "closes"), 2);
@@ -221,14 +231,9 @@ Test(io, plain_fd_bytes_match_strace)
  * hook: the thread's later I/O is still recorded, byte for byte as strace sees it. */
 Test(io, io_after_a_read_left_by_siglongjmp_is_recorded)
 {
-	struct strace_log log;
-	char dir[256], out[PATH_MAX], path[PATH_MAX];
 	json_t *doc;
-	json_t *files = both_runs("timeout", &log, dir, sizeof(dir), out, sizeof(out), &doc);
-	e2e_expect_file(out, "timeouts 3, read back 32768\n");
-	snprintf(path, sizeof(path), "%s/timeout.dat", dir);
-	expect_same_bytes(files, &log, path);
-	json_t *f = file_row(files, path);
+	json_t *f = file_matches_strace("timeout", "timeout.dat", "timeouts 3, read back 32768\n",
+					&doc);
 	cr_expect_eq(e2e_int(f, "opens"), 1);
 	cr_expect_eq(e2e_int(f, "closes"), 1);
 	json_decref(doc);
@@ -239,13 +244,9 @@ Test(io, io_after_a_read_left_by_siglongjmp_is_recorded)
  * program's I/O, not libc's copy of the stdio call's), and errno is left as it was. */
 Test(io, cookie_stream_writes_are_counted_once)
 {
-	struct strace_log log;
-	char dir[256], out[PATH_MAX], path[PATH_MAX];
 	json_t *doc;
-	json_t *files = both_runs("cookie", &log, dir, sizeof(dir), out, sizeof(out), &doc);
-	e2e_expect_file(out, "errno after fclose 4321\nmemstream 12 bytes\n");
-	snprintf(path, sizeof(path), "%s/cookie.dat", dir);
-	expect_same_bytes(files, &log, path);
+	file_matches_strace("cookie", "cookie.dat", "errno after fclose 4321\nmemstream 12 bytes\n",
+			    &doc);
 	json_decref(doc);
 }
 
