@@ -3,6 +3,7 @@
 #include "core.h"
 
 #include "ctest.h"
+#include <dlfcn.h>
 #include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,6 +63,11 @@ void prof_own_memory(const void *p, size_t len)
 {
 	(void)p;
 	(void)len;
+}
+
+void *prof_dlsym_optional(void *handle, const char *name)
+{
+	return dlsym(handle, name);
 }
 
 int core_log_count(void)
