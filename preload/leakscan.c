@@ -10,8 +10,8 @@
  * block points to it, else "definitely". libprof's own memory (its data, its tables, the trace
  * mapping) is never a root, nor is the heap's own memory ([heap], the arenas) outside the live
  * blocks. memcheck's default interior-pointer heuristics apply (heuristic_start()). Memory
- * is read with process_vm_readv, so a page that went away reads as nothing instead of
- * faulting. Everything here lives in mappings of its own, never in the heap. */
+ * is read so that a page that went away reads as nothing instead of faulting (read_mem()).
+ * Everything here lives in mappings of its own, never in the heap. */
 #include "prof.h"
 
 #include <dirent.h>
@@ -472,10 +472,82 @@ static void push(size_t i)
 		work[nwork++] = (uint32_t)i;
 }
 
+/* ---- reading the program's memory without faulting --------------------------------------
+ * process_vm_readv() on our own process; where a seccomp filter refuses it (Docker's default
+ * profile does, to a container without CAP_SYS_PTRACE), through a pipe: write(2) of the
+ * memory, which the kernel copies as far as it is mapped (EFAULT where nothing is), then
+ * read(2) of it back. Without either, no block could be told reachable: no leak classes. */
+static int mem_pipe[2] = { -1, -1 };  /* [1] written, [0] read; -1: process_vm_readv */
+static size_t mem_pipe_room;
+
+static int readers_ready(void)
+{
+	uint64_t probe = 0x5a17, copy = 0;
+	struct iovec local = { &copy, 8 }, remote = { &probe, 8 };
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8 && copy == probe)
+		return 0;
+	if (mem_pipe[0] < 0 && pipe2(mem_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	int room = fcntl(mem_pipe[1], F_SETPIPE_SZ, 1 << 20);
+	if (room <= 0)
+		room = fcntl(mem_pipe[1], F_GETPIPE_SZ);
+	mem_pipe_room = room > 0 ? (size_t)room : 4096;
+	return 0;
+}
+
+/* Copies what can be read of [addr, addr + n) from its start to dst: how many bytes. */
+static size_t read_mem(void *dst, uint64_t addr, size_t n)
+{
+	if (mem_pipe[0] < 0) {
+		struct iovec local = { dst, n }, remote = { (void *)(uintptr_t)addr, n };
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		return got > 0 ? (size_t)got : 0;
+	}
+	size_t done = 0;
+	while (done < n) {
+		size_t want = n - done < mem_pipe_room ? n - done : mem_pipe_room;
+		ssize_t put = write(mem_pipe[1], (const char *)(uintptr_t)addr + done, want);
+		if (put <= 0)
+			break;
+		for (ssize_t got = 0, r; got < put; got += r)
+			if ((r = read(mem_pipe[0], (char *)dst + done + got, (size_t)(put - got))) <= 0)
+				return done;  /* cannot happen: the bytes are in the pipe */
+		done += (size_t)put;
+		if ((size_t)put < want)
+			break;  /* a fault partway */
+	}
+	return done;
+}
+
+/* The n ranges remote[] into local[], all of each, or -1. */
+static int read_ranges(const struct iovec *local, const struct iovec *remote, size_t n,
+		       size_t bytes)
+{
+	if (mem_pipe[0] < 0)
+		return process_vm_readv(getpid(), local, n, remote, n, 0) == (ssize_t)bytes ? 0 : -1;
+	if (bytes > mem_pipe_room)
+		return -1;
+	ssize_t put = writev(mem_pipe[1], remote, (int)n);  /* the ranges in one call */
+	if (put <= 0)
+		return -1;
+	size_t got = 0;
+	for (size_t i = 0; i < n && got < (size_t)put; i++)
+		for (size_t at = 0; at < local[i].iov_len && got < (size_t)put;) {
+			size_t want = local[i].iov_len - at;
+			if (want > (size_t)put - got)
+				want = (size_t)put - got;
+			ssize_t r = read(mem_pipe[0], (char *)local[i].iov_base + at, want);
+			if (r <= 0)
+				return -1;
+			at += (size_t)r;
+			got += (size_t)r;
+		}
+	return got == bytes ? 0 : -1;
+}
+
 static int read_words(uint64_t addr, uint64_t *out, size_t n)
 {
-	struct iovec local = { out, n * 8 }, remote = { (void *)(uintptr_t)addr, n * 8 };
-	return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)(n * 8) ? 0 : -1;
+	return read_mem(out, addr, n * 8) == n * 8 ? 0 : -1;
 }
 
 /* memcheck's default interior-pointer heuristics, which count such a pointer as one to the
@@ -524,13 +596,12 @@ static void scan(uint64_t lo, uint64_t hi, int definite)
 	lo = (lo + 7) & ~7ull;
 	while (lo + 8 <= hi) {
 		size_t want = hi - lo < sizeof(buf) ? (size_t)(hi - lo) & ~(size_t)7 : sizeof(buf);
-		struct iovec local = { buf, want }, remote = { (void *)(uintptr_t)lo, want };
-		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-		if (got <= 0) {  /* unreadable: on to the next page */
+		size_t got = read_mem(buf, lo, want);
+		if (got < 8) {  /* unreadable: on to the next page */
 			lo = (lo | 4095) + 1;
 			continue;
 		}
-		for (size_t k = 0; k < (size_t)got / 8; k++)
+		for (size_t k = 0; k < got / 8; k++)
 			found(buf[k], definite);
 		lo += (uint64_t)got & ~7ull;
 	}
@@ -562,7 +633,7 @@ static void drain(void)
 			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE);
 			continue;
 		}
-		int whole = process_vm_readv(getpid(), local, n, remote, n, 0) == (ssize_t)bytes;
+		int whole = read_ranges(local, remote, n, bytes) == 0;
 		for (size_t i = 0; i < n; i++) {
 			const struct block *b = &tab[ids[i]];
 			int definite = leader < 0 && b->state == REACHABLE;
@@ -827,6 +898,11 @@ void prof_leak_scan(uintptr_t stack_from)
 	struct prof_thread *th = prof_thread_get();
 	if (!prof_cfg.leak_check || !(prof_cfg.events & PROF_EV_ALLOC) || prof_writer_disabled())
 		return;
+	if (readers_ready() < 0) {
+		prof_log("leak classes left out: this process's memory cannot be read without "
+			 "risking a fault (process_vm_readv refused, no pipe)");
+		return;
+	}
 	dl_iterate_phdr(own_segments, NULL);
 	if (read_trace() < 0)
 		return;
