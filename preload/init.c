@@ -746,70 +746,6 @@ static char *const *env_with_preload(char *const envp[], char **env_out, size_t 
 	return env_out;
 }
 
-/* ---- seccomp sandboxes -------------------------------------------------------------------
- * A program that installs a seccomp filter (prctl(PR_SET_SECCOMP), the seccomp system call)
- * may have any system call libprof makes after that refused, and a refusal may kill it
- * (SIGSYS): growing the trace, naming a file, unwinding, the exit's leak scan. So recording
- * ends there, before the filter is in place: what was counted is written, the trace is marked
- * as switched off (DISABLED: no EXIT record, reported incomplete), every hook passes its call
- * through, and the programs the process starts from then on (under its filter) run without
- * libprof. Said once. A process that starts under a filter (a container's) is profiled: its
- * filter was there first, and libprof stands aside wherever a call of its own fails. */
-static _Atomic int sandboxed;
-
-void prof_sandbox_entered(void)
-{
-	if (atomic_exchange(&sandboxed, 1))
-		return;
-	int err = errno;
-	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
-		struct prof_thread *th = prof_thread_get();
-		th->in_hook++;
-		heap_tally_flush_all(th);
-		io_batches_flush_all(th);
-		prof_locks_flush();
-		prof_cpu_stop(th);  /* the other threads' ticks find recording off */
-		prof_writer_set_state(PROF_STATE_DISABLED);
-		atomic_store(&prof_active, 0);
-		th->in_hook--;
-		prof_log("the program installs a seccomp filter, which may refuse libprof's system "
-			 "calls: recording stops here, and the programs it starts are not profiled");
-	}
-	errno = err;
-}
-
-/* The raw system call, as glibc's syscall() makes it (x86-64): the hook below must not need
- * anything resolved, as libprof's own early calls of syscall() come through it too. */
-static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
-{
-	register long r10 __asm__("r10") = a4;
-	register long r8 __asm__("r8") = a5;
-	register long r9 __asm__("r9") = a6;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	if ((unsigned long)ret > -4096ul) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
-}
-
-/* syscall(2) is how libseccomp and others install a filter (glibc has no seccomp()). */
-PROF_EXPORT long syscall(long nr, ...)
-{
-	va_list ap;
-	va_start(ap, nr);
-	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
-	va_end(ap);
-	if (nr == SYS_seccomp)
-		prof_sandbox_entered();
-	return raw_syscall(nr, a1, a2, a3, a4, a5, a6);
-}
-
 /* envp without libprof in its LD_PRELOAD, for a program started from inside a sandbox. */
 static char *const *env_without_preload(char *const envp[], char **env_out, size_t cap,
 					char *preload_buf, size_t preload_cap)
@@ -855,7 +791,7 @@ static char *const *env_without_preload(char *const envp[], char **env_out, size
 static char *const *program_env(char *const envp[], char **env_out, char *preload_buf,
 				size_t preload_cap)
 {
-	if (atomic_load(&sandboxed))
+	if (prof_sandboxed())
 		return env_without_preload(envp, env_out, EXEC_ENV_MAX, preload_buf, preload_cap);
 	return env_with_preload(envp, env_out, EXEC_ENV_MAX, preload_buf, preload_cap);
 }

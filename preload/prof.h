@@ -297,8 +297,12 @@ void prof_thread_end(struct prof_thread *th);
  * call frees it, maybe the program's, whose free would then be recorded as that of a block
  * never allocated: a lookup that succeeds frees it at once. */
 void *prof_dlsym_optional(void *handle, const char *name);
-/* The process is about to install a seccomp filter: recording stops (init.c). */
-void prof_sandbox_entered(void);
+/* sandbox.c: the process is about to install a seccomp filter (NULL: strict mode); recording
+ * stops unless the filter lets libprof's own system calls through or refuses them by errno.
+ * prof_sandboxed(): it did stop for one (the programs started from here are not profiled). */
+struct sock_fprog;
+void prof_sandbox_entered(const struct sock_fprog *filter);
+int prof_sandboxed(void);
 int prof_threads_alive(void);
 
 /* stacks.c: the caller's stack, interned; 0 when stacks are off or it could not be had.

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -353,7 +354,7 @@ PROF_EXPORT int prctl(int option, ...)
 	unsigned long a4 = va_arg(ap, unsigned long), a5 = va_arg(ap, unsigned long);
 	va_end(ap);
 	if (option == PR_SET_SECCOMP)
-		prof_sandbox_entered();
+		prof_sandbox_entered(a2 == SECCOMP_MODE_FILTER ? (const struct sock_fprog *)a3 : NULL);
 	int rc = real.prctl(option, a2, a3, a4, a5);
 	if (rc != 0 || option != PR_SET_NAME)
 		return rc;

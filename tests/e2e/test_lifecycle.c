@@ -210,6 +210,32 @@ Test(lifecycle, a_seccomp_sandbox_stops_recording_and_the_program_runs_on)
 	}
 }
 
+/* A hardening filter that kills only on calls libprof never makes (mount, reboot, ptrace):
+ * libprof runs the filter on its own calls and records on, in the program and in the one it
+ * starts, with nothing on stderr. */
+Test(lifecycle, a_seccomp_filter_that_spares_libprofs_calls_keeps_recording)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX], err[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog("sandboxed"), "denylist", "5000", "exec", NULL };
+	int st = e2e_profile(dir, argv, NULL, out, err);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	e2e_expect_file(out, "sandboxed\nchild\n");
+	e2e_expect_file(err, "");
+	cr_assert_eq(count_traces(dir), 2, "the program and the one it exec'd");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *p = e2e_process(doc, i);
+		cr_expect(json_is_true(json_object_get(p, "complete")), "process %zu complete", i);
+		long calls = e2e_int(p, "heap.alloc_calls");
+		cr_expect(calls == 1000 || calls == 6000, "process %zu: %ld allocations", i, calls);
+	}
+	json_decref(doc);
+}
+
 /* The program runs unchanged, with one line on stderr, when its trace cannot be created. */
 Test(lifecycle, unwritable_output_leaves_program_unchanged)
 {

@@ -3,10 +3,12 @@
  * calls a profiler may make but the program does not need (growing a file: fallocate,
  * pwrite64, ftruncate; reading a directory or a link: getdents64, readlink, readlinkat;
  * timers: timer_create). libprof must stop recording before the filter is in place.
- *   sandboxed prctl|syscall N [exec]
- * Installs the filter through prctl(PR_SET_SECCOMP) or syscall(SYS_seccomp), then allocates
- * and frees N blocks and says so on stdout; with "exec", then runs itself again ("child"),
- * under the same filter, which allocates and says "child". */
+ * "denylist" is a hardening filter instead, which kills only on calls neither needs (mount,
+ * reboot, ptrace, kexec_load): there recording goes on.
+ *   sandboxed prctl|syscall|denylist N [exec]
+ * Installs the filter through prctl(PR_SET_SECCOMP) or syscall(SYS_seccomp) (denylist: the
+ * latter), then allocates and frees N blocks and says so on stdout; with "exec", then runs
+ * itself again ("child"), under the same filter, which allocates and says "child". */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
@@ -39,6 +41,12 @@ static void churn(long n)
 
 static int enter_sandbox(const char *how)
 {
+	struct sock_filter deny[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		KILL_ON(__NR_mount), KILL_ON(__NR_reboot), KILL_ON(__NR_ptrace),
+		KILL_ON(__NR_kexec_load),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		KILL_ON(__NR_fallocate), KILL_ON(__NR_pwrite64), KILL_ON(__NR_ftruncate),
@@ -47,6 +55,8 @@ static int enter_sandbox(const char *how)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])), f };
+	if (!strcmp(how, "denylist"))
+		prog = (struct sock_fprog){ (unsigned short)(sizeof(deny) / sizeof(deny[0])), deny };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		return -1;
 	if (!strcmp(how, "prctl"))
@@ -61,8 +71,9 @@ int main(int argc, char **argv)
 		say("child\n");
 		return 0;
 	}
-	if (argc < 3 || (strcmp(argv[1], "prctl") && strcmp(argv[1], "syscall"))) {
-		say("usage: sandboxed prctl|syscall N [exec]\n");
+	if (argc < 3 ||
+	    (strcmp(argv[1], "prctl") && strcmp(argv[1], "syscall") && strcmp(argv[1], "denylist"))) {
+		say("usage: sandboxed prctl|syscall|denylist N [exec]\n");
 		return 2;
 	}
 	churn(1000);  /* before: recorded */
