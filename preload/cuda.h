@@ -59,10 +59,6 @@ struct cuda_tls {
 	uint64_t corr;       /* correlation id of the outermost API call in progress, 0 if none */
 	uint32_t stack;      /* that call's stack */
 	uint32_t depth;      /* API calls in progress on this thread */
-	uint32_t nvtx_depth; /* open push/pop ranges */
-	uint64_t nvtx_start[64];
-	char *nvtx_msg[64];  /* malloc'd copies, NULL for none */
-	uint32_t nvtx_domain[64];
 };
 extern __thread struct cuda_tls cuda_self;
 
