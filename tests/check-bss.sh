@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/check-bss.sh LIB: fails if LIB's zero-initialized data (.bss) reaches 2 MiB. Every
+# tests/check-bss.sh LIB: fails if LIB's zero-initialized data (.bss) reaches 2 MiB, or its
+# static TLS 2 KiB (below). Every
 # process maps it; a hook can run before our constructors (another library's constructor
 # calling malloc or fopen) and touch it, and a mapping that holds an aligned 2 MiB range gets
 # a huge page there (THP "always"): 2 MiB zeroed at start. Large tables of a family a process
@@ -23,3 +24,15 @@ if ((bss >= limit)); then
 	exit 1
 fi
 echo "check-bss: .bss $((bss >> 10)) KiB (under 2 MiB)"
+
+# Static TLS comes out of every thread's stack, including the 16 KiB a program may give a
+# thread (PTHREAD_STACK_MIN, of which glibc's own needs take half): keep ours under 2 KiB.
+tls_limit=2048
+tls=$(readelf -lW "$lib" | awk '$1 == "TLS" { print $6 }')  # MemSiz, hexadecimal
+tls=$((${tls:-0}))
+if ((tls >= tls_limit)); then
+	echo "check-bss: $lib: static TLS is $tls bytes, $tls_limit or more; the largest:" >&2
+	readelf -sW "$lib" | awk '$4 == "TLS"' | sort -k3 -n | tail -n 5 >&2
+	exit 1
+fi
+echo "check-bss: static TLS $tls bytes (under $tls_limit)"
