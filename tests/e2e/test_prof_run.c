@@ -133,6 +133,25 @@ Test(prof_run, missing_program_and_bad_usage)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2);
 }
 
+/* --help prints the usage on stdout, as written (its `prof pack` was run as a command by the
+ * shell, and dropped from the text), and nothing on stderr. */
+Test(prof_run, help_is_printed_as_written)
+{
+	const char *dir = e2e_tmpdir();
+	char o[PATH_MAX], e[PATH_MAX];
+	snprintf(o, sizeof(o), "%s/out.txt", dir);
+	snprintf(e, sizeof(e), "%s/err.txt", dir);
+	const char *argv[] = { "scripts/prof-run", "--help", NULL };
+	int st = e2e_run(argv, NULL, o, e);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	char *out = e2e_read_file(o), *err = e2e_read_file(e);
+	cr_assert(out && err);
+	cr_expect_not_null(strstr(out, "as `prof pack` does"), "%s", out);
+	cr_expect_str_eq(err, "");
+	free(out);
+	free(err);
+}
+
 /* A statically linked program cannot be preloaded: refused plainly, not run for nothing. */
 Test(prof_run, statically_linked_program_is_refused)
 {
