@@ -1195,7 +1195,7 @@ int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_
 _Atomic uint64_t prof_tight_stacks;
 
 /* The stack of a call where too little of the thread's stack is left to unwind: its call
- * site alone. Not inlined: the caller's large frame is not reserved for it. */
+ * site alone (counted, and said at exit). */
 static __attribute__((noinline)) uint32_t call_site_alone(struct prof_thread *th,
 							  uintptr_t call_site, uint64_t *guess)
 {
