@@ -186,6 +186,7 @@ static void summarize(const struct lock_info *l, struct lock_summary *s)
 	s->busy = l->busy;
 	s->timeouts = l->timeouts;
 	s->hold_sample = l->hold_sample;
+	s->counted = l->have_stats;
 	if (l->have_wait_stack && l->first_wait_stack) {
 		s->stack = l->first_wait_stack;
 		s->stack_contended = 1;
@@ -242,6 +243,7 @@ json_t *locks_json(struct process *p, size_t top)
 		json_object_set_new(o, "avg_hold_ns", json_integer((json_int_t)s->avg_hold_ns));
 		json_object_set_new(o, "max_hold_ns", json_integer((json_int_t)s->max_hold_ns));
 		json_object_set_new(o, "hold_sample", json_integer((json_int_t)s->hold_sample));
+		json_object_set_new(o, "counted", json_boolean(s->counted));
 		json_object_set_new(o, "owner_changes", json_integer((json_int_t)s->owner_changes));
 		json_object_set_new(o, "busy", json_integer((json_int_t)s->busy));
 		json_object_set_new(o, "timeouts", json_integer((json_int_t)s->timeouts));
@@ -271,18 +273,25 @@ void locks_print(FILE *out, struct process *p, size_t top, int frames)
 	fprintf(out, "   %3s %-16s %-7s %12s %10s %9s %10s %10s %10s %10s %10s %10s\n", "#", "ADDRESS",
 		"KIND", "ACQUIRED", "CONTENDED", "CHANGED", "TOT WAIT", "AVG WAIT", "MAX WAIT",
 		"TOT HOLD", "AVG HOLD", "MAX HOLD");
-	size_t shown = n < top ? n : top;
+	size_t shown = n < top ? n : top, uncounted = 0;
 	for (size_t i = 0; i < shown; i++) {
 		const struct lock_summary *s = &v[i];
 		char addr[32];
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, s->addr);
+		uncounted += !s->counted;
 		fprintf(out, "   %3zu %-16s %-7s %12s %10s %9s %10s %10s %10s %10s %10s %10s\n", i + 1,
 			addr, s->kind, fmt_count(s->acquisitions, a, sizeof(a)),
-			fmt_count(s->contended, b, sizeof(b)), fmt_count(s->owner_changes, c, sizeof(c)),
+			fmt_count(s->contended, b, sizeof(b)),
+			s->counted ? fmt_count(s->owner_changes, c, sizeof(c)) : "-",
 			fmt_ns(s->wait_ns, d, sizeof(d)), fmt_ns(s->avg_wait_ns, e, sizeof(e)),
-			fmt_ns(s->max_wait_ns, f, sizeof(f)), fmt_ns(s->hold_ns, g, sizeof(g)),
-			fmt_ns(s->avg_hold_ns, h, sizeof(h)), fmt_ns(s->max_hold_ns, k, sizeof(k)));
+			fmt_ns(s->max_wait_ns, f, sizeof(f)),
+			s->counted ? fmt_ns(s->hold_ns, g, sizeof(g)) : "-",
+			s->counted ? fmt_ns(s->avg_hold_ns, h, sizeof(h)) : "-",
+			s->counted ? fmt_ns(s->max_hold_ns, k, sizeof(k)) : "-");
 	}
+	if (uncounted)
+		fprintf(out, "   (-: not counted, only its waits are known: the trace ended before the "
+			"lock's counts were written, or libprof's lock table was full)\n");
 	if (n > shown)
 		fprintf(out, "   ... %zu more locks (--top N shows more)\n", n - shown);
 	/* Stacks of the contended ones (the JSON has every lock's first use). */

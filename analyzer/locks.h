@@ -37,6 +37,8 @@ struct lock_summary {
 	uint32_t stack;              /* first contended, else first used */
 	int stack_contended;         /* 1 if stack is where it was first contended */
 	uint32_t hold_sample;
+	int counted;                 /* its counters were written (LOCK_STATS): acquisitions, owner
+				      * changes and holds are known, not only its waits */
 };
 
 struct lock_stats {

@@ -281,7 +281,19 @@ static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct loc
 	return s;
 }
 
-/* The entry of lock a, claimed on first use; NULL when the table is full there. */
+/* The table had no room for a lock: from then on some locks are untracked. Their waits are
+ * still recorded (LOCK_WAIT, with no entry), not their counts; said at exit. */
+static _Atomic int table_full;
+
+static noinline struct lock_entry *no_room(void)
+{
+	if (!atomic_load_explicit(&table_full, memory_order_relaxed))
+		atomic_store(&table_full, 1);
+	return NULL;
+}
+
+/* The entry of lock a, claimed on first use; NULL when the table is full there (or not
+ * made: then the hooks pass every call through, see lock_thread()). */
 static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lock, unsigned kind,
 					  uintptr_t site)
 {
@@ -299,7 +311,7 @@ static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lo
 				return e;
 		}
 	}
-	return NULL;
+	return no_room();
 }
 
 /* The calling thread, registered, if this lock call is to be recorded. */
@@ -617,6 +629,9 @@ void prof_locks_flush(void)
 		return;
 	struct prof_thread *th = prof_thread_get();
 	after_release(th);
+	if (atomic_load(&table_full))
+		prof_log("the lock table filled up (%u locks): locks first taken after that have their "
+			 "waits recorded, not their counts", lock_slots());
 	uint32_t n = atomic_load(&nused);
 	if (n > lock_slots())
 		n = lock_slots();
@@ -680,14 +695,25 @@ static noinline int mutex_wait(struct prof_thread *th, struct lock_entry *e, pth
 	return rc;
 }
 
+/* A mutex with no entry (the table is full): its waits alone are recorded. */
+static noinline int mutex_untracked(struct prof_thread *th, pthread_mutex_t *m, int how,
+				    clockid_t clk, const struct timespec *abs, uintptr_t site)
+{
+	if (!table || mutex_not_held_by_other(m, th))
+		return mutex_call(m, how, clk, abs);
+	return mutex_wait(th, NULL, m, how, clk, abs, site);
+}
+
 static inline __attribute__((always_inline)) int mutex_lock_common(pthread_mutex_t *m, int how, clockid_t clk,
 				    const struct timespec *abs, uintptr_t site)
 {
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
-	struct lock_entry *e;
-	if (!th || !timeout_ok(how, clk, abs) || !(e = lock_get(th, m, PROF_LOCK_MUTEX, site)))
+	if (!th || !timeout_ok(how, clk, abs))
 		return mutex_call(m, how, clk, abs);
+	struct lock_entry *e = lock_get(th, m, PROF_LOCK_MUTEX, site);
+	if (unlikely(!e))
+		return mutex_untracked(th, m, how, clk, abs, site);
 	int rc;
 	if (likely(mutex_not_held_by_other(m, th)))
 		rc = mutex_call(m, how, clk, abs);
@@ -763,8 +789,9 @@ static int rwlock_common(pthread_rwlock_t *l, int write, int how, clockid_t clk,
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
 	struct lock_entry *e;
-	if (!th || !timeout_ok(how, clk, abs) || !(e = lock_get(th, l, PROF_LOCK_RWLOCK, site)))
-		return rw_call(l, write, how, clk, abs);
+	if (!th || !timeout_ok(how, clk, abs) ||
+	    (!(e = lock_get(th, l, PROF_LOCK_RWLOCK, site)) && !table))
+		return rw_call(l, write, how, clk, abs);  /* no entry: its waits alone */
 	int rc = write ? real.rwlock_trywrlock(l) : real.rwlock_tryrdlock(l);
 	if (rc == EBUSY) {
 		uint64_t t0 = prof_now();
@@ -781,7 +808,7 @@ static int rwlock_common(pthread_rwlock_t *l, int write, int how, clockid_t clk,
 		/* The try can fail for reasons the blocking call reports its own way. */
 		rc = rw_call(l, write, how, clk, abs);
 	}
-	if (rc == 0) {
+	if (rc == 0 && e) {
 		if (write)
 			acquired_excl(th, e);
 		else
@@ -877,8 +904,8 @@ PROF_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
 	struct lock_entry *e;
-	if (!th || !(e = lock_get(th, (const void *)(uintptr_t)s, PROF_LOCK_SPIN, site)))
-		return real.spin_lock(s);
+	if (!th || (!(e = lock_get(th, (const void *)(uintptr_t)s, PROF_LOCK_SPIN, site)) && !table))
+		return real.spin_lock(s);  /* no entry: its waits alone */
 	int rc;
 	if (likely(__atomic_load_n(s, __ATOMIC_RELAXED) == 0)) {
 		rc = real.spin_lock(s);
@@ -891,7 +918,7 @@ PROF_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
 		waited(th, e, (const void *)(uintptr_t)s, NULL, PROF_LOCK_SPIN, PROF_LOCK_OP_SPIN_LOCK, stack, t0, t1, rc, 0);
 		errno = err;
 	}
-	if (rc == 0)
+	if (rc == 0 && e)
 		acquired_excl(th, e);
 	return rc;
 }
@@ -939,7 +966,7 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
 	struct lock_entry *e;
-	if (!th || !(e = lock_get(th, c, PROF_LOCK_COND, site))) {
+	if (!th || (!(e = lock_get(th, c, PROF_LOCK_COND, site)) && !table)) {  /* else NULL: waits alone */
 		switch (how) {
 		case CALL_TIMED: return real.cond_timedwait(c, m, abs);
 		case CALL_CLOCK: return real.cond_clockwait(c, m, clk, abs);
@@ -980,7 +1007,7 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 		}
 	}
 	if (rc == 0 || rc == ETIMEDOUT) {
-		if (rc == 0)
+		if (rc == 0 && e)
 			ADD_SH(e->acquisitions, 1);
 		waited(th, e, c, m, PROF_LOCK_COND,
 		       how == CALL_PLAIN ? PROF_LOCK_OP_COND_WAIT : PROF_LOCK_OP_COND_TIMEDWAIT, stack,
@@ -1017,14 +1044,15 @@ PROF_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
 	struct lock_entry *e;
-	if (!th || !(e = lock_get(th, b, PROF_LOCK_BARRIER, site)))
-		return real.barrier_wait(b);
+	if (!th || (!(e = lock_get(th, b, PROF_LOCK_BARRIER, site)) && !table))
+		return real.barrier_wait(b);  /* no entry: its waits alone */
 	uint64_t t0 = prof_now();
 	int rc = real.barrier_wait(b);
 	uint64_t t1 = prof_now();
 	int err = errno;
 	if (rc == 0 || rc == PTHREAD_BARRIER_SERIAL_THREAD) {
-		ADD_SH(e->acquisitions, 1);
+		if (e)
+			ADD_SH(e->acquisitions, 1);
 		uint64_t t_stack = t1;
 		waited(th, e, b, NULL, PROF_LOCK_BARRIER, PROF_LOCK_OP_BARRIER_WAIT,
 		       wait_stack(th, site, &t_stack), t0, t1, 0, 1);
@@ -1054,14 +1082,15 @@ static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *a
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
 	struct lock_entry *e;
-	if (!th || !timeout_ok(how, clk, abs) || !(e = lock_get(th, s, PROF_LOCK_SEM, site)))
-		return sem_call(s, how, clk, abs);
+	if (!th || !timeout_ok(how, clk, abs) || (!(e = lock_get(th, s, PROF_LOCK_SEM, site)) && !table))
+		return sem_call(s, how, clk, abs);  /* no entry: its waits alone */
 	/* sem_wait acts on a pending cancellation even when it need not block: so do we. */
 	pthread_testcancel();
 	int saved = errno;
 	if (real.sem_trywait(s) == 0) {
 		errno = saved;
-		acquired_shared(th, e, 0);
+		if (e)
+			acquired_shared(th, e, 0);
 		return 0;
 	}
 	if (errno != EAGAIN) {  /* EINVAL: let the real call say it its own way */
@@ -1079,7 +1108,7 @@ static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *a
 		waited(th, e, s, NULL, PROF_LOCK_SEM,
 		       how == CALL_PLAIN ? PROF_LOCK_OP_SEM_WAIT : PROF_LOCK_OP_SEM_TIMEDWAIT, stack, t0,
 		       t1, res, 1);
-	if (rc == 0)
+	if (rc == 0 && e)
 		acquired_shared(th, e, 0);
 	errno = err;
 	return rc;

@@ -2,6 +2,7 @@
  * what `prof report --json` says about their locks and threads. */
 #include <criterion/criterion.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -332,5 +333,33 @@ Test(locks, lock_events_off)
 	json_t *p = e2e_process(doc, 0);
 	cr_expect_eq(json_array_size(json_object_get(p, "locks")), 0);
 	cr_expect_eq(json_array_size(json_object_get(p, "threads")), 3);
+	json_decref(doc);
+}
+
+/* Past the lock table's entries, a lock has no counters, but the waits on it are still
+ * recorded, shown with "-" for what was not counted, and libprof says at exit that the table
+ * filled up (tests/progs/lock_many.c: 50 ms waited on a lock first taken after that). Under
+ * `ulimit -v 262144` the table has 2^14 entries instead of 2^18, which keeps the run short. */
+Test(locks, waits_on_locks_past_a_full_table_are_recorded)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX], cmd[3 * PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "ulimit -v 262144; exec env LD_PRELOAD=%s PROF_OUTPUT=%s/prof.%%n.%%p.trace %s 40000",
+		 e2e_lib(), dir, e2e_prog("lock_many"));
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	cr_assert_eq(e2e_run(argv, NULL, NULL, err), 0);
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "lock table filled up"), "%s", text);
+	free(text);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *lock = json_array_get(json_object_get(e2e_process(doc, 0), "locks"), 0);
+	cr_assert_not_null(lock);
+	cr_expect_eq(e2e_int(lock, "contended"), 1);
+	cr_expect_geq(e2e_int(lock, "wait_ns"), 40 * 1000 * 1000L);
+	cr_expect(json_is_false(json_object_get(lock, "counted")));
 	json_decref(doc);
 }
