@@ -183,20 +183,29 @@ Test(lifecycle, fork_and_exec_each_write_a_trace)
  * program it then starts under that filter: recording stops before the filter is installed,
  * through prctl() or syscall() alike, with what came before it kept, and one line on stderr;
  * the program started from the sandbox is not profiled. tests/progs/sandboxed.c. */
+/* tests/progs/sandboxed with how and N, then its exec: it runs to its end (status 0, both
+ * lines on stdout); returns the run's directory and what it said on stderr (to free). */
+static const char *run_sandboxed(const char *how, const char *n, char **err_text)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX], err[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog("sandboxed"), how, n, "exec", NULL };
+	int st = e2e_profile(dir, argv, NULL, out, err);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", how, st);
+	e2e_expect_file(out, "sandboxed\nchild\n");
+	*err_text = e2e_read_file(err);
+	cr_assert_not_null(*err_text);
+	return dir;
+}
+
 Test(lifecycle, a_seccomp_sandbox_stops_recording_and_the_program_runs_on)
 {
 	const char *const how[] = { "prctl", "syscall" };
 	for (size_t i = 0; i < 2; i++) {
-		const char *dir = e2e_tmpdir();
-		char out[PATH_MAX], err[PATH_MAX];
-		snprintf(out, sizeof(out), "%s/out.txt", dir);
-		snprintf(err, sizeof(err), "%s/err.txt", dir);
-		const char *argv[] = { e2e_prog("sandboxed"), how[i], "300000", "exec", NULL };
-		int st = e2e_profile(dir, argv, NULL, out, err);
-		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status %d", how[i], st);
-		e2e_expect_file(out, "sandboxed\nchild\n");
-		char *text = e2e_read_file(err);
-		cr_assert_not_null(text);
+		char *text;
+		const char *dir = run_sandboxed(how[i], "300000", &text);
 		cr_expect_not_null(strstr(text, "seccomp filter"), "%s", text);
 		cr_expect_eq(e2e_count_lines(text), 1, "%s", text);
 		free(text);
@@ -215,15 +224,10 @@ Test(lifecycle, a_seccomp_sandbox_stops_recording_and_the_program_runs_on)
  * starts, with nothing on stderr. */
 Test(lifecycle, a_seccomp_filter_that_spares_libprofs_calls_keeps_recording)
 {
-	const char *dir = e2e_tmpdir();
-	char out[PATH_MAX], err[PATH_MAX];
-	snprintf(out, sizeof(out), "%s/out.txt", dir);
-	snprintf(err, sizeof(err), "%s/err.txt", dir);
-	const char *argv[] = { e2e_prog("sandboxed"), "denylist", "5000", "exec", NULL };
-	int st = e2e_profile(dir, argv, NULL, out, err);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
-	e2e_expect_file(out, "sandboxed\nchild\n");
-	e2e_expect_file(err, "");
+	char *text;
+	const char *dir = run_sandboxed("denylist", "5000", &text);
+	cr_expect_str_eq(text, "");
+	free(text);
 	cr_assert_eq(count_traces(dir), 2, "the program and the one it exec'd");
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
