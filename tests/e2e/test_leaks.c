@@ -16,19 +16,19 @@ static const char *const class_keys[4] = { "definitely_lost", "indirectly_lost",
 /* tests/progs/leak_classes.c says why. */
 static const long expected[4][2] = { { 94, 3 }, { 224, 7 }, { 84, 3 }, { 74, 3 } };
 
-static json_t *profile_leak_classes(const char *dir)
+/* tests/progs/NAME run under libprof into dir (exit status 0): its report. */
+static json_t *profile_report(const char *dir, const char *name)
 {
-	const char *argv[] = { e2e_prog("leak_classes"), NULL };
+	const char *argv[] = { e2e_prog(name), NULL };
 	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
-	return e2e_prof_json("report", dir);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	return doc;
 }
 
-Test(leaks, classes_as_memcheck_finds_them)
+/* The classes of leak_classes (expected[]), in process p of its report. */
+static void expect_leak_classes(json_t *p)
 {
-	const char *dir = e2e_tmpdir();
-	json_t *doc = profile_leak_classes(dir);
-	cr_assert_not_null(doc);
-	json_t *p = e2e_process(doc, 0);
 	for (int i = 0; i < 4; i++) {
 		char key[64];
 		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
@@ -36,6 +36,13 @@ Test(leaks, classes_as_memcheck_finds_them)
 		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
 		cr_expect_eq(e2e_int(p, key), expected[i][1], "%s: %ld", key, e2e_int(p, key));
 	}
+}
+
+Test(leaks, classes_as_memcheck_finds_them)
+{
+	json_t *doc = profile_report(e2e_tmpdir(), "leak_classes");
+	json_t *p = e2e_process(doc, 0);
+	expect_leak_classes(p);
 	/* leaked_bytes keeps its meaning: everything in use at exit. */
 	cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), 94 + 224 + 84 + 74);
 	json_decref(doc);
@@ -56,14 +63,7 @@ Test(leaks, classes_without_process_vm_readv)
 	cr_assert_eq(e2e_run(argv, NULL, NULL, NULL), 0);
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
-	json_t *p = e2e_process(doc, 0);
-	char key[128];
-	for (int i = 0; i < 4; i++) {
-		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
-		cr_expect_eq(e2e_int(p, key), expected[i][0], "%s: %ld", key, e2e_int(p, key));
-		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
-		cr_expect_eq(e2e_int(p, key), expected[i][1], "%s: %ld", key, e2e_int(p, key));
-	}
+	expect_leak_classes(e2e_process(doc, 0));
 	json_decref(doc);
 }
 
@@ -75,8 +75,7 @@ Test(leaks, classes_agree_with_valgrind)
 	struct vg_summary vg;
 	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
 	const char *dir = e2e_tmpdir();
-	json_t *doc = profile_leak_classes(dir);
-	cr_assert_not_null(doc);
+	json_t *doc = profile_report(dir, "leak_classes");
 	json_t *p = e2e_process(doc, 0);
 	for (int i = 0; i < 4; i++) {
 		char key[64];
@@ -99,7 +98,7 @@ static char *leaks_text(const char *dir, const char *opt1, const char *opt2)
 Test(leaks, lost_by_default_everything_with_show_all)
 {
 	const char *dir = e2e_tmpdir();
-	json_decref(profile_leak_classes(dir));
+	json_decref(profile_report(dir, "leak_classes"));
 	char *text = leaks_text(dir, NULL, NULL);
 	cr_assert_not_null(text);
 	cr_expect_not_null(strstr(text, "30 bytes in 1 block are definitely lost"), "%s", text);
@@ -119,7 +118,7 @@ Test(leaks, lost_by_default_everything_with_show_all)
 Test(leaks, suppression_files_as_valgrind_writes_them)
 {
 	const char *dir = e2e_tmpdir();
-	json_decref(profile_leak_classes(dir));
+	json_decref(profile_report(dir, "leak_classes"));
 	char supp[PATH_MAX];
 	snprintf(supp, sizeof(supp), "%s/my.supp", dir);
 	FILE *f = fopen(supp, "w");
@@ -143,11 +142,7 @@ Test(leaks, suppression_files_as_valgrind_writes_them)
 
 Test(leaks, an_execd_image_leaks_nothing)
 {
-	const char *dir = e2e_tmpdir();
-	const char *argv[] = { e2e_prog("leak_exec"), NULL };
-	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = profile_report(e2e_tmpdir(), "leak_exec");
 	size_t i;
 	json_t *p;
 	int execd = 0;
@@ -166,17 +161,14 @@ Test(leaks, an_execd_image_leaks_nothing)
  * pointers (tests/progs/leak_heuristics.c). */
 Test(leaks, interior_pointer_heuristics_as_memcheck)
 {
-	const char *dir = e2e_tmpdir();
-	const char *argv[] = { e2e_prog("leak_heuristics"), NULL };
-	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = profile_report(e2e_tmpdir(), "leak_heuristics");
 	json_t *p = e2e_process(doc, 0);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 72);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.blocks"), 2);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.possibly_lost.bytes"), 24);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.blocks"), 0);
 	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		const char *argv[] = { e2e_prog("leak_heuristics"), NULL };
 		struct vg_summary vg;
 		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
 		cr_expect_eq(vg.leak[3][0], 72, "valgrind still reachable %ld", vg.leak[3][0]);
@@ -190,16 +182,13 @@ Test(leaks, interior_pointer_heuristics_as_memcheck)
  * are roots (tests/progs/leak_thread.c). */
 Test(leaks, thread_stacks_as_memcheck_sees_them)
 {
-	const char *dir = e2e_tmpdir();
-	const char *argv[] = { e2e_prog("leak_thread"), NULL };
-	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = profile_report(e2e_tmpdir(), "leak_thread");
 	json_t *p = e2e_process(doc, 0);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.bytes"), 300);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.blocks"), 3);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 50);
 	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		const char *argv[] = { e2e_prog("leak_thread"), NULL };
 		struct vg_summary vg;
 		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
 		for (int i = 0; i < 4; i++) {
@@ -348,11 +337,7 @@ Test(leaks, addresses_freed_by_other_threads_and_reused)
  * address than its owner). */
 Test(leaks, a_lost_cycle_is_headed_by_its_oldest_block)
 {
-	const char *dir = e2e_tmpdir();
-	const char *argv[] = { e2e_prog("leak_cycle"), NULL };
-	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = profile_report(e2e_tmpdir(), "leak_cycle");
 	json_t *p = e2e_process(doc, 0);
 	long got[2][2];
 	for (int i = 0; i < 2; i++) {
@@ -369,6 +354,7 @@ Test(leaks, a_lost_cycle_is_headed_by_its_oldest_block)
 	cr_expect_eq(got[1][1], 1);
 	if (system("valgrind --version >/dev/null 2>&1") != 0)
 		return;
+	const char *argv[] = { e2e_prog("leak_cycle"), NULL };
 	struct vg_summary vg;
 	cr_assert_eq(e2e_valgrind(argv, &vg), 0);
 	for (int i = 0; i < 2; i++)
