@@ -60,14 +60,20 @@ static void note_stderr(void)
 	}
 }
 
-/* Only fstat(2): safe in a signal handler. Leaves errno to its callers, who keep it. */
-static int stderr_is_first(void)
+/* A message line to that stderr. Only fstat(2) and write(2): safe in a signal handler;
+ * errno kept. */
+static void write_line(const char *buf, size_t len)
 {
+	int saved = errno;
 	struct stat st;
 	if (!first_stderr.state)
 		note_stderr();
-	return first_stderr.state == 1 && fstat(2, &st) == 0 && st.st_dev == first_stderr.dev &&
-	       st.st_ino == first_stderr.ino;
+	if (first_stderr.state == 1 && fstat(2, &st) == 0 && st.st_dev == first_stderr.dev &&
+	    st.st_ino == first_stderr.ino) {
+		ssize_t rc = write(2, buf, len);
+		(void)rc;
+	}
+	errno = saved;
 }
 
 void prof_log(const char *fmt, ...)
@@ -82,12 +88,7 @@ void prof_log(const char *fmt, ...)
 	if (len > sizeof(buf) - 2)
 		len = sizeof(buf) - 2;
 	buf[len++] = '\n';
-	int saved = errno;
-	if (stderr_is_first()) {
-		ssize_t rc = write(2, buf, len);
-		(void)rc;
-	}
-	errno = saved;
+	write_line(buf, len);
 }
 
 /* Appends the decimal v to buf at len (room for 21 bytes is the caller's); the new length. */
@@ -145,12 +146,7 @@ void prof_say(const char *a, const char *b, const char *c, int err)
 		}
 	}
 	buf[len++] = '\n';
-	int saved = errno;
-	if (stderr_is_first()) {
-		ssize_t rc = write(2, buf, len);
-		(void)rc;
-	}
-	errno = saved;
+	write_line(buf, len);
 }
 
 static uint64_t parse_size(const char *s)
