@@ -292,8 +292,8 @@ static noinline struct lock_entry *no_room(void)
 	return NULL;
 }
 
-/* The entry of lock a, claimed on first use; NULL when the table is full there (or not
- * made: then the hooks pass every call through, see lock_thread()). */
+/* The entry of lock a, claimed on first use; NULL when the table has no room for it (or
+ * could not be made): the lock's waits are recorded all the same, not its counts. */
 static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lock, unsigned kind,
 					  uintptr_t site)
 {
@@ -695,11 +695,11 @@ static noinline int mutex_wait(struct prof_thread *th, struct lock_entry *e, pth
 	return rc;
 }
 
-/* A mutex with no entry (the table is full): its waits alone are recorded. */
+/* A mutex with no entry (no room in the table): its waits alone are recorded. */
 static noinline int mutex_untracked(struct prof_thread *th, pthread_mutex_t *m, int how,
 				    clockid_t clk, const struct timespec *abs, uintptr_t site)
 {
-	if (!table || mutex_not_held_by_other(m, th))
+	if (mutex_not_held_by_other(m, th))
 		return mutex_call(m, how, clk, abs);
 	return mutex_wait(th, NULL, m, how, clk, abs, site);
 }
@@ -788,10 +788,9 @@ static int rwlock_common(pthread_rwlock_t *l, int write, int how, clockid_t clk,
 {
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
-	struct lock_entry *e;
-	if (!th || !timeout_ok(how, clk, abs) ||
-	    (!(e = lock_get(th, l, PROF_LOCK_RWLOCK, site)) && !table))
-		return rw_call(l, write, how, clk, abs);  /* no entry: its waits alone */
+	if (!th || !timeout_ok(how, clk, abs))
+		return rw_call(l, write, how, clk, abs);
+	struct lock_entry *e = lock_get(th, l, PROF_LOCK_RWLOCK, site);  /* NULL: its waits alone */
 	int rc = write ? real.rwlock_trywrlock(l) : real.rwlock_tryrdlock(l);
 	if (rc == EBUSY) {
 		uint64_t t0 = prof_now();
@@ -903,9 +902,10 @@ PROF_EXPORT int pthread_spin_lock(pthread_spinlock_t *s)
 	uintptr_t site = CALLER;
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
-	struct lock_entry *e;
-	if (!th || (!(e = lock_get(th, (const void *)(uintptr_t)s, PROF_LOCK_SPIN, site)) && !table))
-		return real.spin_lock(s);  /* no entry: its waits alone */
+	if (!th)
+		return real.spin_lock(s);
+	/* NULL: its waits alone */
+	struct lock_entry *e = lock_get(th, (const void *)(uintptr_t)s, PROF_LOCK_SPIN, site);
 	int rc;
 	if (likely(__atomic_load_n(s, __ATOMIC_RELAXED) == 0)) {
 		rc = real.spin_lock(s);
@@ -965,14 +965,14 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 {
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
-	struct lock_entry *e;
-	if (!th || (!(e = lock_get(th, c, PROF_LOCK_COND, site)) && !table)) {  /* else NULL: waits alone */
+	if (!th) {
 		switch (how) {
 		case CALL_TIMED: return real.cond_timedwait(c, m, abs);
 		case CALL_CLOCK: return real.cond_clockwait(c, m, clk, abs);
 		default: return real.cond_wait(c, m);
 		}
 	}
+	struct lock_entry *e = lock_get(th, c, PROF_LOCK_COND, site);  /* NULL: its waits alone */
 	after_release(th);
 	uint64_t t_stack = prof_now();
 	uint32_t stack = wait_stack(th, site, &t_stack);
@@ -1043,9 +1043,9 @@ PROF_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 	uintptr_t site = CALLER;
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
-	struct lock_entry *e;
-	if (!th || (!(e = lock_get(th, b, PROF_LOCK_BARRIER, site)) && !table))
-		return real.barrier_wait(b);  /* no entry: its waits alone */
+	if (!th)
+		return real.barrier_wait(b);
+	struct lock_entry *e = lock_get(th, b, PROF_LOCK_BARRIER, site);  /* NULL: its waits alone */
 	uint64_t t0 = prof_now();
 	int rc = real.barrier_wait(b);
 	uint64_t t1 = prof_now();
@@ -1081,9 +1081,9 @@ static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *a
 {
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
-	struct lock_entry *e;
-	if (!th || !timeout_ok(how, clk, abs) || (!(e = lock_get(th, s, PROF_LOCK_SEM, site)) && !table))
-		return sem_call(s, how, clk, abs);  /* no entry: its waits alone */
+	if (!th || !timeout_ok(how, clk, abs))
+		return sem_call(s, how, clk, abs);
+	struct lock_entry *e = lock_get(th, s, PROF_LOCK_SEM, site);  /* NULL: its waits alone */
 	/* sem_wait acts on a pending cancellation even when it need not block: so do we. */
 	pthread_testcancel();
 	int saved = errno;
