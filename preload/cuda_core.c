@@ -545,15 +545,10 @@ void cuda_cupti_lost(const char *why)
 
 /* A fork child writes a trace of its own: every name is written to it again on use; CUDA
  * itself is unusable in a fork child, so pending GPU work is forgotten. */
-static void cuda_fork_child(void)
+void prof_cuda_fork_child(void)
 {
 	atomic_fetch_add(&trace_gen, 1);
 	cuda_self.depth = 0;
 	cuda_self.corr = 0;
 	cuda_events_fork_child();
-}
-
-__attribute__((constructor)) static void cuda_core_init(void)
-{
-	pthread_atfork(NULL, NULL, cuda_fork_child);
 }

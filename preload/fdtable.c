@@ -397,14 +397,9 @@ static void seed(struct prof_thread *th)
 }
 
 /* A fork child's trace is new: the ids its parent gave are not in it (io_ready()). */
-static void io_fork_child(void)
+void prof_io_fork_child(void)
 {
 	atomic_store(&io_fd_pid, 0);
-}
-
-__attribute__((constructor)) static void io_fork_register(void)
-{
-	pthread_atfork(NULL, NULL, io_fork_child);
 }
 
 /* Once per process: at its first recorded I/O call (and again in a fork child, whose trace

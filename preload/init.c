@@ -60,12 +60,13 @@ static void note_stderr(void)
 	}
 }
 
-/* A message line to that stderr. Only fstat(2) and write(2): safe in a signal handler;
- * errno kept. */
+/* A message line to that stderr, never recorded as the program's I/O. Only fstat(2) and
+ * write(2): safe in a signal handler; errno kept. */
 static void write_line(const char *buf, size_t len)
 {
 	int saved = errno;
 	struct stat st;
+	prof_self.in_hook++;
 	if (!first_stderr.state)
 		note_stderr();
 	if (first_stderr.state == 1 && fstat(2, &st) == 0 && st.st_dev == first_stderr.dev &&
@@ -73,6 +74,7 @@ static void write_line(const char *buf, size_t len)
 		ssize_t rc = write(2, buf, len);
 		(void)rc;
 	}
+	prof_self.in_hook--;
 	errno = saved;
 }
 
@@ -428,6 +430,10 @@ static __attribute__((noinline)) int exit_on_own_stack(int status)
 	return swapcontext(&back, &run) == 0;
 }
 
+/* A child sharing our memory (vfork) called exit(): glibc marked the exit handlers run, in
+ * the parent's memory. Set there, read by the parent when it resumes. */
+static _Atomic int exit_handler_spent;
+
 /* Runs after every destructor (registered before libc registers _dl_fini), as the last
  * atexit-style handler: like valgrind, let libc free its own blocks first, then close. */
 static void on_exit_handler(int status, void *arg)
@@ -435,6 +441,11 @@ static void on_exit_handler(int status, void *arg)
 	(void)arg;
 	if (!atomic_load(&prof_active))
 		return;
+	if ((uint32_t)getpid() != prof_writer_pid()) {  /* a vfork child: the trace is the parent's */
+		int never = 0;
+		atomic_compare_exchange_strong(&exit_handler_spent, &never, 1);
+		return;
+	}
 	if (prof_stack_tight(&prof_self, EXIT_ROOM) && exit_on_own_stack(status))
 		return;
 	exit_work(status, 0);
@@ -443,7 +454,17 @@ static void on_exit_handler(int status, void *arg)
 /* _exit and _Exit skip every exit handler: record the status (how 2: no end-of-run work, no
  * leak scan, so the trace stays incomplete), then leave as they would. A vfork child shares
  * our memory and must not write the parent's end. */
-static __attribute__((noreturn)) void quick_exit_with(int status)
+void prof_borrower_done(void)
+{
+	if (atomic_exchange(&exit_handler_spent, 0) != 1)
+		return;
+	atomic_store(&exit_handler_spent, 2);  /* said once */
+	/* glibc also refuses new handlers from then on (its exit is "done"). */
+	prof_log("a vfork child called exit(), which ran this process's exit handlers, libprof's "
+		 "among them: its end (exit status, leaks) will not be recorded");
+}
+
+void prof_quick_exit(int status)
 {
 	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
 		prof_self.in_hook++;
@@ -452,6 +473,11 @@ static __attribute__((noreturn)) void quick_exit_with(int status)
 		write_exit(2, status);
 		prof_self.in_hook--;
 	}
+}
+
+static __attribute__((noreturn)) void quick_exit_with(int status)
+{
+	prof_quick_exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
@@ -521,9 +547,18 @@ static int start_recording(uint32_t ppid, int argc, char **argv)
 
 static int wanted(void);
 
+/* Whether the fork handler is registered (recording started): the copies of clone.c, made
+ * without the handlers, run it only then, as fork() would. */
+static _Atomic int fork_handler_set;
+
 /* Fork child: everything of the parent's trace is dropped; the child starts its own. */
-static void atfork_child(void)
+void prof_fork_child(void)
 {
+	if (!atomic_load(&fork_handler_set))
+		return;
+	prof_io_fork_child();
+	prof_io_batches_fork_child();
+	prof_cuda_fork_child();
 	int was_active = atomic_exchange(&prof_active, 0);
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
@@ -625,7 +660,8 @@ void prof_start(void)
 	pthread_key_create(&thread_key, thread_key_destructor);
 	/* A process not recorded still carries the library to the programs it starts. */
 	if (wanted() && start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
-		pthread_atfork(NULL, NULL, atfork_child);
+		pthread_atfork(NULL, NULL, prof_fork_child);
+		atomic_store(&fork_handler_set, 1);
 		on_exit(on_exit_handler, NULL);
 		install_signal_handlers();
 	}
@@ -657,9 +693,10 @@ __attribute__((constructor)) static void prof_constructor(void)
 /* ---- fork ------------------------------------------------------------------------------- */
 
 /* The parent alone knows the child's pid: it writes the FORK record. The child starts a trace
- * of its own in atfork_child(). */
-static void record_fork(pid_t child, uint64_t t)
+ * of its own in prof_fork_child(). */
+void prof_fork_parent(pid_t child)
 {
+	uint64_t t = prof_now();
 	if (!atomic_load(&prof_active) || prof_self.in_hook ||
 	    (uint32_t)getpid() != prof_writer_pid())
 		return;
@@ -685,7 +722,7 @@ PROF_EXPORT pid_t fork(void)
 	pid_t pid = fn();
 	if (pid > 0) {
 		int saved = errno;
-		record_fork(pid, prof_now());
+		prof_fork_parent(pid);
 		errno = saved;
 	}
 	return pid;

@@ -1058,7 +1058,7 @@ void io_batches_flush_all(struct prof_thread *th)
 
 /* A fork child's batches are its parent's calls, and of the parent's threads only the
  * forking one lives on: every table is free again, and the child starts its own. */
-static void batches_fork_child(void)
+void prof_io_batches_fork_child(void)
 {
 	struct io_batch *all = atomic_load(&batch_tables);
 	for (unsigned i = 0; all && i < BATCH_THREADS; i++)
@@ -1069,11 +1069,6 @@ static void batches_fork_child(void)
 		atomic_store(&batch_taken[i], 0);
 	io_batches = NULL;
 	batch_state = 0;
-}
-
-__attribute__((constructor)) static void batches_fork_register(void)
-{
-	pthread_atfork(NULL, NULL, batches_fork_child);
 }
 
 /* A stream's descriptor, -1 for a stream without one (fopencookie, fmemopen): read in place,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "prof_format.h"
@@ -18,6 +19,8 @@
 #define PROF_EXPORT __attribute__((visibility("default")))
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
+#define PROF_STR_(x) #x
+#define PROF_STR(x) PROF_STR_(x)  /* a macro's value as a string (for assembly) */
 
 /* Recording configuration, read once from the environment at start-up. */
 struct prof_config {
@@ -304,6 +307,20 @@ struct sock_fprog;
 void prof_sandbox_entered(const struct sock_fprog *filter);
 int prof_sandboxed(void);
 int prof_threads_alive(void);
+/* init.c: a copy of this process was made (fork, or clone.c's ways): in the child every
+ * family forgets the parent's state and recording starts anew; the parent records the fork. */
+void prof_fork_child(void);
+void prof_fork_parent(pid_t child);
+/* init.c: the process ends now without exit's handlers (_exit, a clone child's return):
+ * its status is recorded, with no end-of-run work. */
+void prof_quick_exit(int status);
+/* init.c: the parent resumes after a child that borrowed its memory (vfork): if the child
+ * called exit(), glibc ran (and spent) the parent's exit handlers, libprof's too: said once. */
+void prof_borrower_done(void);
+/* Each family's part of prof_fork_child(). */
+void prof_io_fork_child(void);          /* fdtable.c */
+void prof_io_batches_fork_child(void);  /* io.c */
+void prof_cuda_fork_child(void);        /* cuda_core.c */
 
 /* stacks.c: the caller's stack, interned; 0 when stacks are off or it could not be had.
  * prof_stack_at() takes a hint that makes it faster: the hooked function's return address

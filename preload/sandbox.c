@@ -186,39 +186,3 @@ void prof_sandbox_entered(const struct sock_fprog *filter)
 	}
 	errno = err;
 }
-
-/* ---- syscall(2) ---------------------------------------------------------------------------- */
-
-/* The raw system call, as glibc's syscall() makes it (x86-64): the hook below must not need
- * anything resolved, as libprof's own early calls of syscall() come through it too. */
-static long raw_syscall(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
-{
-	register long r10 __asm__("r10") = a4;
-	register long r8 __asm__("r8") = a5;
-	register long r9 __asm__("r9") = a6;
-	long ret;
-	__asm__ volatile("syscall"
-			 : "=a"(ret)
-			 : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-			 : "rcx", "r11", "memory");
-	if ((unsigned long)ret > -4096ul) {
-		errno = (int)-ret;
-		return -1;
-	}
-	return ret;
-}
-
-/* How libseccomp and others install a filter (glibc has no seccomp()): the seccomp system
- * call's SECCOMP_SET_MODE_FILTER (its program in the third argument) or _STRICT. */
-PROF_EXPORT long syscall(long nr, ...)
-{
-	va_list ap;
-	va_start(ap, nr);
-	long a1 = va_arg(ap, long), a2 = va_arg(ap, long), a3 = va_arg(ap, long);
-	long a4 = va_arg(ap, long), a5 = va_arg(ap, long), a6 = va_arg(ap, long);
-	va_end(ap);
-	if (nr == SYS_seccomp && (a1 == SECCOMP_SET_MODE_FILTER || a1 == SECCOMP_SET_MODE_STRICT))
-		prof_sandbox_entered(a1 == SECCOMP_SET_MODE_FILTER ?
-					     (const struct sock_fprog *)(uintptr_t)a3 : NULL);
-	return raw_syscall(nr, a1, a2, a3, a4, a5, a6);
-}

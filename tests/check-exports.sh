@@ -24,9 +24,12 @@ allowed_names=(
 	# processes and programs
 	fork vfork execve execv execvp execvpe execl execlp execle posix_spawn posix_spawnp
 	_exit _Exit
+	# copies of the process made without fork()'s handlers (clone.c)
+	_Fork clone
 	# limits the program lowers (init.c: our reservations shrink first)
 	setrlimit setrlimit64 prlimit prlimit64
-	# a seccomp filter installed through syscall(2) (init.c: recording stops first)
+	# a seccomp filter installed through syscall(2) (sandbox.c: recording stops first), and
+	# fork, vfork and clone made through it (clone.c)
 	syscall
 	# modules
 	dlopen dlclose

@@ -135,3 +135,88 @@ Test(tree, text_report_draws_the_tree)
 	cr_expect(tree && chain && nested && totals, "tree %d, chain %d, nested %d, totals %d",
 		  tree, chain, nested, totals);
 }
+
+/* The I/O calls of kind `call` on the file of a process whose path begins with `path`; -1 if
+ * the file is not in its report. */
+static long file_calls(json_t *process, const char *path, const char *call)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(json_object_get(process, "io"), "files"), i, f)
+		if (!strncmp(json_string_value(json_object_get(f, "path")), path, strlen(path))) {
+			json_t *n = json_object_get(json_object_get(f, "calls"), call);
+			return n ? (long)json_integer_value(n) : 0;
+		}
+	return -1;
+}
+
+static json_t *process_with_pid(json_t *doc, long pid)
+{
+	for (size_t i = 0; e2e_process(doc, i); i++)
+		if (e2e_int(e2e_process(doc, i), "pid") == pid)
+			return e2e_process(doc, i);
+	return NULL;
+}
+
+/* tests/progs/copies: copies of the process made by _Fork, clone and syscall(SYS_fork) (no
+ * atfork handlers) write traces of their own, not into their parent's; children that borrow
+ * the parent's memory (vfork, clone(CLONE_VM | CLONE_VFORK)) leave nothing in its trace, not
+ * even when one calls exit(). */
+Test(tree, copies_made_without_fork_and_borrowers_of_memory)
+{
+	const char *dir = e2e_tmpdir();
+	char run[PATH_MAX], err[PATH_MAX], lib[PATH_MAX + 16];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(err, sizeof(err), "%s/stderr", dir);
+	snprintf(lib, sizeof(lib), "PROF_LIB=%s", e2e_lib());
+	const char *argv[] = { "scripts/prof-run", "--no-report", "-o", run, "--",
+			       e2e_prog("copies"), dir, NULL };
+	const char *env[] = { lib, NULL };
+	int st = e2e_run(argv, env, NULL, err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "copies exits 0 (its children as planned): %d",
+		  st);
+	json_t *doc = e2e_prof_json("report", run);
+	cr_assert_not_null(doc, "every trace reads");
+	json_t *roots = json_object_get(doc, "tree");
+	cr_assert_eq(json_array_size(roots), 1);
+	json_t *root = json_array_get(roots, 0);
+	json_t *children = json_object_get(root, "children");
+	cr_expect_eq(json_array_size(children), 5, "three copies, two exec'd borrowers");
+	long seen = 0;
+	size_t i;
+	json_t *c;
+	json_array_foreach(children, i, c) {
+		long code = e2e_int(c, "exit.code");
+		cr_assert(code >= 2 && code <= 6, "child exit %ld", code);
+		seen |= 1l << code;
+		json_t *p = process_with_pid(doc, e2e_int(c, "pid"));
+		cr_assert_not_null(p);
+		if (code <= 4) {  /* copy K: K blocks, K writes to DIR/copyK */
+			char path[PATH_MAX];
+			snprintf(path, sizeof(path), "%s/copy%ld", dir, code);
+			cr_expect_eq(e2e_int(p, "heap.alloc_calls"), code, "copy %ld", code);
+			cr_expect_eq(e2e_int(p, "heap.bytes_allocated"), code * (code * 1000 + 1));
+			cr_expect_eq(file_calls(p, path, "write"), code, "copy %ld", code);
+		}
+	}
+	cr_expect_eq(seen, 0x7c, "children exited 2..6: %lx", seen);
+
+	/* The parent: its own calls only, its descriptors' names its own. */
+	json_t *p = process_with_pid(doc, e2e_int(root, "pid"));
+	cr_assert_not_null(p);
+	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 2, "1001 and 1002 bytes, not the borrowers'");
+	cr_expect_eq(e2e_int(p, "heap.bytes_allocated"), 2003);
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof(parent), "%s/parent", dir);
+	cr_expect_eq(file_calls(p, parent, "write"), 10, "written after the borrower's exit()");
+	cr_expect_eq(file_calls(p, parent, "close"), 1, "the borrowers' closes are theirs");
+	cr_expect_eq(file_calls(p, "pipe:", "close"), 2);
+	cr_expect_eq(file_calls(p, "pipe:", "dup"), 0);
+	cr_expect_eq(file_calls(p, "pipe:", "read"), 1);
+	cr_expect_eq(json_array_size(json_object_get(json_object_get(p, "io"), "files")), 2,
+		     "DIR/parent and the pipe");
+	char *said = e2e_read_file(err);
+	cr_expect(said && strstr(said, "a vfork child called exit()"), "said: %s", said ? said : "");
+	free(said);
+	json_decref(doc);
+}
