@@ -38,7 +38,7 @@ static void *resolve(void **slot, const char *name)
 {
 	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	if (unlikely(!p)) {
-		prof_self.in_hook++;  /* dlsym may allocate: not the program's */
+		prof_hook_enter(&prof_self);  /* dlsym may allocate: not the program's */
 		p = dlsym(RTLD_NEXT, name);
 		prof_self.in_hook--;
 		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
@@ -59,7 +59,7 @@ static void blocked(unsigned op, uint64_t t0, int64_t result, uintptr_t site)
 		return;
 	uint64_t t1 = prof_now();
 	int saved = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_thread_get();
 	uint32_t stack = prof_stack_at(th, site);
 	struct prof_rec_cpu_blocked *r = prof_reserve(th, sizeof(*r));

@@ -34,7 +34,8 @@ long prof_syscall_failed(long rc);
 
 void prof_vfork_begin(void)
 {
-	prof_self.in_hook++;
+	prof_hook_enter(&prof_self);
+	prof_self.hook_frame = UINTPTR_MAX;  /* the child's every frame is inside */
 }
 
 /* The parent resumes (the child has exec'd or exited), or the call failed. */
@@ -143,7 +144,8 @@ PROF_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...)
 		return pid;
 	}
 	if ((flags & CLONE_VFORK) && !(flags & CLONE_SETTLS)) {  /* runs on our thread's state */
-		prof_self.in_hook++;
+		prof_hook_enter(&prof_self);
+		prof_self.hook_frame = UINTPTR_MAX;  /* the child's every frame is inside */
 		int rc = real(fn, stack, flags, arg, parent_tid, tls, child_tid);
 		prof_self.in_hook--;
 		prof_borrower_done();

@@ -184,7 +184,7 @@ static __attribute__((noinline)) void sample(struct prof_thread *th, const sigin
 {
 	int in_hook = th->in_hook;
 	th->in_signal++;
-	th->in_hook++;
+	prof_hook_enter(th);
 	int max = shallow ? 0 : (int)prof_cfg.stack_depth;
 	void *frames[max + 32];  /* sized to the setting: threads' stacks may be small */
 	uint64_t pc = 0;

@@ -72,7 +72,7 @@ static void write_name(uint32_t id)
 		return;
 	struct prof_thread *th = prof_thread_get();
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_cuda_name) + e->len + 1));
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_name *r = prof_reserve(th, size);
 	if (r) {
 		r->id = id;
@@ -246,7 +246,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	int saved = errno;
 	th = prof_thread_get();
 	uint64_t own = prof_own_begin(th);  /* an inner call: own work of the outer one */
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct cuda_tls *ct = &cuda_self;
 	c->th = th;
 	c->layer = layer;
@@ -280,7 +280,7 @@ void cuda_call_end(struct cuda_call *c, int result)
 	uint64_t t1 = c->t1;
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_api *r = c->api_written ? NULL : prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->duration_ns = t1 - c->t0;
@@ -319,7 +319,7 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_launch_api *x = prof_reserve(th, sizeof(*x));
 	if (x) {
 		struct prof_rec_cuda_launch *r = &x->l;
@@ -350,7 +350,7 @@ void cuda_rec_copy(struct cuda_call *c, unsigned kind, uint64_t bytes, CUstream 
 	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_copy *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->corr = c->corr;
@@ -370,7 +370,7 @@ void cuda_rec_malloc(struct cuda_call *c, uint64_t ptr, uint64_t size, unsigned 
 	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_malloc *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->corr = c->corr;
@@ -390,7 +390,7 @@ void cuda_rec_free(struct cuda_call *c, uint64_t ptr, unsigned kind)
 	cuda_call_done(c);  /* the records are not part of the call's time */
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_free *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->corr = c->corr;
@@ -411,7 +411,7 @@ void cuda_rec_gpu(unsigned timing, uint64_t start, uint64_t end, uint64_t corr, 
 	if (!prof_enabled(PROF_EV_CUDA))
 		return;
 	struct prof_thread *th = prof_thread_get();
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_gpu *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->start = start;
@@ -438,7 +438,7 @@ void cuda_rec_state(unsigned timing, int result, uint32_t version, const char *d
 	struct prof_thread *th = prof_thread_get();
 	size_t len = strnlen(detail, 1000);
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_cuda_state) + len + 1));
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_cuda_state *r = prof_reserve(th, size);
 	if (r) {
 		r->timing = timing;
@@ -467,7 +467,7 @@ static void cuda_at_exit(void)
 		return;
 	struct prof_thread *th = prof_thread_get();
 	int saved = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	if (cupti_active)
 		cupti_flush();
 	else
@@ -504,7 +504,7 @@ void cuda_activate(void)
 	if (atomic_load(&cuda_timing) || atomic_flag_test_and_set(&activating))
 		return;
 	struct prof_thread *th = prof_thread_get();
-	th->in_hook++;
+	prof_hook_enter(th);
 	cuda_driver_resolve_fns();
 	const char *want = getenv("PROF_CUDA_TIMING");
 	unsigned timing = PROF_CUDA_TIMING_NONE;

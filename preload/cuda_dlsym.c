@@ -47,7 +47,7 @@ __attribute__((noinline)) static void *dlsym_cuda(void *handle, const char *name
 	if (!p || !prof_enabled(PROF_EV_CUDA) || prof_addr_is_ours((uintptr_t)p))
 		return p;
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;
+	prof_hook_enter(th);
 	void *w = NULL;
 	if (!caller_is_cuda_internal(caller) && !(w = cuda_driver_wrapper_by_symbol(name, p)))
 		w = cupti_hook_by_symbol(name);
@@ -59,7 +59,7 @@ PROF_EXPORT void *dlsym(void *handle, const char *name)
 {
 	if (unlikely(!real_dlsym))
 		resolve_dlsym();
-	if (handle != RTLD_NEXT && name[0] == 'c' && name[1] == 'u' && !prof_self.in_hook)
+	if (handle != RTLD_NEXT && name[0] == 'c' && name[1] == 'u' && !prof_in_hook(&prof_self))
 		return dlsym_cuda(handle, name, __builtin_return_address(0));
 	return real_dlsym(handle, name);  /* a tail jump: the caller's return address stays */
 }

@@ -353,7 +353,7 @@ static CUresult launch_common(struct cuda_call *c, CUresult (*call)(void *), voi
 			      CUfunction f, const unsigned grid[3], const unsigned block[3],
 			      unsigned smem, CUstream s, int pt)
 {
-	c->th->in_hook++;
+	prof_hook_enter(c->th);
 	uint32_t name = function_name(f);
 	c->th->in_hook--;
 	PAIR_BEGIN(s, pt);
@@ -482,7 +482,7 @@ GRAPH(cuGraphLaunch_ptsz, 1)
 			return real(out, owner, name);                                      \
 		CUresult rc = real(out, owner, name);                                       \
 		if (rc == CUDA_SUCCESS && out && name) {                                    \
-			c.th->in_hook++;                                                    \
+			prof_hook_enter(c.th);                                                    \
 			cuda_handle_set((uint64_t)(uintptr_t)*out,                          \
 					cuda_name(name, PROF_CUDA_NAME_KERNEL));            \
 			c.th->in_hook--;                                                    \

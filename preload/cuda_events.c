@@ -70,7 +70,7 @@ struct cuda_pair *cuda_events_begin(CUstream stream, int per_thread)
 	if (!cuda_drv.cuEventRecord || !cuda_drv.cuEventElapsedTime)
 		return NULL;
 	struct prof_thread *th = prof_thread_get();
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct cuda_pair *p = NULL;
 	CUcontext cur = NULL;
 	if (cuda_drv.cuCtxGetCurrent)
@@ -129,7 +129,7 @@ void cuda_events_end(struct cuda_pair *p, struct cuda_call *c, unsigned activity
 		     uint64_t bytes, uint32_t name, const unsigned grid[3], const unsigned block[3])
 {
 	struct prof_thread *th = prof_thread_get();
-	th->in_hook++;
+	prof_hook_enter(th);
 	CUstream stream = (CUstream)(uintptr_t)p->bytes;
 	if (!c || cuda_drv.cuEventRecord(p->b, stream) != CUDA_SUCCESS) {
 		spin_lock();
@@ -164,7 +164,7 @@ void cuda_events_drain(int synced_all)
 		return;
 	struct prof_thread *th = prof_thread_get();
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	spin_lock();
 	struct cuda_pair *list = pending;
 	pending = NULL;

@@ -149,7 +149,7 @@ PROF_EXPORT void __cudaRegisterFunction(void **fatbin, const char *host_fun, cha
 		real(fatbin, host_fun, device_fun, device_name, thread_limit, tid, bid, bdim, gdim, wsize);
 	if (prof_enabled(PROF_EV_CUDA) && host_fun) {
 		struct prof_thread *th = prof_thread_get();
-		th->in_hook++;
+		prof_hook_enter(th);
 		const char *name = device_fun ? device_fun : device_name;
 		cuda_handle_set_str((uint64_t)(uintptr_t)host_fun, name);
 		th->in_hook--;
@@ -174,7 +174,7 @@ static cudaError_t rt_launched(struct cuda_call *c, cudaError_t rc, const void *
 {
 	cuda_call_done(c);
 	if (rc == 0) {
-		c->th->in_hook++;
+		prof_hook_enter(c->th);
 		uint32_t name = cuda_handle_name((uint64_t)(uintptr_t)func);
 		c->th->in_hook--;
 		unsigned grid[3] = { g.x, g.y, g.z }, block[3] = { b.x, b.y, b.z };

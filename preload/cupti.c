@@ -148,7 +148,7 @@ static void buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buf, size_
 	(void)stream;
 	(void)size;
 	struct prof_thread *th = prof_thread_get();  /* CUPTI's thread registers here */
-	th->in_hook++;
+	prof_hook_enter(th);
 	void *rec = NULL;
 	while (valid && cupti.cuptiActivityGetNextRecord(buf, valid, &rec) == 0) {
 		uint32_t corr;
@@ -345,7 +345,7 @@ void cupti_pop_corr(void)
 static void cupti_yield(const char *fn, const void *caller)
 {
 	Dl_info info;
-	if (prof_self.in_hook || (dladdr(caller, &info) && info.dli_fname &&
+	if (prof_in_hook(&prof_self) || (dladdr(caller, &info) && info.dli_fname &&
 				  strstr(info.dli_fname, "libcupti")))
 		return;
 	const char *none = NULL;
@@ -353,7 +353,7 @@ static void cupti_yield(const char *fn, const void *caller)
 		return;
 	if (!cupti_active)
 		return;  /* not started yet: cupti_start will see cupti_taken_by */
-	prof_self.in_hook++;
+	prof_hook_enter(&prof_self);
 	cupti.cuptiActivityFlushAll(FLUSH_FORCED);
 	kinds_stop();
 	cupti_active = 0;

@@ -52,7 +52,7 @@ static inline __attribute__((always_inline)) struct prof_thread *db_begin(void)
 	uint64_t t1 = prof_now();             \
 	db_busy = 0;                          \
 	int err_ = errno;                     \
-	(th)->in_hook++
+	prof_hook_enter(th)
 #define DB_DONE(th)      \
 	(th)->in_hook--; \
 	errno = err_
@@ -245,7 +245,7 @@ static void stmt_stop(struct prof_thread *th, sqlite3_stmt *st, int forget)
 		struct prof_thread *th = db_begin();              \
 		if (!th || !st)                                   \
 			return lite.fn(st);                       \
-		th->in_hook++;                                    \
+		prof_hook_enter(th);                                    \
 		stmt_stop(th, st, forget);                        \
 		th->in_hook--;                                    \
 		return lite.fn(st);                               \

@@ -118,7 +118,7 @@ __attribute__((noinline)) static void *dlopen_deep(const char *file, int mode)
 	void *h = real_dlopen(file, mode);
 	if (h) {
 		struct prof_thread *th = &prof_self;
-		th->in_hook++;
+		prof_hook_enter(th);
 		Dl_info libc;
 		struct scan sc = { 0 };
 		if (dladdr(cuda_real_dlsym(RTLD_NEXT, "malloc"), &libc))

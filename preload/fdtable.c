@@ -403,29 +403,38 @@ void prof_io_fork_child(void)
 }
 
 /* Once per process: at its first recorded I/O call (and again in a fork child, whose trace
- * is new: the ids its parent gave are not in it). Other threads wait the few microseconds. */
+ * is new: the ids its parent gave are not in it). Other threads wait the few microseconds;
+ * signals wait too (prof_signals_block()). */
+static void setup_table(struct prof_thread *th, uint32_t pid)
+{
+	if (!io_fd_table) {
+		if (make_table() < 0) {  /* events then carry descriptor numbers only */
+			atomic_store(&io_fd_pid, pid);
+			return;
+		}
+	} else {
+		memset((void *)io_fd_table, 0, atomic_load(&fd_high) * sizeof(uint32_t));
+	}
+	atomic_store(&fd_high, 0);
+	atomic_store(&next_id, 1);
+	seed(th);
+	atomic_store(&io_fd_pid, pid);
+}
+
 void io_fd_setup(struct prof_thread *th)
 {
 	uint32_t pid = prof_writer_pid();
+	sigset_t saved;
+	int blocked = prof_signals_block(&saved);
 	while (atomic_flag_test_and_set_explicit(&setting_up, memory_order_acquire)) {
-		if (atomic_load(&io_fd_pid) == pid)
+		if (atomic_load(&io_fd_pid) == pid) {
+			prof_signals_restore(blocked, &saved);
 			return;
+		}
 		sched_yield();
 	}
-	if (atomic_load(&io_fd_pid) != pid) {
-		if (!io_fd_table) {
-			if (make_table() < 0) {  /* events then carry descriptor numbers only */
-				atomic_store(&io_fd_pid, pid);
-				atomic_flag_clear_explicit(&setting_up, memory_order_release);
-				return;
-			}
-		} else {
-			memset((void *)io_fd_table, 0, atomic_load(&fd_high) * sizeof(uint32_t));
-		}
-		atomic_store(&fd_high, 0);
-		atomic_store(&next_id, 1);
-		seed(th);
-		atomic_store(&io_fd_pid, pid);
-	}
+	if (atomic_load(&io_fd_pid) != pid)
+		setup_table(th, pid);
 	atomic_flag_clear_explicit(&setting_up, memory_order_release);
+	prof_signals_restore(blocked, &saved);
 }

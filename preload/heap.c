@@ -279,7 +279,7 @@ static inline __attribute__((always_inline)) int recorded_before_free(void *ptr,
 		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);    \
 		if (!th)                                                   \
 			return passed(call);                               \
-		th->in_hook++;                                             \
+		prof_hook_enter(th);                                             \
 		if (stacks_ahead)                                          \
 			prof_stack_prefetch(th, CALL_SITE, CALL_FRAME);    \
 		void *p = call;                                            \
@@ -352,7 +352,7 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 			passed(*out);
 		return rc;
 	}
-	th->in_hook++;
+	prof_hook_enter(th);
 	int rc = real.posix_memalign(out, align, size);
 	if (rc == 0)
 		allocated_keeping_errno(th, PROF_ALLOC_POSIX_MEMALIGN, *out, size, CALL_SITE,
@@ -374,7 +374,7 @@ PROF_EXPORT void free(void *ptr)
 		real.free(ptr);
 		return;
 	}
-	th->in_hook++;
+	prof_hook_enter(th);
 	size_t usable = 0;  /* set by recorded_before_free() where it is used */
 	if (prof_cfg.heap_sample && !recorded_before_free(ptr, &usable)) {  /* tallied */
 		real.free(ptr);
@@ -409,7 +409,7 @@ static void *realloc_common(unsigned fn, void *old, size_t n, size_t size,
 			heap_rec_add(old);  /* failed: still there */
 		return passed(p);
 	}
-	th->in_hook++;
+	prof_hook_enter(th);
 	/* Sampled mode: an old block without a record is tallied as freed; one with a record goes
 	 * back into the set if the call fails. */
 	int old_recorded = 1;

@@ -99,6 +99,12 @@ static void rec_write_end(void)
 	atomic_store_explicit(&rec.owner, 0, memory_order_release);
 }
 
+void heap_rec_abandoned(void)
+{
+	if (atomic_load_explicit(&rec.owner, memory_order_relaxed) == rec_me())
+		rec_write_end();
+}
+
 static uint64_t *rec_map(unsigned shift)
 {
 	size_t bytes = sizeof(uint64_t) << (64 - shift);

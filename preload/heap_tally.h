@@ -15,6 +15,9 @@ void heap_tally_init(size_t (*usable)(void *), void *(*alloc)(size_t), void (*re
 /* Blocks with ALLOC records: add one (-1: no room, it is then tallied instead), and take
  * one out if it is there (heap_rec_take(), below: 1 if it was, its free is a FREE record). */
 int heap_rec_add(const void *ptr);
+/* A longjmp left the calling thread's change of the set (prof_hook_stale()): others may go on,
+ * and the entry it was moving may be lost (a sampled-mode estimate, no more). */
+void heap_rec_abandoned(void);
 
 /* A recorded block's ALLOC or FREE is next: the thread's tally first, if its counts moved
  * since the last, so that the analyzer sees the two in the order they happened (a peak

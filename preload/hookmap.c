@@ -116,7 +116,7 @@ static int list_object(struct dl_phdr_info *info, size_t size, void *arg)
 void *prof_dlsym_optional(void *handle, const char *name)
 {
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;
+	prof_hook_enter(th);
 	void *p = dlsym(handle, name);
 	if (!p)
 		(void)dlsym(RTLD_NEXT, "free");  /* found: the failure's message goes now */
@@ -127,7 +127,7 @@ void *prof_dlsym_optional(void *handle, const char *name)
 void *prof_real_sym(const char *name)
 {
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;  /* dlsym and dlopen may allocate: not the program's */
+	prof_hook_enter(th);  /* dlsym and dlopen may allocate: not the program's */
 	void *p = prof_dlsym_optional(RTLD_NEXT, name);
 	if (!p) {
 		/* Rare (once per function): one list for all threads, neither 4 KiB of the

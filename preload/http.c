@@ -251,7 +251,7 @@ static void tls_data(struct prof_thread *th, SSL *s, int out, const void *buf, s
 		uint64_t t1 = prof_now();                                \
 		tls_busy = 0;                                            \
 		int err_ = errno;                                        \
-		th->in_hook++;                                           \
+		prof_hook_enter(th);                                           \
 		size_t n_ = (moved);                                     \
 		if (n_ > 0)                                              \
 			tls_data(th, s, out, buf, n_, t0, t1);           \
@@ -286,7 +286,7 @@ PROF_EXPORT void SSL_free(SSL *s)
 		return;
 	struct prof_thread *th = tls_begin();
 	if (th && s && !prof_map_empty(&http_conns)) {
-		th->in_hook++;
+		prof_hook_enter(th);
 		struct http_conn *c = prof_map_get(&http_conns, (uintptr_t)s);
 		if (c) {
 			finish(th, c, prof_now());

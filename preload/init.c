@@ -66,7 +66,7 @@ static void write_line(const char *buf, size_t len)
 {
 	int saved = errno;
 	struct stat st;
-	prof_self.in_hook++;
+	prof_hook_enter(&prof_self);
 	if (!first_stderr.state)
 		note_stderr();
 	if (first_stderr.state == 1 && fstat(2, &st) == 0 && st.st_dev == first_stderr.dev &&
@@ -331,7 +331,7 @@ static void thread_key_destructor(void *arg)
 	if (!atomic_load(&prof_active))
 		return;
 	int saved = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_thread_end(th);
 	th->in_hook--;
 	errno = saved;
@@ -355,13 +355,17 @@ static void write_exit(unsigned how, int code)
 }
 
 /* What the hooks left out where threads had little stack left (prof_stack_tight()). */
-static void say_tight_stacks(void)
+static void say_cuts(void)
 {
 	uint64_t cut = atomic_load(&prof_tight_stacks), io = atomic_load(&prof_tight_io);
+	uint64_t left = atomic_load(&prof_hooks_left);
 	if (cut || io)
 		prof_log("threads with little stack left (stacks the program sized): %llu stacks "
 			 "recorded as their call site alone, %llu I/O calls not recorded",
 			 (unsigned long long)cut, (unsigned long long)io);
+	if (left)
+		prof_log("the program's signal handlers longjmp'd out of libprof's hooks %llu times: "
+			 "the event each was recording is lost", (unsigned long long)left);
 }
 
 /* The end of the run: libc's own blocks freed, the leak scan, the last records. stack_from:
@@ -380,14 +384,14 @@ static void exit_work(int status, uintptr_t stack_from)
 				fn();
 		}
 	}
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
 	prof_leak_scan(stack_from);
 	heap_tally_flush_all(th);  /* every thread's counts, the others' too */
 	io_batches_flush_all(th);
 	prof_locks_flush();
 	prof_thread_end(th);
-	say_tight_stacks();
+	say_cuts();
 	write_exit(0, status);
 	prof_writer_set_state(PROF_STATE_EXITED);
 	atomic_store(&prof_active, 0);
@@ -467,7 +471,7 @@ void prof_borrower_done(void)
 void prof_quick_exit(int status)
 {
 	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
-		prof_self.in_hook++;
+		prof_hook_enter(&prof_self);
 		heap_tally_flush_all(prof_thread_get());
 		io_batches_flush_all(prof_thread_get());
 		write_exit(2, status);
@@ -503,7 +507,7 @@ static void fatal_signal_handler(int sig)
 	if (atomic_load(&prof_active)) {
 		struct prof_thread *th = &prof_self;
 		th->in_signal++;
-		th->in_hook++;
+		prof_hook_enter(th);
 		if (th->serial)
 			write_exit(1, sig);
 		th->in_hook--;
@@ -536,7 +540,7 @@ static int start_recording(uint32_t ppid, int argc, char **argv)
 		return -1;
 	atomic_store(&prof_active, 1);
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_stacks_reset();
 	prof_thread_register(th);
 	prof_modules_init();
@@ -563,14 +567,16 @@ void prof_fork_child(void)
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
 	int depth = th->in_hook;
-	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
+	uintptr_t stack_lo = th->stack_lo, hook_frame = th->hook_frame;  /* the same stack */
 	memset(th, 0, sizeof(*th));
 	th->in_hook = depth;
+	th->hook_frame = hook_frame;
 	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
 	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
 	atomic_store(&prof_tight_io, 0);
+	atomic_store(&prof_hooks_left, 0);
 	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
 	 * holding libunwind's lock, when the parent forked: the child unwinds as before only. */
 	prof_cfg.stack_cache = 0;
@@ -645,7 +651,7 @@ void prof_start(void)
 		atomic_store(&prof_start_state, 2);
 		return;
 	}
-	prof_self.in_hook++;
+	prof_hook_enter(&prof_self);
 	note_stderr();
 	read_config();
 	Dl_info info;
@@ -697,11 +703,11 @@ __attribute__((constructor)) static void prof_constructor(void)
 void prof_fork_parent(pid_t child)
 {
 	uint64_t t = prof_now();
-	if (!atomic_load(&prof_active) || prof_self.in_hook ||
+	if (!atomic_load(&prof_active) || prof_in_hook(&prof_self) ||
 	    (uint32_t)getpid() != prof_writer_pid())
 		return;
 	struct prof_thread *th = prof_thread_get();
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_fork *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->child_pid = (uint32_t)child;
@@ -840,7 +846,7 @@ static void record_exec(const char *path)
 	if (len > 4000)
 		len = 4000;
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_exec) + len));
-	th->in_hook++;
+	prof_hook_enter(th);
 	heap_tally_flush_all(th);  /* the counts end with this image */
 	io_batches_flush_all(th);
 	struct prof_rec_exec *r = prof_reserve(th, size);

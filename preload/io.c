@@ -99,7 +99,7 @@ static inline void *io_real(void **slot, const char *name)
 __attribute__((constructor)) static void io_resolve_all(void)
 {
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;  /* dlsym may allocate: not the program's */
+	prof_hook_enter(th);  /* dlsym may allocate: not the program's */
 #define IO_X(name) REAL(name);
 	IO_REALS(IO_X)
 #undef IO_X
@@ -167,7 +167,7 @@ static inline __attribute__((always_inline)) struct prof_thread *io_begin(void)
 		return NULL;
 	if (unlikely(prof_stack_tight(th, PROF_IO_ROOM)))
 		return io_tight();
-	th->in_hook++;
+	prof_hook_enter(th);
 	io_ready(th);
 	th->in_hook--;
 	io_busy = hook;
@@ -180,7 +180,7 @@ static inline __attribute__((always_inline)) struct prof_thread *io_begin(void)
 	int err_ = errno; \
 	io_busy = 0;      \
 	uint64_t own_t_ = prof_own_begin(th); \
-	(th)->in_hook++
+	prof_hook_enter(th)
 #define IO_END_FINISH(th)  \
 	(th)->in_hook--;   \
 	prof_own_end(th, own_t_); \
@@ -328,7 +328,7 @@ PROF_EXPORT int close(int fd)
 	struct prof_thread *th = io_begin();
 	if (!th)
 		return close_unrecorded(fd);
-	th->in_hook++;
+	prof_hook_enter(th);
 	uint32_t id = io_fd_id(th, fd);  /* named before it goes */
 	th->in_hook--;
 	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
@@ -447,14 +447,14 @@ static int own_pipe(int fds[2], int r)
 
 PROF_EXPORT int pipe(int fds[2])
 {
-	if (prof_self.in_hook)
+	if (prof_in_hook(&prof_self))
 		return own_pipe(fds, REAL(pipe)(fds));
 	PAIR_HOOK(PROF_IO_PIPE, fds, REAL(pipe)(fds));
 }
 
 PROF_EXPORT int pipe2(int fds[2], int flags)
 {
-	if (prof_self.in_hook)
+	if (prof_in_hook(&prof_self))
 		return own_pipe(fds, REAL(pipe2)(fds, flags));
 	PAIR_HOOK(PROF_IO_PIPE, fds, REAL(pipe2)(fds, flags));
 }
@@ -1027,7 +1027,7 @@ static void batches_write(struct prof_thread *th, FILE *f)
 void io_batches_flush(struct prof_thread *th)
 {
 	int err = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	batches_write(th, NULL);
 	if (io_batches) {
 		struct io_batch *all = atomic_load(&batch_tables);
@@ -1047,7 +1047,7 @@ void io_batches_flush_all(struct prof_thread *th)
 	if (!all)
 		return;
 	int err = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	for (unsigned i = 0; i < BATCH_THREADS; i++)
 		if (prof_slot_taken(batch_taken, i))
 			for (int k = 0; k < BATCH_SLOTS; k++)
@@ -1186,7 +1186,7 @@ PROF_EXPORT FILE *fopen64(const char *path, const char *mode)
 			return REAL(name)(path, mode, f);                                  \
 		int oldfd = stream_fd(f);                                                  \
 		uint32_t oldid = io_fd_peek(oldfd);                                        \
-		th->in_hook++;                                                             \
+		prof_hook_enter(th);                                                             \
 		batches_write(th, f);                                                      \
 		th->in_hook--;                                                             \
 		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \
@@ -1232,7 +1232,7 @@ PROF_EXPORT int fclose(FILE *f)
 		io_busy = 0;
 		return REAL(fclose)(f);
 	}
-	th->in_hook++;
+	prof_hook_enter(th);
 	batches_write(th, f);  /* while its descriptor still has its id */
 	uint32_t id = io_fd_id(th, fd);
 	th->in_hook--;

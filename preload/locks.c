@@ -226,7 +226,7 @@ static uint32_t stack_here(struct prof_thread *th, uintptr_t site)
 {
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	uint32_t stack = prof_stack_at(th, site);
 	th->in_hook--;
 	prof_own_end(th, own);
@@ -318,7 +318,7 @@ static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lo
 static noinline struct prof_thread *register_self(struct prof_thread *th)
 {
 	int saved = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_thread_get();
 	th->in_hook--;
 	errno = saved;
@@ -477,7 +477,7 @@ static void write_wait(struct prof_thread *th, uintptr_t lock, uintptr_t other, 
 {
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_lock_wait *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->lock = lock;
@@ -563,7 +563,7 @@ static noinline void snapshot(struct prof_thread *th, struct lock_entry *e)
 		return;
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_rec_lock_stats *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->lock = (uint64_t)LD(e->addr);

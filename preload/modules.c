@@ -300,7 +300,7 @@ PROF_EXPORT int dlclose(void *handle)
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
 		struct prof_thread *th = prof_thread_get();
-		th->in_hook++;
+		prof_hook_enter(th);
 		prof_modules_rescan();
 		th->in_hook--;
 		errno = saved;

@@ -32,7 +32,7 @@ static void record(struct prof_thread *th, unsigned op, uint64_t t0, uint64_t t1
 		   int peer, uintptr_t site)
 {
 	int saved = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_thread_get();
 	uint32_t stack = prof_stack_at(th, site);
 	struct prof_rec_mpi_call *r = prof_reserve(th, sizeof(*r));

@@ -164,7 +164,7 @@ static struct prof_thread *nvtx_enter(void)
 	if (!th)
 		return NULL;
 	th = prof_thread_get();
-	th->in_hook++;
+	prof_hook_enter(th);
 	return th;
 }
 
@@ -344,7 +344,7 @@ static const char *h_dregister_a(struct nvtx_domain *d, const char *s)
 {
 	(void)d;
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;
+	prof_hook_enter(th);
 	char *copy = copy_message(s ? s : "");
 	th->in_hook--;
 	return copy;
@@ -352,7 +352,7 @@ static const char *h_dregister_a(struct nvtx_domain *d, const char *s)
 static struct nvtx_domain *h_dcreate_a(const char *name)
 {
 	struct prof_thread *th = &prof_self;
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct nvtx_domain *d = nvtx_mem(sizeof(*d));
 	if (d && prof_enabled(PROF_EV_CUDA))
 		d->name = cuda_name(name ? name : "", PROF_CUDA_NAME_DOMAIN);

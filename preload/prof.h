@@ -10,8 +10,10 @@
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "prof_format.h"
 #include "prof_short.h"
@@ -76,6 +78,8 @@ struct prof_thread {
 	uint32_t tid;
 	int in_hook;          /* recursion guard: our own work and libc's inner calls pass through */
 	int in_signal;        /* > 0 while a signal handler of ours records: use streams[1] */
+	uintptr_t hook_frame;  /* the frame that raised in_hook from 0 (prof_hook_enter()) */
+	int jumped;           /* the program longjmp'd while in_hook was raised (prof_in_hook()) */
 	struct prof_stream streams[2];
 	/* CPU sampling (cpu.c). ticks counts the sampling signals this thread handled: a call
 	 * that failed with EINTR while it moved was interrupted by us, not by the program's
@@ -124,6 +128,7 @@ static inline __attribute__((always_inline)) int prof_stack_tight(const struct p
 	return th->stack_lo && (uintptr_t)__builtin_frame_address(0) < th->stack_lo + need;
 }
 extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
+extern _Atomic uint64_t prof_hooks_left;  /* longjmp.c: hooks a longjmp left (prof_in_hook()) */
 
 /* A family's mark on a thread while one of its hooks makes the real call: that hook's frame
  * (prof_hook_frame(), from the hook itself or code inlined into it), 0 for none. Its hooks
@@ -134,6 +139,40 @@ extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
 static inline int prof_inside_call(uintptr_t mark, uintptr_t hook_frame)
 {
 	return mark && hook_frame < mark;
+}
+
+/* Our work raises in_hook, and hooks reached from inside it pass their calls through. A
+ * program's signal handler may leave that work by longjmp (an alarm's timeout around code
+ * that allocates), and in_hook would stay raised: every later call of the thread passed
+ * through. So raising it from 0 notes the frame that did (prof_hook_enter()), the longjmp
+ * hooks note a jump made while it is raised, and after one a hook that is not below that
+ * frame finds the raise stale: prof_hook_stale() lowers it (init.c). Borrowed frames: a vfork
+ * child runs with in_hook raised on purpose, its hook_frame the top of the address space. */
+static inline __attribute__((always_inline)) void prof_hook_enter(struct prof_thread *th)
+{
+	if (th->in_hook++ == 0)
+		th->hook_frame = prof_hook_frame();
+}
+int prof_hook_stale(struct prof_thread *th, uintptr_t hook_frame);
+/* Every signal blocked, for a section that holds what other threads wait for (the trace's
+ * growing, the descriptor table's setup): a handler's longjmp out of it would leave them
+ * waiting for good. Returns whether it blocked them; pass that to the restore. */
+static inline int prof_signals_block(sigset_t *saved)
+{
+	sigset_t all;
+	sigfillset(&all);
+	return syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, saved, _NSIG / 8) == 0;
+}
+
+static inline void prof_signals_restore(int blocked, const sigset_t *saved)
+{
+	if (blocked)
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, NULL, _NSIG / 8);
+}
+static inline __attribute__((always_inline)) int prof_in_hook(struct prof_thread *th)
+{
+	return unlikely(th->in_hook) &&
+	       (likely(!th->jumped) || !prof_hook_stale(th, prof_hook_frame()));
 }
 
 /* A recording unwind runs with every signal blocked (stacks.c); the sigprocmask calls
@@ -244,7 +283,7 @@ static inline struct prof_thread *prof_recording(unsigned family)
 	if (!(prof_cfg.events & family))
 		return NULL;
 	struct prof_thread *th = &prof_self;
-	if (th->in_hook)
+	if (prof_in_hook(th))
 		return NULL;
 	return unlikely(active == PROF_ACTIVE_FULL) ? prof_recording_full(th, family) : th;
 }

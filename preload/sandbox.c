@@ -173,7 +173,7 @@ void prof_sandbox_entered(const struct sock_fprog *filter)
 	int err = errno;
 	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
 		struct prof_thread *th = prof_thread_get();
-		th->in_hook++;
+		prof_hook_enter(th);
 		heap_tally_flush_all(th);
 		io_batches_flush_all(th);
 		prof_locks_flush();

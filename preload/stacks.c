@@ -1076,17 +1076,15 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 	/* Debian's libunwind blocks every signal around each step (two sigprocmask calls, most of
 	 * a recording's cost): block them once for the whole unwind instead, and let its calls
 	 * find them blocked (UNWINDING_MASKED, cpu.c) */
-	sigset_t all, saved;
-	sigfillset(&all);
-	int masked = syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, _NSIG / 8) == 0;
+	sigset_t saved;
+	int masked = prof_signals_block(&saved);
 	th->unwinding = masked ? UNWINDING_MASKED : 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
 				 e);
 	atomic_signal_fence(memory_order_seq_cst);
 	th->unwinding = 0;
-	if (masked)
-		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, _NSIG / 8);
+	prof_signals_restore(masked, &saved);
 	recording_end();
 	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
 	if (n <= 0)

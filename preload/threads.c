@@ -181,7 +181,7 @@ static uintptr_t stack_lowest(void)
 	void *addr;
 	size_t size;
 	uintptr_t lo = 0;
-	prof_self.in_hook++;  /* its allocations are ours */
+	prof_hook_enter(&prof_self);  /* its allocations are ours */
 	if (pthread_getattr_np(pthread_self(), &attr) == 0) {
 		if (pthread_attr_getstack(&attr, &addr, &size) == 0)
 			lo = (uintptr_t)addr;
@@ -204,7 +204,7 @@ static void *prof_thread_trampoline(void *p)
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
 		struct prof_thread *th = &prof_self;
-		th->in_hook++;
+		prof_hook_enter(th);
 		prof_thread_start_child(parent, stack, (uint64_t)(uintptr_t)fn);
 		reg_self(th);
 		th->in_hook--;
@@ -224,7 +224,7 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 	if (!th)
 		return real.create(t, attr, fn, arg);
 	int saved = errno;
-	th->in_hook++;
+	prof_hook_enter(th);
 	struct prof_thread *me = prof_thread_get();
 	struct start_block *b = block_get();
 	if (b) {
@@ -249,7 +249,7 @@ PROF_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
 static void write_join(struct prof_thread *th, unsigned how, uint32_t serial, uint32_t tid,
 		       uint64_t t0, uint64_t t1, int rc, uintptr_t site)
 {
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_thread_get();
 	uint32_t stack = how == PROF_THREAD_JOIN ? prof_stack_at(th, site) : 0;
 	struct prof_rec_thread_join *r = prof_reserve(th, sizeof(*r));
@@ -306,7 +306,7 @@ static void write_name(struct prof_thread *th, uint32_t serial, uint32_t tid, co
 {
 	size_t len = strnlen(name, 15);
 	uint32_t size = prof_align8((uint32_t)(sizeof(struct prof_rec_thread_name) + len + 1));
-	th->in_hook++;
+	prof_hook_enter(th);
 	prof_thread_get();
 	if (serial == 0 && tid == 0) {  /* the calling thread, perhaps registered just now */
 		serial = th->serial;
@@ -329,7 +329,7 @@ PROF_EXPORT int pthread_setname_np(pthread_t t, const char *name)
 	struct prof_thread *th = prof_recording(PROF_EV_THREAD);
 	if (!th)
 		return real.setname(t, name);
-	th->in_hook++;  /* glibc writes /proc/self/task/TID/comm for other threads: not program I/O */
+	prof_hook_enter(th);  /* glibc writes /proc/self/task/TID/comm for other threads: not program I/O */
 	int rc = real.setname(t, name);
 	th->in_hook--;
 	int err = errno;

@@ -253,8 +253,8 @@ static void warn_full(int err)
 }
 
 /* Adds file space until the file holds `need` units (and a step more, so growing is rare).
- * Only one thread grows at a time; a signal handler never waits for it (the thread it
- * interrupted may be the one growing). At the size limit the file grows to the limit, and the
+ * Only one thread grows at a time (with every signal blocked: next_chunk()); a signal
+ * handler never waits for it (the thread it interrupted may be the one growing). At the size limit the file grows to the limit, and the
  * trace is full: -1, though claims may still take what is left below the limit. */
 static int growing_take(int may_wait)
 {
@@ -455,11 +455,38 @@ static void run_ready(char *c, uint32_t units)
 	}
 }
 
+/* `size` bytes at the stream's end, which fit. They read as PAD until prof_commit(), written
+ * before the end moves: a record left unfinished (a program's signal handler that longjmp'd
+ * out of our hook: prof_in_hook()) is skipped by readers, not taken for the chunk's end. */
+static inline void *take(struct prof_stream *s, uint32_t size)
+{
+	char *p = s->chunk + s->used;
+	__atomic_store_n((uint64_t *)p, (uint64_t)PROF_REC_PAD | (uint64_t)size << 32,
+			 __ATOMIC_RELAXED);
+	atomic_signal_fence(memory_order_seq_cst);
+	s->used += size;
+	return p;
+}
+
 /* The stream's next chunk: a new run of units, about as many as the stream has used so far
  * and enough for the record. Writes the chunk header and the LOST record owed, gives back the
- * unused units of the chunk it leaves, then reserves `size`. Pairs with prof_reserve(). */
+ * unused units of the chunk it leaves, then reserves `size`. Pairs with prof_reserve(). Every
+ * signal is blocked meanwhile: a handler's longjmp out of here would leave the trace growing
+ * (others waiting), or a chunk written and its stream not moved on (the next would repeat its
+ * number, and no reader take the trace). */
+static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_t size);
+
 static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct prof_stream *s,
 						  uint32_t size)
+{
+	sigset_t saved;
+	int blocked = prof_signals_block(&saved);
+	void *p = chunk_switch(th, s, size);
+	prof_signals_restore(blocked, &saved);
+	return p;
+}
+
+static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_t size)
 {
 	uint32_t need = (uint32_t)(((uint64_t)CHUNK_HDR + sizeof(struct prof_rec_lost) + size +
 				    UNIT - 1) / UNIT);
@@ -500,15 +527,12 @@ static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct
 	s->used = CHUNK_HDR;
 	s->units_used = s->units_used + got < RUN_MAX ? s->units_used + got : RUN_MAX;
 	if (s->lost) {
-		struct prof_rec_lost *l = (struct prof_rec_lost *)(c + s->used);
+		struct prof_rec_lost *l = take(s, sizeof(*l));
 		l->records = s->lost;
-		s->used += sizeof(*l);
 		prof_commit(l, PROF_REC_LOST, 0, sizeof(*l), prof_now());
 		s->lost = 0;
 	}
-	void *p = c + s->used;
-	s->used += size;
-	return p;
+	return take(s, size);
 }
 
 /* Space for one record of `size` bytes (a multiple of 8) in the thread's current stream, or
@@ -525,13 +549,7 @@ void *prof_reserve(struct prof_thread *th, uint32_t size)
 	}
 	s->busy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	void *p;
-	if (likely(s->used + size <= s->span)) {
-		p = s->chunk + s->used;
-		s->used += size;
-	} else {
-		p = next_chunk(th, s, size);
-	}
+	void *p = likely(s->used + size <= s->span) ? take(s, size) : next_chunk(th, s, size);
 	atomic_signal_fence(memory_order_seq_cst);
 	s->busy = 0;
 	return p;
@@ -599,12 +617,14 @@ static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t pt
 	uint64_t w0 = prof_short_word(&b, kind, time, ptr);
 	if (!w0)
 		return 0;
+	/* Written before the end moves past it: a longjmp between leaves no hole (see take()). */
 	uint64_t *p = (uint64_t *)(s->chunk + s->used);
-	s->used += len;
 	if (len > 8)
 		p[1] = w1;
 	base_set(th, time, ptr);
 	__atomic_store_n(p, w0, __ATOMIC_RELEASE);
+	atomic_signal_fence(memory_order_seq_cst);
+	s->used += len;
 	return 1;
 }
 

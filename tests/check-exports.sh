@@ -26,6 +26,8 @@ allowed_names=(
 	_exit _Exit
 	# copies of the process made without fork()'s handlers (clone.c)
 	_Fork clone
+	# jumps out of a signal handler that may leave a hook of ours (longjmp.c)
+	longjmp siglongjmp _longjmp __longjmp_chk
 	# limits the program lowers (init.c: our reservations shrink first)
 	setrlimit setrlimit64 prlimit prlimit64
 	# a seccomp filter installed through syscall(2) (sandbox.c: recording stops first), and

@@ -65,6 +65,12 @@ void prof_own_memory(const void *p, size_t len)
 	(void)len;
 }
 
+int prof_hook_stale(struct prof_thread *th, uintptr_t hook_frame)
+{
+	(void)th, (void)hook_frame;
+	return 0;  /* no longjmp hooks here: jumped is never set */
+}
+
 void *prof_dlsym_optional(void *handle, const char *name)
 {
 	return dlsym(handle, name);

@@ -543,3 +543,43 @@ Test(lifecycle, posix_spawn_with_clean_environment_stays_profiled)
 {
 	expect_child_traced("spawn");
 }
+
+/* A SIGALRM handler that siglongjmps out of libprof's hooks (tests/progs/alarm_jumps.c) left
+ * the thread "inside libprof", and its every later call unrecorded. Each jump may lose the
+ * one call it interrupted, no more; the trace reads, and the jumps are said. */
+Test(lifecycle, calls_after_a_longjmp_out_of_a_hook_are_recorded)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX], err[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog("alarm_jumps"), "200", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, err), 0);
+	char *said = e2e_read_file(out);
+	long allocs = -1, writes = -1, jumps = -1;
+	cr_assert(said && sscanf(said, "allocs %ld writes %ld jumps %ld", &allocs, &writes,
+				 &jumps) == 3, "said: %s", said ? said : "");
+	free(said);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	long recorded = e2e_int(p, "heap.alloc_calls"), freed = e2e_int(p, "heap.free_calls");
+	cr_expect(recorded >= allocs && recorded <= allocs + jumps + 1, /* + printf's buffer */
+		  "%ld allocations recorded of %ld (%ld jumps)", recorded, allocs, jumps);
+	cr_expect(freed >= allocs - jumps && freed <= recorded, "%ld frees recorded of %ld", freed,
+		  allocs);
+	cr_expect_eq(e2e_int(p, "heap.unmatched_frees"), 0);
+	long written = -1;
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(json_object_get(p, "io"), "files"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "path")), "/dev/null"))
+			written = (long)json_integer_value(json_object_get(f, "writes"));
+	cr_expect(written >= writes && written <= writes + jumps, "%ld writes recorded of %ld",
+		  written, writes);
+	cr_expect_eq(e2e_int(p, "exit.code"), 0);
+	json_decref(doc);
+	char *e = e2e_read_file(err);
+	cr_expect(e && strstr(e, "longjmp'd out of libprof's hooks"), "stderr: %s", e ? e : "");
+	free(e);
+}
