@@ -60,8 +60,9 @@ static size_t put_uint(char *buf, size_t len, size_t cap, unsigned long v)
 
 static int proc_fd_link(int fd, char *buf, size_t cap)
 {
-	char link[40];
-	size_t n = put_str(link, 0, sizeof(link), "/proc/self/fd/");
+	char link[48];
+	size_t n = put_str(link, 0, sizeof(link), prof_proc_self());
+	n = put_str(link, n, sizeof(link), "/fd/");
 	put_uint(link, n, sizeof(link), (unsigned)fd);
 	ssize_t got = readlink(link, buf, cap - 1);
 	if (got <= 0)
@@ -365,8 +366,9 @@ static int make_table(void)
  * parent's), with raw system calls: nothing here reaches a hook or malloc. */
 static void seed(struct prof_thread *th)
 {
-	int dir = (int)syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
-			       O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	char path[32];
+	put_str(path, put_str(path, 0, sizeof(path), prof_proc_self()), sizeof(path), "/fd");
+	int dir = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0) {
 		for (int fd = 0; fd < 3; fd++)  /* no /proc: at least the standard three */
 			discover(th, fd, PROF_IO_INHERITED);

@@ -93,6 +93,19 @@ void prof_log(const char *fmt, ...)
 	write_line(buf, len);
 }
 
+const char *prof_proc_self(void)
+{
+	static _Atomic int thread_self = -1;
+	int has = atomic_load_explicit(&thread_self, memory_order_relaxed);
+	if (has < 0) {
+		int err = errno;
+		has = access("/proc/thread-self", F_OK) == 0;
+		errno = err;
+		atomic_store_explicit(&thread_self, has, memory_order_relaxed);
+	}
+	return has ? "/proc/thread-self" : "/proc/self";
+}
+
 /* Appends the decimal v to buf at len (room for 21 bytes is the caller's); the new length. */
 static size_t put_num(char *buf, size_t len, long v)
 {

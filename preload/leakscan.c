@@ -811,7 +811,9 @@ static int heap_mapping(uint64_t lo, uint64_t hi, const char *name)
 
 static void scan_maps(uint64_t sp)
 {
-	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	char path[32];
+	snprintf(path, sizeof(path), "%s/maps", prof_proc_self());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	static char text[1 << 16];

@@ -339,6 +339,10 @@ void prof_thread_end(struct prof_thread *th);
  * call frees it, maybe the program's, whose free would then be recorded as that of a block
  * never allocated: a lookup that succeeds frees it at once. */
 void *prof_dlsym_optional(void *handle, const char *name);
+/* init.c: /proc/thread-self, or /proc/self on kernels before 3.17. /proc/self is the main
+ * thread's: its maps and descriptors read as empty once it has left by pthread_exit while
+ * other threads go on. */
+const char *prof_proc_self(void);
 /* sandbox.c: the process is about to install a seccomp filter (NULL: strict mode); recording
  * stops unless the filter lets libprof's own system calls through or refuses them by errno.
  * prof_sandboxed(): it did stop for one (the programs started from here are not profiled). */

@@ -361,3 +361,38 @@ Test(leaks, a_lost_cycle_is_headed_by_its_oldest_block)
 		cr_expect_eq(got[i][0], vg.leak[i][0], "%s: prof %ld, valgrind %ld", class_keys[i],
 			     got[i][0], vg.leak[i][0]);
 }
+
+/* The main thread left by pthread_exit before the last thread exited the process
+ * (tests/progs/main_exits.c): /proc/self/maps then reads as empty, and the scan found no root
+ * at all (every block definitely lost), /proc/self/fd nothing (files named "?"). */
+Test(leaks, classes_when_the_main_thread_left_first)
+{
+	const char *dir = e2e_tmpdir();
+	char file[PATH_MAX];
+	snprintf(file, sizeof(file), "%s/lines.txt", dir);
+	const char *argv[] = { e2e_prog("main_exits"), file, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 1000);
+	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.bytes"), 500);
+	long writes = -1;
+	size_t i;
+	json_t *f;
+	json_array_foreach(json_object_get(json_object_get(p, "io"), "files"), i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "path")), file))
+			writes = (long)json_integer_value(json_object_get(f, "writes"));
+	cr_expect_eq(writes, 5, "the file, named, and its writes: %ld", writes);
+	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		struct vg_summary vg;
+		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+		for (int i = 0; i < 4; i++) {  /* the thread's own glibc blocks too */
+			char key[64];
+			snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+			cr_expect_eq(e2e_int(p, key), vg.leak[i][0] < 0 ? 0 : vg.leak[i][0],
+				     "%s: prof %ld, valgrind %ld", key, e2e_int(p, key), vg.leak[i][0]);
+		}
+	}
+	json_decref(doc);
+}
