@@ -206,15 +206,34 @@ static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
 static char carried[NCARRIED][1100];
 
+/* The trace template, relative to the directory the process started in: a program that
+ * changes directory (a daemon's chdir("/")) before it forks or execs must not scatter the
+ * run's traces, or fail to create them there. An exec'd program gets it as PROF_OUTPUT
+ * (carried[0]) when it was set. */
+static void output_from_start_dir(const char *v)
+{
+	const char *tmpl = v && *v ? v : "prof.%n.%p.trace";
+	char *out = prof_cfg.output, cwd[512];
+	size_t lt = strlen(tmpl), lc;
+	if (tmpl[0] != '/' && getcwd(cwd, sizeof(cwd)) &&
+	    (lc = strlen(cwd)) + 1 + lt < sizeof(prof_cfg.output)) {
+		memcpy(out, cwd, lc);
+		out[lc] = '/';
+		memcpy(out + lc + 1, tmpl, lt + 1);
+	} else {
+		snprintf(out, sizeof(prof_cfg.output), "%s", tmpl);
+	}
+	if (v && *v)  /* carried_names[0] */
+		snprintf(carried[0], sizeof(carried[0]), "PROF_OUTPUT=%s", prof_cfg.output);
+}
+
 static void read_config(void)
 {
 	const char *v;
 	for (size_t i = 0; i < NCARRIED; i++)
 		if ((v = getenv(carried_names[i])))
 			snprintf(carried[i], sizeof(carried[i]), "%s=%s", carried_names[i], v);
-	snprintf(prof_cfg.output, sizeof(prof_cfg.output), "prof.%%n.%%p.trace");
-	if ((v = getenv("PROF_OUTPUT")) && *v)
-		snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s", v);
+	output_from_start_dir(getenv("PROF_OUTPUT"));
 	if ((v = getenv("PROF_EVENTS")) && *v) {
 		int bad;
 		prof_cfg.events = prof_events_parse(v, &bad);
@@ -754,6 +773,13 @@ PROF_EXPORT pid_t fork(void)
 /* The environment for a program we start: LD_PRELOAD keeps naming us, and our PROF_*
  * settings stay, even when the caller built an environment without them. env_out must hold
  * EXEC_ENV_MAX entries; returns envp itself when nothing needs to change. */
+/* A PROF_OUTPUT relative to the directory the program is in now, not to the one it started
+ * in: replaced by ours (output_from_start_dir()). */
+static int relative_output(const char *entry)
+{
+	return !strncmp(entry, "PROF_OUTPUT=", 12) && entry[12] != '/' && carried[0][0];
+}
+
 static char *const *env_with_preload(char *const envp[], char **env_out, size_t cap,
 				     char *preload_buf, size_t preload_cap)
 {
@@ -765,6 +791,8 @@ static char *const *env_with_preload(char *const envp[], char **env_out, size_t 
 	for (; envp[n]; n++) {
 		if (!strncmp(envp[n], "LD_PRELOAD=", 11) && strstr(envp[n], self_path))
 			preloaded = 1;
+		if (relative_output(envp[n]))
+			continue;
 		for (size_t i = 0; i < NCARRIED; i++) {
 			size_t l = strlen(carried_names[i]);
 			if (!present[i] && !strncmp(envp[n], carried_names[i], l) && envp[n][l] == '=') {
@@ -783,7 +811,7 @@ static char *const *env_with_preload(char *const envp[], char **env_out, size_t 
 	for (size_t i = 0; i < n; i++) {
 		if (!strncmp(envp[i], "LD_PRELOAD=", 11) && !preloaded)
 			old = envp[i] + 11;
-		else
+		else if (!relative_output(envp[i]))
 			env_out[k++] = envp[i];
 	}
 	if (!preloaded) {

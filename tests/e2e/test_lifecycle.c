@@ -583,3 +583,34 @@ Test(lifecycle, calls_after_a_longjmp_out_of_a_hook_are_recorded)
 	cr_expect(e && strstr(e, "longjmp'd out of libprof's hooks"), "stderr: %s", e ? e : "");
 	free(e);
 }
+
+/* A relative PROF_OUTPUT is the directory the run started in: a program that changes
+ * directory before it forks or execs (a daemon's chdir("/")) had its children's traces fail
+ * ("cannot create trace file") or land elsewhere. */
+Test(lifecycle, relative_output_stays_where_the_run_started)
+{
+	const char *dir = e2e_tmpdir();
+	char script[4 * PATH_MAX], err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	snprintf(script, sizeof(script),
+		 "cd '%s' && mkdir t && LD_PRELOAD='%s' PROF_OUTPUT=t/%%p.trace "
+		 "sh -c 'cd / && /bin/true; /bin/true; env' | grep -c '^PROF_OUTPUT=%s/t/%%p.trace$'",
+		 dir, e2e_lib(), dir);
+	const char *argv[] = { "sh", "-c", script, NULL };
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	cr_assert_eq(e2e_run(argv, NULL, out, err), 0);
+	e2e_expect_file(out, "1\n");  /* what the exec'd env saw */
+	char *e = e2e_read_file(err);
+	cr_expect(e && !strstr(e, "cannot create"), "stderr: %s", e ? e : "");
+	free(e);
+	char traces[PATH_MAX];
+	snprintf(traces, sizeof(traces), "%s/t", dir);
+	json_t *doc = e2e_prof_json("report", traces);
+	cr_assert_not_null(doc);
+	size_t n = 0;
+	while (e2e_process(doc, n))
+		n++;
+	cr_expect_eq(n, 4, "sh, true twice and env: %zu", n);
+	json_decref(doc);
+}
