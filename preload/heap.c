@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static struct {
@@ -80,9 +81,30 @@ static size_t dtv_extra_slots;
  * before its real call (prof_stack_prefetch()). Not sampled: few allocations take a stack. */
 static int stacks_ahead;
 
+/* Our malloc, as this library defines it (the name `malloc` here is whichever comes first). */
+extern void *prof_own_malloc(size_t)
+	__attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
+
+/* A malloc found before ours: the program's executable defines one (a statically linked
+ * jemalloc or tcmalloc), or an allocator preloaded before libprof. Calls reach our hook only
+ * if that allocator forwards to the next malloc: said once, so that an empty heap report is
+ * not taken for a program that allocates nothing. */
+static void say_foreign_malloc(void)
+{
+	void *first = dlsym(RTLD_DEFAULT, "malloc");
+	Dl_info info;
+	if (!first || first == (void *)prof_own_malloc || !dladdr(first, &info))
+		return;
+	prof_log("malloc comes from %s, found before libprof's: allocations it does not pass on to "
+		 "the C library's malloc are not recorded (an allocator in LD_PRELOAD must go after "
+		 "libprof)", info.dli_fname && *info.dli_fname ? info.dli_fname : "the program");
+}
+
 void prof_heap_init(void)
 {
 	resolve();
+	if (prof_cfg.events & PROF_EV_ALLOC)
+		say_foreign_malloc();
 	stacks_ahead = !prof_cfg.heap_sample && prof_cfg.stack_depth && prof_cfg.stack_cache;
 	if (prof_cfg.heap_sample)
 		heap_tally_init(real.malloc_usable_size, real.malloc, real.free);

@@ -278,3 +278,28 @@ Test(heap, dlopened_module_frames_are_symbolized)
 	cr_expect_eq(e2e_int(frame, "line"), e2e_marker_line("plugin/plugin.c", "LEAK-PLUGIN"));
 	json_decref(doc);
 }
+
+/* Whether libprof's stderr, for argv profiled, says that malloc is not ours. */
+static int says_foreign_malloc(const char *const argv[])
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, err), 0);
+	char *said = e2e_read_file(err);
+	cr_assert_not_null(said);
+	int says = strstr(said, "malloc comes from") != NULL;
+	free(said);
+	return says;
+}
+
+/* A program whose executable defines malloc (tests/progs/own_malloc.c) allocates where no
+ * hook of ours sees it: its empty heap is said on stderr, not left to look like a program
+ * that allocates nothing. A program using libc's malloc hears nothing of it. */
+Test(heap, a_malloc_found_before_ours_is_said)
+{
+	const char *own[] = { e2e_prog("own_malloc"), NULL };
+	cr_expect(says_foreign_malloc(own));
+	const char *plain[] = { e2e_prog("heap_sites"), NULL };
+	cr_expect(!says_foreign_malloc(plain));
+}
