@@ -93,7 +93,10 @@ static void say_foreign_malloc(void)
 {
 	void *first = dlsym(RTLD_DEFAULT, "malloc");
 	Dl_info info;
-	if (!first || first == (void *)prof_own_malloc || !dladdr(first, &info))
+	/* An executable that takes malloc's address has its PLT slot as malloc's address, where
+	 * no symbol is defined: a definition is a symbol dladdr finds beginning there. */
+	if (!first || first == (void *)prof_own_malloc || !dladdr(first, &info) ||
+	    info.dli_saddr != first)
 		return;
 	prof_log("malloc comes from %s, found before libprof's: allocations it does not pass on to "
 		 "the C library's malloc are not recorded (an allocator in LD_PRELOAD must go after "
