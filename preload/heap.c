@@ -4,6 +4,7 @@
 #include "heap_tally.h"
 
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,10 +94,12 @@ static void say_foreign_malloc(void)
 {
 	void *first = dlsym(RTLD_DEFAULT, "malloc");
 	Dl_info info;
-	/* An executable that takes malloc's address has its PLT slot as malloc's address, where
-	 * no symbol is defined: a definition is a symbol dladdr finds beginning there. */
-	if (!first || first == (void *)prof_own_malloc || !dladdr(first, &info) ||
-	    info.dli_saddr != first)
+	const ElfW(Sym) *sym = NULL;
+	/* A non-PIE executable that calls malloc has its PLT slot as malloc's address: the
+	 * symbol there is undefined (SHN_UNDEF), the definition is elsewhere. */
+	if (!first || first == (void *)prof_own_malloc ||
+	    !dladdr1(first, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym ||
+	    sym->st_shndx == SHN_UNDEF)
 		return;
 	prof_log("malloc comes from %s, found before libprof's: allocations it does not pass on to "
 		 "the C library's malloc are not recorded (an allocator in LD_PRELOAD must go after "
