@@ -405,6 +405,10 @@ static void say_cuts(void)
 static void exit_work(int status, uintptr_t stack_from)
 {
 	struct prof_thread *th = prof_thread_get();
+	/* exit() from a signal handler that interrupted one of our hooks (a SIGTERM handler's
+	 * exit): that hook never resumes, and the stream it was writing must take the end. */
+	if (th->in_hook)
+		prof_hook_abandon(th);
 	int others = prof_threads_alive() > 1;
 	if (prof_cfg.free_at_exit && (prof_cfg.events & PROF_EV_ALLOC) && !others) {
 		/* The same two valgrind calls: libstdc++'s pool, then libc's own blocks. */

@@ -59,6 +59,15 @@ int prof_hook_stale(struct prof_thread *th, uintptr_t hook_frame)
 	stack_t ss;
 	if (sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK))
 		return 0;
+	prof_hook_abandon(th);
+	atomic_fetch_add_explicit(&prof_hooks_left, 1, memory_order_relaxed);
+	return 1;
+}
+
+/* What a hook left half way leaves in the thread's state, undone: a reservation never
+ * finished (its bytes read as PAD), a short record's base that may not be in the file. */
+void prof_hook_abandon(struct prof_thread *th)
+{
 	th->in_hook = 0;
 	th->jumped = 0;
 	th->in_signal = 0;
@@ -66,6 +75,4 @@ int prof_hook_stale(struct prof_thread *th, uintptr_t hook_frame)
 	th->streams[0].busy = th->streams[1].busy = 0;
 	th->base_ptr_lo = th->base_ptr_hi = 0;  /* the next heap record an ordinary one (writer.c) */
 	heap_rec_abandoned();
-	atomic_fetch_add_explicit(&prof_hooks_left, 1, memory_order_relaxed);
-	return 1;
 }

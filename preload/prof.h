@@ -154,6 +154,7 @@ static inline __attribute__((always_inline)) void prof_hook_enter(struct prof_th
 		th->hook_frame = prof_hook_frame();
 }
 int prof_hook_stale(struct prof_thread *th, uintptr_t hook_frame);
+void prof_hook_abandon(struct prof_thread *th);  /* the work in_hook marked will not go on */
 /* Every signal blocked, for a section that holds what other threads wait for (the trace's
  * growing, the descriptor table's setup): a handler's longjmp out of it would leave them
  * waiting for good. Returns whether it blocked them; pass that to the restore. */
