@@ -507,6 +507,8 @@ void prof_borrower_done(void)
 void prof_quick_exit(int status)
 {
 	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
+		if (prof_self.in_hook)  /* a handler's _exit: as in exit_work() */
+			prof_hook_abandon(&prof_self);
 		prof_hook_enter(&prof_self);
 		heap_tally_flush_all(prof_thread_get());
 		io_batches_flush_all(prof_thread_get());

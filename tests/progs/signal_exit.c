@@ -1,6 +1,7 @@
 /* exit() from a signal handler (a SIGTERM handler that cleans up and exits, here SIGALRM):
  * the first alarm, every 200 us, that finds the program inside libprof's code (or the first
- * one at all, unprofiled) exits 3 from the handler, while the main loop allocates. */
+ * one at all, unprofiled) exits 3 from the handler, while the main loop allocates. Usage:
+ * signal_exit [_exit] (_exit(3) instead). */
 #define _GNU_SOURCE
 #include <link.h>
 #include <signal.h>
@@ -9,8 +10,10 @@
 #include <string.h>
 #include <sys/time.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 static uintptr_t prof_lo, prof_hi;  /* libprof's code, when it is loaded */
+static int quick;
 
 static int find_libprof(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -31,12 +34,16 @@ static void on_alarm(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig, (void)si;
 	uintptr_t pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
-	if (!prof_hi || (pc >= prof_lo && pc < prof_hi))
+	if (!prof_hi || (pc >= prof_lo && pc < prof_hi)) {
+		if (quick)
+			_exit(3);
 		exit(3);
+	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	quick = argc > 1 && !strcmp(argv[1], "_exit");
 	dl_iterate_phdr(find_libprof, NULL);
 	struct sigaction sa = { .sa_sigaction = on_alarm, .sa_flags = SA_SIGINFO };
 	sigaction(SIGALRM, &sa, NULL);
