@@ -48,12 +48,12 @@ const char *e2e_lib(void)
 	return buf;
 }
 
-static char tmpdirs[32][64];
+static char tmpdirs[128][64];  /* tests that loop over runs take two a run */
 static int ntmpdirs;
 
 const char *e2e_tmpdir(void)
 {
-	if (ntmpdirs == 32)
+	if (ntmpdirs == sizeof(tmpdirs) / sizeof(tmpdirs[0]))
 		return NULL;
 	char *d = tmpdirs[ntmpdirs];
 	snprintf(d, 64, "/tmp/prof-e2e.XXXXXX");
