@@ -184,6 +184,11 @@ static void dump_fields(const struct prof_rec *r)
 	case PROF_REC_FORK:
 		printf(" child_pid=%u", ((const struct prof_rec_fork *)r)->child_pid);
 		break;
+	case PROF_REC_REAPED: {
+		const struct prof_rec_reaped *w = (const void *)r;
+		printf(" child_pid=%u status=%d", w->child_pid, w->status);
+		break;
+	}
 	case PROF_REC_PY_CODE: {
 		const struct prof_rec_py_code *c = (const void *)r;
 		size_t room = r->size - sizeof(*c), nl = c->name_len < room ? c->name_len : room;

@@ -315,6 +315,13 @@ static int on_record(struct process *p, const struct trace_event *ev)
 			return -1;
 		p->children[p->nchildren++] = ((const struct prof_rec_fork *)h)->child_pid;
 		return 0;
+	case PROF_REC_REAPED: {
+		const struct prof_rec_reaped *r = (const void *)h;
+		if (GROW(p->reaped, p->nreaped, p->reaped_cap) < 0)
+			return -1;
+		p->reaped[p->nreaped++] = (struct reaped){ r->child_pid, r->status };
+		return 0;
+	}
 	default:
 		p->unknown_records++;
 		return 0;
@@ -548,6 +555,7 @@ void process_free(struct process *p)
 	}
 	u64map_free(&p->stacks);
 	free(p->children);
+	free(p->reaped);
 	for (size_t i = 0; families[i]; i++)
 		if (p->family_state[i]) {
 			families[i]->free(p->family_state[i]);

@@ -48,6 +48,12 @@ struct module_index {
 
 enum exit_kind { EXIT_UNKNOWN, EXIT_CODE, EXIT_SIGNAL, EXIT_EXEC };
 
+/* A child's end as this process's wait call returned it (REAPED). */
+struct reaped {
+	uint32_t pid;
+	int32_t status;  /* a wait status */
+};
+
 struct process {
 	char *path;
 	struct prof_file_header hdr;
@@ -72,6 +78,8 @@ struct process {
 	struct u64map stacks;       /* id -> struct stack_info */
 	uint32_t *children;
 	size_t nchildren, children_cap;
+	struct reaped *reaped;
+	size_t nreaped, reaped_cap;
 
 	void *family_state[FAMILY_MAX];  /* each event family's analysis, as families[] */
 	struct sum_symbols *symtab; /* read from a summary: its frames' symbols (no symbolizer) */

@@ -20,7 +20,7 @@ enum {
 	SEC_FAMILY = 2,   /* name, then what the family wrote; of the latest process */
 	SEC_SYMBOLS = 3,  /* the frames of its stacks and wanted addresses, symbolized */
 };
-#define SEC_PROCESS_VERSION 1
+#define SEC_PROCESS_VERSION 2  /* 2: the children's ends (REAPED) after the children */
 #define SEC_SYMBOLS_VERSION 1
 #define BYTE_ORDER_MARK 0x01020304u
 #define SECTION_HEAD 16
@@ -561,10 +561,12 @@ static void write_core(struct sum_out *w, const struct process *p)
 	}
 	sum_put_u64(w, p->nchildren);
 	sum_put_bytes(w, p->children, p->nchildren * sizeof(*p->children));
+	sum_put_u64(w, p->nreaped);
+	sum_put_bytes(w, p->reaped, p->nreaped * sizeof(*p->reaped));
 }
 
 /* 0, -1 out of memory; r->bad on bad input. */
-static int read_core(struct sum_in *r, struct process *p)
+static int read_core(struct sum_in *r, struct process *p, uint32_t version)
 {
 	int oom = 0;
 	char *path = sum_get_str(r, &oom);
@@ -670,6 +672,13 @@ static int read_core(struct sum_in *r, struct process *p)
 			return -1;
 		p->nchildren = p->children_cap = nc;
 		sum_get_bytes(r, p->children, nc * sizeof(*p->children));
+	}
+	size_t nr = version >= 2 ? sum_get_count(r, sizeof(*p->reaped)) : 0;
+	if (!r->bad && nr) {
+		if (!(p->reaped = malloc(nr * sizeof(*p->reaped))))
+			return -1;
+		p->nreaped = p->reaped_cap = nr;
+		sum_get_bytes(r, p->reaped, nr * sizeof(*p->reaped));
 	}
 	return 0;
 }
@@ -781,7 +790,7 @@ static int parse_piece(const unsigned char *buf, size_t len, size_t base, const 
 		}
 		struct sum_in r = { buf + off + SECTION_HEAD, buf + off + SECTION_HEAD + slen, 0 };
 		if (tag == SEC_PROCESS) {
-			if (sver != SEC_PROCESS_VERSION) {
+			if (sver != SEC_PROCESS_VERSION && sver != 1) {
 				problem = "a process section of another version";
 				break;
 			}
@@ -791,7 +800,7 @@ static int parse_piece(const unsigned char *buf, size_t len, size_t base, const 
 			}
 			cur = &(*ps)[(*n)++];
 			memset(cur, 0, sizeof(*cur));
-			oom = read_core(&r, cur) < 0;
+			oom = read_core(&r, cur, sver) < 0;
 		} else if (tag == SEC_FAMILY || tag == SEC_SYMBOLS) {
 			if (!cur) {
 				problem = "a section before its process";

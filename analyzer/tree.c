@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 size_t figures_each(void (*fn)(void *, const struct family *, const struct family_figure *,
 			       size_t), void *ctx)
@@ -45,6 +46,12 @@ int run_proc_of(struct run_proc *r, const struct process *p)
 				.start_realtime_ns = p->hdr.start_realtime_ns, .end_ns = p->end_ns,
 				.cpu_ns = process_cpu_ns(p), .exit_kind = p->exit_kind,
 				.exit_value = p->exit_value, .argc = p->argc };
+	if (p->nreaped) {
+		if ((r->reaped = malloc(p->nreaped * sizeof(*r->reaped))))
+			memcpy(r->reaped, p->reaped, p->nreaped * sizeof(*r->reaped));
+		r->nreaped = r->reaped ? p->nreaped : 0;
+		oom |= !r->reaped;
+	}
 	r->host = dup_or_null(p->host, &oom);
 	r->exe = dup_or_null(p->exe, &oom);
 	r->path = dup_or_null(p->path, &oom);
@@ -66,6 +73,7 @@ void run_proc_free(struct run_proc *r)
 	free(r->exe);
 	free(r->path);
 	free(r->exec_path);
+	free(r->reaped);
 	for (uint32_t i = 0; r->argv && i < r->argc; i++)
 		free(r->argv[i]);
 	free(r->argv);
@@ -120,6 +128,32 @@ static long parent_of(const struct proc_tree *tr, size_t at)
 	return best;
 }
 
+/* A node whose last image wrote no end (a signal killed it): its end as its parent's wait
+ * call returned it, the parent's latest for that pid. */
+static void reaped_by_parent(const struct proc_tree *tr, struct tree_node *t)
+{
+	const struct run_proc *end = t->images[t->nimages - 1];
+	t->reaped_kind = EXIT_UNKNOWN;
+	if (end->exit_kind != EXIT_UNKNOWN || t->parent < 0)
+		return;
+	const struct tree_node *parent = &tr->nodes[t->parent];
+	for (size_t i = 0; i < parent->nimages; i++) {
+		const struct run_proc *p = parent->images[i];
+		for (size_t k = 0; k < p->nreaped; k++) {
+			int st = p->reaped[k].status;
+			if (p->reaped[k].pid != end->pid)
+				continue;
+			if (WIFSIGNALED(st)) {
+				t->reaped_kind = EXIT_SIGNAL;
+				t->reaped_value = WTERMSIG(st);
+			} else if (WIFEXITED(st)) {
+				t->reaped_kind = EXIT_CODE;
+				t->reaped_value = WEXITSTATUS(st);
+			}
+		}
+	}
+}
+
 int proc_tree_build(const struct run_proc *ps, size_t n, struct proc_tree *tr)
 {
 	memset(tr, 0, sizeof(*tr));
@@ -145,6 +179,8 @@ int proc_tree_build(const struct run_proc *ps, size_t n, struct proc_tree *tr)
 	}
 	for (size_t i = 0; i < tr->n; i++)
 		tr->nodes[i].parent = parent_of(tr, i);
+	for (size_t i = 0; i < tr->n; i++)
+		reaped_by_parent(tr, &tr->nodes[i]);
 	tr->order = order;
 	return 0;
 oom:
@@ -247,7 +283,14 @@ static void print_node(FILE *out, const struct proc_tree *tr, size_t at, char *p
 	case EXIT_CODE: fprintf(out, "exit %d", end->exit_value); break;
 	case EXIT_SIGNAL: fprintf(out, "signal %d", end->exit_value); break;
 	case EXIT_EXEC: fprintf(out, "exec %s", end->exec_path ? end->exec_path : "?"); break;
-	default: fputs("no exit recorded", out); break;
+	default:
+		if (t->reaped_kind == EXIT_SIGNAL)
+			fprintf(out, "signal %d, seen by its parent", t->reaped_value);
+		else if (t->reaped_kind == EXIT_CODE)
+			fprintf(out, "exit %d, seen by its parent", t->reaped_value);
+		else
+			fputs("no exit recorded", out);
+		break;
 	}
 	fprintf(out, ", %s, CPU %s", fmt_ns(node_end(t) - node_start(t), a, sizeof(a)),
 		fmt_ns(node_cpu_ns(t), b, sizeof(b)));
@@ -298,6 +341,10 @@ static json_t *node_json(const struct proc_tree *tr, size_t at, int depth)
 	}
 	json_t *exit = end->exit_kind == EXIT_CODE ? json_pack("{s:i}", "code", end->exit_value) :
 		end->exit_kind == EXIT_SIGNAL ? json_pack("{s:i}", "signal", end->exit_value) :
+		t->reaped_kind == EXIT_CODE ?
+			json_pack("{s:i,s:b}", "code", t->reaped_value, "seen_by_parent", 1) :
+		t->reaped_kind == EXIT_SIGNAL ?
+			json_pack("{s:i,s:b}", "signal", t->reaped_value, "seen_by_parent", 1) :
 		json_null();
 	json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:o,s:I}", "pid", (json_int_t)t->images[0]->pid,
 			      "ppid", (json_int_t)t->images[0]->ppid, "host", jstr(host_of(end)),

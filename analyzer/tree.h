@@ -22,6 +22,8 @@ struct run_proc {
 	uint64_t start_realtime_ns, end_ns, cpu_ns;
 	enum exit_kind exit_kind;
 	int exit_value;
+	struct reaped *reaped;      /* the children's ends its wait calls returned */
+	size_t nreaped;
 	uint64_t fig[FIGURES_MAX];  /* every family's figures, in families[] order; 0 without data */
 };
 /* 0, or -1 when out of memory (r freed). */
@@ -35,6 +37,10 @@ struct tree_node {
 	const struct run_proc **images;  /* one pid's traces in start order, each but the last exec'd */
 	size_t nimages;
 	long parent;              /* index in proc_tree.nodes; -1: a root */
+	/* Its end as its parent's wait call returned it, where its last image wrote none (killed
+	 * by a signal): EXIT_UNKNOWN if the parent did not see it either. */
+	enum exit_kind reaped_kind;
+	int reaped_value;
 };
 
 struct proc_tree {

@@ -25,8 +25,8 @@ int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *ts, const s
 
 #define BLOCK_REALS(X)                                                                     \
 	X(nanosleep) X(clock_nanosleep) X(poll) X(ppoll) X(__poll_chk) X(__ppoll_chk)       \
-	X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(waitpid) X(wait) X(wait4)      \
-	X(waitid) X(sigsuspend) X(sigwait) X(sigwaitinfo) X(sigtimedwait)
+	X(select) X(pselect) X(epoll_wait) X(epoll_pwait) X(waitpid) X(wait) X(wait3)       \
+	X(wait4) X(waitid) X(sigsuspend) X(sigwait) X(sigwaitinfo) X(sigtimedwait)
 
 static struct {
 #define BLOCK_X(name) __typeof__(&name) name;
@@ -296,11 +296,19 @@ PROF_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 
 /* ---- waiting for children (SA_RESTART restarts these) --------------------------------------- */
 
+/* The caller's status, or ours where it passed none: the end of a child is recorded either way
+ * (prof_reaped()). */
+#define STATUS_OR(p, local) ((p) ? (p) : (local))
+
 PROF_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 {
 	uint64_t t0 = prof_now();
-	pid_t rc = REAL(waitpid)(pid, status, options);
+	int local;
+	int *st = STATUS_OR(status, &local);
+	pid_t rc = REAL(waitpid)(pid, st, options);
 	int err = errno;
+	if (rc > 0)
+		prof_reaped(rc, *st);
 	if (!(options & WNOHANG))
 		blocked(PROF_BLOCK_WAITPID, t0, result_of(rc), SITE);
 	errno = err;
@@ -310,8 +318,12 @@ PROF_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 PROF_EXPORT pid_t wait(int *status)
 {
 	uint64_t t0 = prof_now();
-	pid_t rc = REAL(wait)(status);
+	int local;
+	int *st = STATUS_OR(status, &local);
+	pid_t rc = REAL(wait)(st);
 	int err = errno;
+	if (rc > 0)
+		prof_reaped(rc, *st);
 	blocked(PROF_BLOCK_WAIT, t0, result_of(rc), SITE);
 	errno = err;
 	return rc;
@@ -320,19 +332,53 @@ PROF_EXPORT pid_t wait(int *status)
 PROF_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
 	uint64_t t0 = prof_now();
-	pid_t rc = REAL(wait4)(pid, status, options, ru);
+	int local;
+	int *st = STATUS_OR(status, &local);
+	pid_t rc = REAL(wait4)(pid, st, options, ru);
 	int err = errno;
+	if (rc > 0)
+		prof_reaped(rc, *st);
 	if (!(options & WNOHANG))
 		blocked(PROF_BLOCK_WAIT4, t0, result_of(rc), SITE);
 	errno = err;
 	return rc;
 }
 
+PROF_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
+{
+	uint64_t t0 = prof_now();
+	int local;
+	int *st = STATUS_OR(status, &local);
+	pid_t rc = REAL(wait3)(st, options, ru);
+	int err = errno;
+	if (rc > 0)
+		prof_reaped(rc, *st);
+	if (!(options & WNOHANG))
+		blocked(PROF_BLOCK_WAIT3, t0, result_of(rc), SITE);
+	errno = err;
+	return rc;
+}
+
+/* waitid's siginfo as a wait status: exits and deaths by signal only. */
+static int status_of(const siginfo_t *si)
+{
+	switch (si->si_code) {
+	case CLD_EXITED: return (si->si_status & 0xff) << 8;
+	case CLD_KILLED: return si->si_status & 0x7f;
+	case CLD_DUMPED: return (si->si_status & 0x7f) | 0x80;
+	default: return -1;
+	}
+}
+
 PROF_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
 	uint64_t t0 = prof_now();
-	int rc = REAL(waitid)(type, id, info, options);
+	siginfo_t local = { 0 };
+	siginfo_t *si = STATUS_OR(info, &local);
+	int rc = REAL(waitid)(type, id, si, options);
 	int err = errno;
+	if (rc == 0 && si->si_pid > 0 && !(options & WNOWAIT) && status_of(si) >= 0)
+		prof_reaped(si->si_pid, status_of(si));
 	if (!(options & WNOHANG))
 		blocked(PROF_BLOCK_WAITID, t0, result_of(rc), SITE);
 	errno = err;

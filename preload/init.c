@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -738,6 +739,24 @@ __attribute__((constructor)) static void prof_constructor(void)
 
 /* The parent alone knows the child's pid: it writes the FORK record. The child starts a trace
  * of its own in prof_fork_child(). */
+void prof_reaped(pid_t child, int status)
+{
+	if (!(WIFEXITED(status) || WIFSIGNALED(status)) || !atomic_load(&prof_active) ||
+	    prof_in_hook(&prof_self) || (uint32_t)getpid() != prof_writer_pid())
+		return;
+	int err = errno;
+	struct prof_thread *th = prof_thread_get();
+	prof_hook_enter(th);
+	struct prof_rec_reaped *r = prof_reserve(th, sizeof(*r));
+	if (r) {
+		r->child_pid = (uint32_t)child;
+		r->status = status;
+		prof_commit(r, PROF_REC_REAPED, 0, sizeof(*r), prof_now());
+	}
+	th->in_hook--;
+	errno = err;
+}
+
 void prof_fork_parent(pid_t child)
 {
 	uint64_t t = prof_now();

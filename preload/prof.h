@@ -355,6 +355,8 @@ int prof_threads_alive(void);
  * family forgets the parent's state and recording starts anew; the parent records the fork. */
 void prof_fork_child(void);
 void prof_fork_parent(pid_t child);
+/* init.c: a wait call returned child's end (a wait status): REAPED, for the process tree. */
+void prof_reaped(pid_t child, int status);
 /* init.c: the process ends now without exit's handlers (_exit, a clone child's return):
  * its status is recorded, with no end-of-run work. */
 void prof_quick_exit(int status);

@@ -53,7 +53,8 @@ struct prof_rec_cpu_sample {
 	X(SIGSUSPEND, "sigsuspend", 15, SIGNAL)            \
 	X(SIGWAIT, "sigwait", 16, SIGNAL)                  \
 	X(SIGWAITINFO, "sigwaitinfo", 17, SIGNAL)          \
-	X(SIGTIMEDWAIT, "sigtimedwait", 18, SIGNAL)
+	X(SIGTIMEDWAIT, "sigtimedwait", 18, SIGNAL)        \
+	X(WAIT3, "wait3", 19, WAIT)
 enum prof_block_op {
 #define PROF_X(name, str, v, cause) PROF_BLOCK_##name = (v),
 	PROF_BLOCK_OPS(PROF_X)

@@ -36,6 +36,7 @@
 	X(HEAP_TALLY, 15, prof_rec_heap_tally)          \
 	X(HEAP_CLASSES, 16, prof_rec_heap_classes)      \
 	X(STACK_TAIL, 17, prof_rec_stack_tail)          \
+	X(REAPED, 18, prof_rec_reaped)                  \
 	X(PY_CODE, 19, prof_rec_py_code)
 
 /* The core range; within it, ALLOC and FREE belong to the heap family. */
@@ -155,6 +156,11 @@ struct prof_rec_exec { struct prof_rec h; char path[]; };
 
 /* FORK: this process forked `child`. */
 struct prof_rec_fork { struct prof_rec h; uint32_t child_pid; uint32_t pad; };
+
+/* REAPED: a wait call of this process returned a child's end: its pid and the wait status
+ * (WIFEXITED, WIFSIGNALED). A child killed by a signal writes no EXIT of its own; its parent
+ * saw how it ended. */
+struct prof_rec_reaped { struct prof_rec h; uint32_t child_pid; int32_t status; };
 
 /* LEAK_SCAN: at exit, the blocks still allocated were classified as memcheck does (leak
  * check). It follows the LEAK_BLOCKS records that list the lost ones (`listed` addresses in

@@ -54,7 +54,7 @@ allowed_names=(
 	# CPU sampling: the sampling signal kept from the program (preload/cpu.c), and blocking
 	# calls with their off-CPU time (preload/blocking.c)
 	sigaction signal sigprocmask nanosleep clock_nanosleep sleep usleep poll __poll_chk ppoll
-	__ppoll_chk select pselect epoll_wait epoll_pwait waitpid wait wait4 waitid sigsuspend
+	__ppoll_chk select pselect epoll_wait epoll_pwait waitpid wait wait3 wait4 waitid sigsuspend
 	pause sigwait sigwaitinfo sigtimedwait
 	# databases (preload/db.c) and HTTP through OpenSSL (preload/http.c)
 	sqlite3_prepare sqlite3_prepare_v2 sqlite3_prepare_v3 sqlite3_prepare16_v2

@@ -3,6 +3,7 @@
  * exec chain as one node) and adds the processes up. */
 #include <criterion/criterion.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,5 +219,38 @@ Test(tree, copies_made_without_fork_and_borrowers_of_memory)
 	char *said = e2e_read_file(err);
 	cr_expect(said && strstr(said, "a vfork child called exit()"), "said: %s", said ? said : "");
 	free(said);
+	json_decref(doc);
+}
+
+/* Children killed by signals (tests/progs/killed_children.c) write no end; the tree takes it
+ * from the parent's wait calls (REAPED), each kind of wait, with or without a status. */
+Test(tree, children_killed_by_signals_have_the_end_their_parent_saw)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("killed_children"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *root = json_array_get(json_object_get(doc, "tree"), 0);
+	json_t *kids = json_object_get(root, "children");
+	cr_assert_eq(json_array_size(kids), 5);
+	int seen[65] = { 0 };
+	size_t i;
+	json_t *c;
+	json_array_foreach(kids, i, c) {
+		long sig = e2e_int(c, "exit.signal"), code = e2e_int(c, "exit.code");
+		if (sig > 0 && sig < 65) {
+			seen[sig]++;
+			cr_expect(json_is_true(json_object_get(json_object_get(c, "exit"),
+							       "seen_by_parent")), "signal %ld", sig);
+		} else {
+			cr_expect_eq(code, 7, "the child that exited on its own");
+			cr_expect_null(json_object_get(json_object_get(c, "exit"), "seen_by_parent"),
+				       "its own EXIT is what counts");
+		}
+	}
+	cr_expect(seen[SIGTERM] == 1 && seen[SIGKILL] == 1 && seen[SIGINT] == 1 && seen[SIGHUP] == 1,
+		  "TERM %d KILL %d INT %d HUP %d", seen[SIGTERM], seen[SIGKILL], seen[SIGINT],
+		  seen[SIGHUP]);
 	json_decref(doc);
 }
