@@ -70,7 +70,7 @@ $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)
 
 # Test programs: no optimisation so leak sites keep their lines; threads for the MT ones.
-$(BUILD)/progs/%: tests/progs/%.c tests/progs/clear_stack.h
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/clear_stack.h tests/progs/code_range.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 # Database clients link their library (the profiler itself never does).

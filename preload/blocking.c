@@ -296,67 +296,42 @@ PROF_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 
 /* ---- waiting for children (SA_RESTART restarts these) --------------------------------------- */
 
-/* The caller's status, or ours where it passed none: the end of a child is recorded either way
- * (prof_reaped()). */
-#define STATUS_OR(p, local) ((p) ? (p) : (local))
+/* The wait calls that return a status: the real call with the caller's status, or ours where
+ * it passed none, so that the end of a child is recorded either way (prof_reaped()); a call
+ * that may block (no WNOHANG) is blocked time. */
+#define REAP_HOOK(op, options, call_with_st)                        \
+	do {                                                         \
+		uint64_t t0 = prof_now();                            \
+		int local;                                           \
+		int *st = status ? status : &local;                  \
+		pid_t rc = call_with_st;                             \
+		int err = errno;                                     \
+		if (rc > 0)                                          \
+			prof_reaped(rc, *st);                        \
+		if (!((options) & WNOHANG))                          \
+			blocked(op, t0, result_of(rc), SITE);        \
+		errno = err;                                         \
+		return rc;                                           \
+	} while (0)
 
 PROF_EXPORT pid_t waitpid(pid_t pid, int *status, int options)
 {
-	uint64_t t0 = prof_now();
-	int local;
-	int *st = STATUS_OR(status, &local);
-	pid_t rc = REAL(waitpid)(pid, st, options);
-	int err = errno;
-	if (rc > 0)
-		prof_reaped(rc, *st);
-	if (!(options & WNOHANG))
-		blocked(PROF_BLOCK_WAITPID, t0, result_of(rc), SITE);
-	errno = err;
-	return rc;
+	REAP_HOOK(PROF_BLOCK_WAITPID, options, REAL(waitpid)(pid, st, options));
 }
 
 PROF_EXPORT pid_t wait(int *status)
 {
-	uint64_t t0 = prof_now();
-	int local;
-	int *st = STATUS_OR(status, &local);
-	pid_t rc = REAL(wait)(st);
-	int err = errno;
-	if (rc > 0)
-		prof_reaped(rc, *st);
-	blocked(PROF_BLOCK_WAIT, t0, result_of(rc), SITE);
-	errno = err;
-	return rc;
+	REAP_HOOK(PROF_BLOCK_WAIT, 0, REAL(wait)(st));
 }
 
 PROF_EXPORT pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
 {
-	uint64_t t0 = prof_now();
-	int local;
-	int *st = STATUS_OR(status, &local);
-	pid_t rc = REAL(wait4)(pid, st, options, ru);
-	int err = errno;
-	if (rc > 0)
-		prof_reaped(rc, *st);
-	if (!(options & WNOHANG))
-		blocked(PROF_BLOCK_WAIT4, t0, result_of(rc), SITE);
-	errno = err;
-	return rc;
+	REAP_HOOK(PROF_BLOCK_WAIT4, options, REAL(wait4)(pid, st, options, ru));
 }
 
 PROF_EXPORT pid_t wait3(int *status, int options, struct rusage *ru)
 {
-	uint64_t t0 = prof_now();
-	int local;
-	int *st = STATUS_OR(status, &local);
-	pid_t rc = REAL(wait3)(st, options, ru);
-	int err = errno;
-	if (rc > 0)
-		prof_reaped(rc, *st);
-	if (!(options & WNOHANG))
-		blocked(PROF_BLOCK_WAIT3, t0, result_of(rc), SITE);
-	errno = err;
-	return rc;
+	REAP_HOOK(PROF_BLOCK_WAIT3, options, REAL(wait3)(st, options, ru));
 }
 
 /* waitid's siginfo as a wait status: exits and deaths by signal only. */
@@ -374,7 +349,7 @@ PROF_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 {
 	uint64_t t0 = prof_now();
 	siginfo_t local = { 0 };
-	siginfo_t *si = STATUS_OR(info, &local);
+	siginfo_t *si = info ? info : &local;
 	int rc = REAL(waitid)(type, id, si, options);
 	int err = errno;
 	if (rc == 0 && si->si_pid > 0 && !(options & WNOWAIT) && status_of(si) >= 0)

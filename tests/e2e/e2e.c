@@ -203,6 +203,14 @@ json_t *e2e_process(json_t *doc, size_t i)
 	return json_array_get(json_object_get(doc, "processes"), i);
 }
 
+json_t *e2e_process_where(json_t *doc, const char *key, long value)
+{
+	for (size_t i = 0; e2e_process(doc, i); i++)
+		if (e2e_int(e2e_process(doc, i), key) == value)
+			return e2e_process(doc, i);
+	return NULL;
+}
+
 long e2e_int(json_t *obj, const char *path)
 {
 	char key[128];

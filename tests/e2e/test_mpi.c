@@ -54,14 +54,6 @@ static long mpi_call(json_t *p, const char *name, const char *field)
 	return -1;
 }
 
-static json_t *process_of_rank(json_t *doc, int rank)
-{
-	for (size_t i = 0; e2e_process(doc, i); i++)
-		if (e2e_int(e2e_process(doc, i), "rank") == rank)
-			return e2e_process(doc, i);
-	return NULL;
-}
-
 Test(mpi, four_ranks_under_prof_run)
 {
 	const char *prog = mpi_prog();
@@ -89,7 +81,7 @@ Test(mpi, four_ranks_under_prof_run)
 		cr_expect_eq(e2e_int(row, "rank"), r);
 		peak[r] = e2e_int(row, "heap_peak_bytes");
 		cr_expect_gt(e2e_int(row, "mpi_wait_ns"), 0, "rank %d waited in MPI", r);
-		json_t *p = process_of_rank(doc, r);
+		json_t *p = e2e_process_where(doc, "rank", r);
 		cr_assert_not_null(p, "rank %d has its process", r);
 		cr_expect_eq(mpi_call(p, "MPI_Allreduce", "calls"), 1);
 		cr_expect_eq(mpi_call(p, "MPI_Allreduce", "bytes"), 8000, "1000 doubles");
@@ -101,13 +93,13 @@ Test(mpi, four_ranks_under_prof_run)
 	for (int r = 1; r < 4; r++)
 		cr_expect(peak[r] - peak[r - 1] > (1 << 20) * 9 / 10 &&
 			  peak[r] - peak[r - 1] < (1 << 20) * 11 / 10, "peaks %ld %ld", peak[r - 1], peak[r]);
-	cr_expect_eq(mpi_call(process_of_rank(doc, 0), "MPI_Send", "bytes"), 400);
+	cr_expect_eq(mpi_call(e2e_process_where(doc, "rank", 0), "MPI_Send", "bytes"), 400);
 	/* Time waiting in MPI is blocked time (cause "mpi"), not computing: rank 0, with the
 	 * least work, waits longest for the others (3 units more than rank 3, if nothing else
 	 * ran; a loaded machine blurs it). */
 	long mpi_wait[4];
 	for (int r = 0; r < 4; r++) {
-		mpi_wait[r] = e2e_int(json_object_get(process_of_rank(doc, r), "cpu"), "blocked.mpi");
+		mpi_wait[r] = e2e_int(json_object_get(e2e_process_where(doc, "rank", r), "cpu"), "blocked.mpi");
 		cr_expect_gt(mpi_wait[r], 0, "rank %d blocked in MPI", r);
 	}
 	cr_expect_gt(mpi_wait[0], mpi_wait[3] + 100000000, "rank 0 waited %ld ns, rank 3 %ld ns",
@@ -120,7 +112,7 @@ Test(mpi, four_ranks_under_prof_run)
 	cr_expect(text && strstr(text, ";main;[MPI wait] "), "the off-CPU flame graph: %s",
 		  text ? text : "");
 	free(text);
-	cr_expect_eq(mpi_call(process_of_rank(doc, 1), "MPI_Recv", "bytes"), 400);
+	cr_expect_eq(mpi_call(e2e_process_where(doc, "rank", 1), "MPI_Recv", "bytes"), 400);
 	/* Work 1:2:3:4 units (and MPI_Init's time, not work): rank 3 is the slowest, 1.6x the
 	 * mean if nothing else ran; a loaded machine blurs it, never below 1.15x. */
 	json_t *imb = json_object_get(json_object_get(doc, "ranks"), "imbalance");

@@ -151,14 +151,6 @@ static long file_calls(json_t *process, const char *path, const char *call)
 	return -1;
 }
 
-static json_t *process_with_pid(json_t *doc, long pid)
-{
-	for (size_t i = 0; e2e_process(doc, i); i++)
-		if (e2e_int(e2e_process(doc, i), "pid") == pid)
-			return e2e_process(doc, i);
-	return NULL;
-}
-
 /* tests/progs/copies: copies of the process made by _Fork, clone and syscall(SYS_fork) (no
  * atfork handlers) write traces of their own, not into their parent's; children that borrow
  * the parent's memory (vfork, clone(CLONE_VM | CLONE_VFORK)) leave nothing in its trace, not
@@ -190,7 +182,7 @@ Test(tree, copies_made_without_fork_and_borrowers_of_memory)
 		long code = e2e_int(c, "exit.code");
 		cr_assert(code >= 2 && code <= 6, "child exit %ld", code);
 		seen |= 1l << code;
-		json_t *p = process_with_pid(doc, e2e_int(c, "pid"));
+		json_t *p = e2e_process_where(doc, "pid", e2e_int(c, "pid"));
 		cr_assert_not_null(p);
 		if (code <= 4) {  /* copy K: K blocks, K writes to DIR/copyK */
 			char path[PATH_MAX];
@@ -203,7 +195,7 @@ Test(tree, copies_made_without_fork_and_borrowers_of_memory)
 	cr_expect_eq(seen, 0x7c, "children exited 2..6: %lx", seen);
 
 	/* The parent: its own calls only, its descriptors' names its own. */
-	json_t *p = process_with_pid(doc, e2e_int(root, "pid"));
+	json_t *p = e2e_process_where(doc, "pid", e2e_int(root, "pid"));
 	cr_assert_not_null(p);
 	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), 2, "1001 and 1002 bytes, not the borrowers'");
 	cr_expect_eq(e2e_int(p, "heap.bytes_allocated"), 2003);

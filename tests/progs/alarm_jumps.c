@@ -6,7 +6,6 @@
  * allocator, with or without libprof: the program's undefined behaviour, not tested here). */
 #define _GNU_SOURCE
 #include <fcntl.h>
-#include <link.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,30 +15,17 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "code_range.h"
+
 static sigjmp_buf timeout;
 static volatile long allocs, writes, jumps;
-static uintptr_t libc_lo, libc_hi;  /* libc's code */
-
-static int find_libc(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size, (void)arg;
-	if (!strstr(info->dlpi_name, "/libc.so"))
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			libc_lo = info->dlpi_addr + ph->p_vaddr;
-			libc_hi = libc_lo + ph->p_memsz;
-		}
-	}
-	return 1;
-}
+static struct code_range libc;
 
 static void on_alarm(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig, (void)si;
 	uintptr_t pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
-	if (pc >= libc_lo && pc < libc_hi)
+	if (pc >= libc.lo && pc < libc.hi)
 		return;
 	jumps++;
 	siglongjmp(timeout, 1);
@@ -51,8 +37,8 @@ int main(int argc, char **argv)
 	int fd = open("/dev/null", O_WRONLY);
 	if (fd < 0)
 		return 2;
-	dl_iterate_phdr(find_libc, NULL);
-	if (!libc_hi)
+	libc = code_range("/libc.so");
+	if (!libc.hi)
 		return 3;
 	struct sigaction sa = { .sa_sigaction = on_alarm, .sa_flags = SA_SIGINFO };
 	sigaction(SIGALRM, &sa, NULL);

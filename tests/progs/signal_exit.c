@@ -3,7 +3,6 @@
  * one at all, unprofiled) exits 3 from the handler, while the main loop allocates. Usage:
  * signal_exit [_exit] (_exit(3) instead). */
 #define _GNU_SOURCE
-#include <link.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,29 +11,16 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-static uintptr_t prof_lo, prof_hi;  /* libprof's code, when it is loaded */
-static int quick;
+#include "code_range.h"
 
-static int find_libprof(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)size, (void)arg;
-	if (!strstr(info->dlpi_name, "libprof"))
-		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-			prof_lo = info->dlpi_addr + ph->p_vaddr;
-			prof_hi = prof_lo + ph->p_memsz;
-		}
-	}
-	return 1;
-}
+static struct code_range prof;  /* libprof's code, when it is loaded */
+static int quick;
 
 static void on_alarm(int sig, siginfo_t *si, void *ctx)
 {
 	(void)sig, (void)si;
 	uintptr_t pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
-	if (!prof_hi || (pc >= prof_lo && pc < prof_hi)) {
+	if (!prof.hi || (pc >= prof.lo && pc < prof.hi)) {
 		if (quick)
 			_exit(3);
 		exit(3);
@@ -44,7 +30,7 @@ static void on_alarm(int sig, siginfo_t *si, void *ctx)
 int main(int argc, char **argv)
 {
 	quick = argc > 1 && !strcmp(argv[1], "_exit");
-	dl_iterate_phdr(find_libprof, NULL);
+	prof = code_range("libprof");
 	struct sigaction sa = { .sa_sigaction = on_alarm, .sa_flags = SA_SIGINFO };
 	sigaction(SIGALRM, &sa, NULL);
 	struct itimerval every = { { 0, 200 }, { 0, 200 } };
