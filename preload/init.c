@@ -593,23 +593,42 @@ static int wanted(void);
 /* Whether the fork handler is registered (recording started): the copies of clone.c, made
  * without the handlers, run it only then, as fork() would. */
 static _Atomic int fork_handler_set;
+/* A fork child that went on inside a hook: child_anew() at its first call after it. */
+static _Atomic int fork_deferred;
+static void child_anew(int was_active);
 
 /* Fork child: everything of the parent's trace is dropped; the child starts its own. */
 void prof_fork_child(void)
 {
 	if (!atomic_load(&fork_handler_set))
 		return;
+	if (prof_self.in_hook) {
+		/* fork() by a signal handler that interrupted one of our hooks: the child returns
+		 * into that hook, which goes on with the parent's state. The trace's pages become
+		 * scratch memory of the child's (the hook neither writes into the parent's trace
+		 * nor faults on a mapping gone), and the child starts its own trace at its first
+		 * call after that hook (prof_start()). */
+		if (atomic_exchange(&prof_active, 0)) {
+			prof_writer_detach();
+			atomic_store(&fork_deferred, 1);
+			atomic_store(&prof_start_state, 0);
+		}
+		return;
+	}
+	child_anew(atomic_exchange(&prof_active, 0));
+}
+
+/* The fork child's part of prof_fork_child(): every family forgets the parent's state, and
+ * recording starts anew if it was on. */
+static void child_anew(int was_active)
+{
 	prof_io_fork_child();
 	prof_io_batches_fork_child();
 	prof_cuda_fork_child();
-	int was_active = atomic_exchange(&prof_active, 0);
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
-	int depth = th->in_hook;
-	uintptr_t stack_lo = th->stack_lo, hook_frame = th->hook_frame;  /* the same stack */
+	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
 	memset(th, 0, sizeof(*th));
-	th->in_hook = depth;
-	th->hook_frame = hook_frame;
 	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
@@ -683,6 +702,14 @@ _Atomic int prof_start_state;  /* 0 not started, 1 starting, 2 done */
  * blocks are seen as valgrind sees them. Not before libc has set up the environment. */
 void prof_start(void)
 {
+	if (atomic_load(&fork_deferred)) {  /* a hook may call us before that one is done */
+		if (prof_self.in_hook || !atomic_exchange(&fork_deferred, 0))
+			return;
+		atomic_store(&prof_start_state, 1);  /* the calls it makes find it starting */
+		child_anew(1);
+		atomic_store(&prof_start_state, 2);
+		return;
+	}
 	int expected = 0;
 	if (!environ || !atomic_compare_exchange_strong(&prof_start_state, &expected, 1))
 		return;

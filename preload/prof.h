@@ -316,6 +316,8 @@ void prof_writer_close(int other_threads_alive);
 void prof_writer_fit_limit(uint64_t limit);
 void prof_stacks_fit_limit(uint64_t limit);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
+/* fork child that goes on inside a hook: the trace's range stays mapped, as scratch memory */
+void prof_writer_detach(void);
 const char *prof_writer_path(void);
 uint32_t prof_writer_pid(void);
 int prof_writer_fd(void);  /* our trace's descriptor, -1 if none: never reported as I/O */

@@ -928,6 +928,17 @@ void prof_writer_close(int other_threads_alive)
 
 /* In a fork child: the mapping and descriptor belong to the parent's trace. Unmap them (the
  * parent keeps its own) and forget the path, so the child can start a trace of its own. */
+void prof_writer_detach(void)
+{
+	if (w.base)
+		mmap(w.base, w.map_size, PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+	if (w.fd >= 0)
+		close(w.fd);
+	w.fd = -1;
+	atomic_store(&w.capacity, 0);  /* nothing more is claimed */
+}
+
 void prof_writer_forget(void)
 {
 	if (w.base)

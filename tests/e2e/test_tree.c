@@ -246,3 +246,21 @@ Test(tree, children_killed_by_signals_have_the_end_their_parent_saw)
 		  seen[SIGHUP]);
 	json_decref(doc);
 }
+
+/* fork() from a signal handler that interrupted libprof's hook (tests/progs/handler_fork.c):
+ * the child goes back into that hook, whose memory (the parent's trace mapping) was gone: a
+ * child in six died of SIGSEGV. Each now runs as unprofiled and writes a trace of its own. */
+Test(tree, children_forked_by_a_signal_handler_run_and_are_recorded)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("handler_fork"), NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0, "every child exited 0");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	size_t n = 0, exited = 0;
+	for (json_t *p; (p = e2e_process(doc, n)); n++)
+		exited += e2e_int(p, "exit.code") == 0;
+	cr_expect_eq(n, 21, "the parent and 20 children, a trace each: %zu", n);
+	cr_expect_eq(exited, n, "each with its exit");
+	json_decref(doc);
+}
