@@ -119,6 +119,7 @@ struct clone_start {
 static int clone_copy_start(void *start)
 {
 	struct clone_start s = *(struct clone_start *)start;
+	prof_self.stack_lo = 0;  /* it runs on the stack clone() was given, of a size unknown */
 	copied(0);
 	int status = s.fn(s.arg);
 	prof_quick_exit(status);

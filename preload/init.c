@@ -393,7 +393,7 @@ static void say_cuts(void)
 	uint64_t cut = atomic_load(&prof_tight_stacks), io = atomic_load(&prof_tight_io);
 	uint64_t left = atomic_load(&prof_hooks_left);
 	if (cut || io)
-		prof_log("threads with little stack left (stacks the program sized): %llu stacks "
+		prof_log("threads with little stack left (sized by the program or ulimit -s): %llu stacks "
 			 "recorded as their call site alone, %llu I/O calls not recorded",
 			 (unsigned long long)cut, (unsigned long long)io);
 	if (left)
@@ -731,6 +731,7 @@ void prof_start(void)
 	prof_cpu_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
 	/* A process not recorded still carries the library to the programs it starts. */
+	prof_self.stack_lo = prof_main_stack_lo();  /* 0 unless we run on the first stack */
 	if (wanted() && start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
 		pthread_atfork(NULL, NULL, prof_fork_child);
 		atomic_store(&fork_handler_set, 1);
@@ -1004,13 +1005,24 @@ static void limit_lowering(int res, const struct rlimit *rl)
 typedef int (*setrlimit_fn)(__rlimit_resource_t, const struct rlimit *);
 typedef int (*prlimit_fn)(pid_t, __rlimit_resource_t, const struct rlimit *, struct rlimit *);
 
+/* The first thread's stack may now grow to another limit (cc1 raises its own). */
+static void stack_limit_changed(int res)
+{
+	uintptr_t lo;
+	if (res == RLIMIT_STACK && (lo = prof_main_stack_lo()))  /* 0: another stack, or unlimited */
+		prof_self.stack_lo = lo;
+}
+
 PROF_EXPORT int setrlimit(__rlimit_resource_t res, const struct rlimit *rl)
 {
 	static setrlimit_fn real;
 	if (!real)
 		real = (setrlimit_fn)dlsym(RTLD_NEXT, "setrlimit");
 	limit_lowering((int)res, rl);
-	return real(res, rl);
+	int rc = real(res, rl);
+	if (rc == 0)
+		stack_limit_changed((int)res);
+	return rc;
 }
 
 PROF_EXPORT int setrlimit64(__rlimit_resource_t res, const struct rlimit64 *rl)
@@ -1024,9 +1036,13 @@ PROF_EXPORT int prlimit(pid_t pid, __rlimit_resource_t res, const struct rlimit 
 	static prlimit_fn real;
 	if (!real)
 		real = (prlimit_fn)dlsym(RTLD_NEXT, "prlimit");
-	if (pid == 0 || pid == getpid())
+	int self = pid == 0 || pid == getpid();
+	if (self)
 		limit_lowering((int)res, rl);
-	return real(pid, res, rl, old);
+	int rc = real(pid, res, rl, old);
+	if (rc == 0 && self && rl)
+		stack_limit_changed((int)res);
+	return rc;
 }
 
 PROF_EXPORT int prlimit64(pid_t pid, __rlimit_resource_t res, const struct rlimit64 *rl,

@@ -165,7 +165,8 @@ static inline __attribute__((always_inline)) struct prof_thread *io_begin(void)
 	uintptr_t hook = prof_hook_frame();  /* always inline: the hook's */
 	if (!th || prof_inside_call(io_busy, hook))
 		return NULL;
-	if (unlikely(prof_stack_tight(th, PROF_IO_ROOM)))
+	/* The setup names every open descriptor: a few KiB more, once, at a call with room. */
+	if (unlikely(prof_stack_tight(th, io_setup_pending() ? PROF_IO_SETUP_ROOM : PROF_IO_ROOM)))
 		return io_tight();
 	prof_hook_enter(th);
 	io_ready(th);

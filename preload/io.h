@@ -20,9 +20,14 @@ extern _Atomic uint32_t io_fd_pid;  /* the process whose descriptors the table h
  * chunk counter every thread writes). */
 void io_fd_setup(struct prof_thread *th);
 
+static inline int io_setup_pending(void)
+{
+	return unlikely(atomic_load_explicit(&io_fd_pid, memory_order_acquire) == 0);
+}
+
 static inline void io_ready(struct prof_thread *th)
 {
-	if (unlikely(atomic_load_explicit(&io_fd_pid, memory_order_acquire) == 0))
+	if (io_setup_pending())
 		io_fd_setup(th);
 }
 

@@ -122,12 +122,17 @@ extern __thread struct prof_thread prof_self;
  * call goes unrecorded (its names take 4 KiB buffers). Counted, and said once at exit. */
 #define PROF_UNWIND_ROOM (16u << 10)
 #define PROF_IO_ROOM (12u << 10)
+#define PROF_IO_SETUP_ROOM (24u << 10)  /* the first recorded I/O call of a process (io.h) */
 static inline __attribute__((always_inline)) int prof_stack_tight(const struct prof_thread *th,
 								  size_t need)
 {
 	return th->stack_lo && (uintptr_t)__builtin_frame_address(0) < th->stack_lo + need;
 }
 extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
+/* stacks.c: the lowest address the first thread's stack may grow down to (RLIMIT_STACK below
+ * its top), 0 when unlimited or when the caller does not run on that stack (another thread,
+ * a fork child of one, a clone child on a stack of its own). */
+uintptr_t prof_main_stack_lo(void);
 extern _Atomic uint64_t prof_hooks_left;  /* longjmp.c: hooks a longjmp left (prof_in_hook()) */
 
 /* A family's mark on a thread while one of its hooks makes the real call: that hook's frame

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -94,6 +95,28 @@ static void table_reserve(void)
 /* The table is libprof's own memory, never a root of the leak scan (its hashes are random
  * words, and reading 18 MiB cost a short run's exit milliseconds); a fork child empties the
  * parent's table in place, so the range registered stays the table's. */
+/* One unwind through each libunwind entry libprof uses, here where the stack is shallow:
+ * libunwind binds its functions lazily, and the dynamic linker's first call of each takes a
+ * few KiB of stack (and its lock), which the first hook of a deep recursion, or a signal
+ * handler, may not have. */
+static __attribute__((noinline)) void warm_up_unwinder(void)
+{
+	unw_context_t uc;
+	unw_cursor_t c;
+	unw_word_t ip;
+	unw_save_loc_t loc;
+	void *frames[4];
+	unw_backtrace(frames, 4);
+	if (unw_getcontext(&uc) < 0)
+		return;
+	if (unw_init_local2(&c, &uc, 0) == 0)
+		unw_is_signal_frame(&c);
+	if (unw_init_local(&c, &uc) == 0 && unw_step(&c) > 0) {
+		unw_get_reg(&c, UNW_REG_IP, &ip);
+		unw_get_save_loc(&c, UNW_REG_IP, &loc);
+	}
+}
+
 void prof_stacks_reset(void)
 {
 	if (table_map)
@@ -106,6 +129,7 @@ void prof_stacks_reset(void)
 	/* The stack cache's misses step through frames (unw_step), each looked up in this cache:
 	 * its default 128 entries are too few for a program's call sites. */
 	unw_set_cache_size(unw_local_addr_space, 8192, 0);
+	warm_up_unwinder();
 }
 
 static uint64_t hash_frames(void *const *frames, int n)
@@ -569,6 +593,23 @@ static uint32_t *cache_chain(struct stack_cache *c, struct site_memo *m, uintptr
 	return chain_of(c, *key);
 }
 
+uintptr_t prof_main_stack_lo(void)
+{
+	extern void *__libc_stack_end;
+	struct rlimit rl;
+	/* The limit counts from the stack's top, above the environment: the page that ends with
+	 * the program's file name, the last string the kernel put there. */
+	uintptr_t top = (uintptr_t)__libc_stack_end, name = (uintptr_t)getauxval(AT_EXECFN);
+	if (name > top)
+		top = (name + 4095) & ~(uintptr_t)4095;
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (getrlimit(RLIMIT_STACK, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= (1ull << 34) || top <= rl.rlim_cur || here >= top ||
+	    here < top - rl.rlim_cur)
+		return 0;
+	return top - rl.rlim_cur;
+}
+
 /* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
  * thread, the rlimit below where it began; for one started through pthread_create, what glibc
  * said as it started (th->stack_lo, threads.c) up to its descriptor, which glibc puts at the
@@ -576,16 +617,13 @@ static uint32_t *cache_chain(struct stack_cache *c, struct site_memo *m, uintptr
 static void stack_bounds(struct prof_thread *th, struct stack_cache *c)
 {
 	extern void *__libc_stack_end;
-	struct rlimit rl;
 	if (th->tid != (uint32_t)getpid()) {
 		if (th->stack_lo) {
 			c->stack_lo = th->stack_lo;
 			c->stack_hi = (uintptr_t)pthread_self();
 		}
-	} else if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
-		   rl.rlim_cur < (1ull << 34) && (uintptr_t)__libc_stack_end > rl.rlim_cur) {
+	} else if ((c->stack_lo = prof_main_stack_lo())) {
 		c->stack_hi = (uintptr_t)__libc_stack_end;
-		c->stack_lo = c->stack_hi - rl.rlim_cur;
 	}
 }
 

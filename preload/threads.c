@@ -3,6 +3,8 @@
  * starts (THREAD_START with its parent, creating stack and start routine); THREAD_END is
  * written by init.c's key destructor, which both a return and pthread_exit reach. */
 #include "prof.h"
+
+#include <sys/resource.h>
 #include "locks.h"
 
 #include <dlfcn.h>

@@ -636,3 +636,33 @@ Test(lifecycle, exit_from_a_handler_that_interrupted_a_hook_is_recorded)
 		json_decref(doc);
 	}
 }
+
+/* The first thread a few KiB from its stack limit (tests/progs/main_stack_edge.c under
+ * `ulimit -s 256`, 6 KiB left where it allocates and writes a file): it runs as unprofiled.
+ * Before, libprof's hooks (the first I/O call naming every descriptor, libunwind's lazily
+ * bound functions) overflowed it: SIGSEGV. */
+Test(lifecycle, the_first_thread_at_the_end_of_its_stack_runs_on)
+{
+	const char *dir = e2e_tmpdir();
+	char script[2 * PATH_MAX + 64], file[PATH_MAX], out[PATH_MAX], err[PATH_MAX];
+	snprintf(file, sizeof(file), "%s/edge.txt", dir);
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	snprintf(script, sizeof(script), "ulimit -s 256 && exec '%s' 6 '%s'",
+		 e2e_prog("main_stack_edge"), file);
+	const char *argv[] = { "sh", "-c", script, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, err), 0);
+	e2e_expect_file(out, "ok\n");
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *p;
+	long allocs = 0;
+	for (size_t i = 0; (p = e2e_process(doc, i)); i++)
+		if (strstr(json_string_value(json_object_get(p, "exe")), "main_stack_edge"))
+			allocs = e2e_int(p, "heap.alloc_calls");
+	cr_expect_geq(allocs, 1, "the allocation at the edge is counted: %ld", allocs);
+	char *e = e2e_read_file(err);
+	cr_expect(e && strstr(e, "little stack left"), "said: %s", e ? e : "");
+	free(e);
+	json_decref(doc);
+}
