@@ -95,28 +95,6 @@ static void table_reserve(void)
 /* The table is libprof's own memory, never a root of the leak scan (its hashes are random
  * words, and reading 18 MiB cost a short run's exit milliseconds); a fork child empties the
  * parent's table in place, so the range registered stays the table's. */
-/* One unwind through each libunwind entry libprof uses, here where the stack is shallow:
- * libunwind binds its functions lazily, and the dynamic linker's first call of each takes a
- * few KiB of stack (and its lock), which the first hook of a deep recursion, or a signal
- * handler, may not have. */
-static __attribute__((noinline)) void warm_up_unwinder(void)
-{
-	unw_context_t uc;
-	unw_cursor_t c;
-	unw_word_t ip;
-	unw_save_loc_t loc;
-	void *frames[4];
-	unw_backtrace(frames, 4);
-	if (unw_getcontext(&uc) < 0)
-		return;
-	if (unw_init_local2(&c, &uc, 0) == 0)
-		unw_is_signal_frame(&c);
-	if (unw_init_local(&c, &uc) == 0 && unw_step(&c) > 0) {
-		unw_get_reg(&c, UNW_REG_IP, &ip);
-		unw_get_save_loc(&c, UNW_REG_IP, &loc);
-	}
-}
-
 void prof_stacks_reset(void)
 {
 	if (table_map)
@@ -129,7 +107,6 @@ void prof_stacks_reset(void)
 	/* The stack cache's misses step through frames (unw_step), each looked up in this cache:
 	 * its default 128 entries are too few for a program's call sites. */
 	unw_set_cache_size(unw_local_addr_space, 8192, 0);
-	warm_up_unwinder();
 }
 
 static uint64_t hash_frames(void *const *frames, int n)
@@ -1274,11 +1251,19 @@ static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, ui
 
 /* The stack without the cache: unwound, or where little of the thread's stack is left, the
  * call site alone. */
+/* unw_backtrace() has run: libunwind binds its functions lazily, and the first call also
+ * runs the dynamic linker (a few KiB of stack) and sets up its own cache. */
+static _Atomic int backtrace_bound;
+
 static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess)
 {
-	if (prof_stack_tight(th, PROF_UNWIND_ROOM))
+	/* Its first call takes twice the room: the first hook of a deep recursion waits. */
+	if (prof_stack_tight(th, atomic_load_explicit(&backtrace_bound, memory_order_relaxed) ?
+					 PROF_UNWIND_ROOM : 2 * PROF_UNWIND_ROOM))
 		return call_site_alone(th, call_site, guess);
-	return unwind_fast(th, call_site, guess);
+	uint32_t id = unwind_fast(th, call_site, guess);
+	atomic_store_explicit(&backtrace_bound, 1, memory_order_relaxed);
+	return id;
 }
 
 /* The id of a slot another thread claimed and is writing the STACK record of, once written:
