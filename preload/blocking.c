@@ -352,8 +352,9 @@ PROF_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 	siginfo_t *si = info ? info : &local;
 	int rc = REAL(waitid)(type, id, si, options);
 	int err = errno;
-	if (rc == 0 && si->si_pid > 0 && !(options & WNOWAIT) && status_of(si) >= 0)
-		prof_reaped(si->si_pid, status_of(si));
+	int status = rc == 0 && si->si_pid > 0 && !(options & WNOWAIT) ? status_of(si) : -1;
+	if (status >= 0)
+		prof_reaped(si->si_pid, status);
 	if (!(options & WNOHANG))
 		blocked(PROF_BLOCK_WAITID, t0, result_of(rc), SITE);
 	errno = err;

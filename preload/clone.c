@@ -47,9 +47,7 @@ long prof_vfork_parent(long rc)
 		errno = (int)-rc;
 		return -1;
 	}
-	int err = errno;
 	prof_fork_parent((pid_t)rc);
-	errno = err;
 	return rc;
 }
 
@@ -88,12 +86,13 @@ __asm__(".text\n"
 
 static void copied(pid_t pid)
 {
-	int err = errno;
-	if (pid == 0)
+	if (pid == 0) {
+		int err = errno;
 		prof_fork_child();
-	else if (pid > 0)
+		errno = err;
+	} else if (pid > 0) {
 		prof_fork_parent(pid);
-	errno = err;
+	}
 }
 
 /* glibc's fork without the atfork handlers (async-signal-safe). */

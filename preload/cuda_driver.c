@@ -482,7 +482,7 @@ GRAPH(cuGraphLaunch_ptsz, 1)
 			return real(out, owner, name);                                      \
 		CUresult rc = real(out, owner, name);                                       \
 		if (rc == CUDA_SUCCESS && out && name) {                                    \
-			prof_hook_enter(c.th);                                                    \
+			prof_hook_enter(c.th);                                              \
 			cuda_handle_set((uint64_t)(uintptr_t)*out,                          \
 					cuda_name(name, PROF_CUDA_NAME_KERNEL));            \
 			c.th->in_hook--;                                                    \

@@ -245,7 +245,7 @@ static void stmt_stop(struct prof_thread *th, sqlite3_stmt *st, int forget)
 		struct prof_thread *th = db_begin();              \
 		if (!th || !st)                                   \
 			return lite.fn(st);                       \
-		prof_hook_enter(th);                                    \
+		prof_hook_enter(th);                              \
 		stmt_stop(th, st, forget);                        \
 		th->in_hook--;                                    \
 		return lite.fn(st);                               \

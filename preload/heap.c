@@ -4,8 +4,8 @@
 #include "heap_tally.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
+#include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -307,7 +307,7 @@ static inline __attribute__((always_inline)) int recorded_before_free(void *ptr,
 		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);    \
 		if (!th)                                                   \
 			return passed(call);                               \
-		prof_hook_enter(th);                                             \
+		prof_hook_enter(th);                                       \
 		if (stacks_ahead)                                          \
 			prof_stack_prefetch(th, CALL_SITE, CALL_FRAME);    \
 		void *p = call;                                            \

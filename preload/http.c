@@ -251,7 +251,7 @@ static void tls_data(struct prof_thread *th, SSL *s, int out, const void *buf, s
 		uint64_t t1 = prof_now();                                \
 		tls_busy = 0;                                            \
 		int err_ = errno;                                        \
-		prof_hook_enter(th);                                           \
+		prof_hook_enter(th);                                     \
 		size_t n_ = (moved);                                     \
 		if (n_ > 0)                                              \
 			tls_data(th, s, out, buf, n_, t0, t1);           \

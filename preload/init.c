@@ -471,6 +471,11 @@ static __attribute__((noinline)) int exit_on_own_stack(int status)
 	return swapcontext(&back, &run) == 0;
 }
 
+int prof_recording_here(void)
+{
+	return atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid();
+}
+
 /* A child sharing our memory (vfork) called exit(): glibc marked the exit handlers run, in
  * the parent's memory. Set there, read by the parent when it resumes. */
 static _Atomic int exit_handler_spent;
@@ -492,9 +497,6 @@ static void on_exit_handler(int status, void *arg)
 	exit_work(status, 0);
 }
 
-/* _exit and _Exit skip every exit handler: record the status (how 2: no end-of-run work, no
- * leak scan, so the trace stays incomplete), then leave as they would. A vfork child shares
- * our memory and must not write the parent's end. */
 void prof_borrower_done(void)
 {
 	if (atomic_exchange(&exit_handler_spent, 0) != 1)
@@ -505,9 +507,12 @@ void prof_borrower_done(void)
 		 "among them: its end (exit status, leaks) will not be recorded");
 }
 
+/* _exit and _Exit skip every exit handler: record the status (how 2: no end-of-run work, no
+ * leak scan, so the trace stays incomplete), then leave as they would. A vfork child shares
+ * our memory and must not write the parent's end. */
 void prof_quick_exit(int status)
 {
-	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
+	if (prof_recording_here()) {
 		if (prof_self.in_hook)  /* a handler's _exit: as in exit_work() */
 			prof_hook_abandon(&prof_self);
 		prof_hook_enter(&prof_self);
@@ -765,12 +770,13 @@ __attribute__((constructor)) static void prof_constructor(void)
 
 /* ---- fork ------------------------------------------------------------------------------- */
 
-/* The parent alone knows the child's pid: it writes the FORK record. The child starts a trace
- * of its own in prof_fork_child(). */
-void prof_reaped(pid_t child, int status)
+/* A child's FORK or REAPED record (the two have the same layout: the child's pid, a word):
+ * not from our own work, nor from a vfork child (it shares our memory). errno kept. */
+static void child_record(unsigned type, pid_t child, uint32_t word, uint64_t t)
 {
-	if (!(WIFEXITED(status) || WIFSIGNALED(status)) || !atomic_load(&prof_active) ||
-	    prof_in_hook(&prof_self) || (uint32_t)getpid() != prof_writer_pid())
+	_Static_assert(sizeof(struct prof_rec_fork) == sizeof(struct prof_rec_reaped),
+		       "FORK and REAPED share a layout");
+	if (!prof_recording_here() || prof_in_hook(&prof_self))
 		return;
 	int err = errno;
 	struct prof_thread *th = prof_thread_get();
@@ -778,28 +784,24 @@ void prof_reaped(pid_t child, int status)
 	struct prof_rec_reaped *r = prof_reserve(th, sizeof(*r));
 	if (r) {
 		r->child_pid = (uint32_t)child;
-		r->status = status;
-		prof_commit(r, PROF_REC_REAPED, 0, sizeof(*r), prof_now());
+		r->status = (int32_t)word;
+		prof_commit(r, type, 0, sizeof(*r), t);
 	}
 	th->in_hook--;
 	errno = err;
 }
 
+void prof_reaped(pid_t child, int status)
+{
+	if (WIFEXITED(status) || WIFSIGNALED(status))
+		child_record(PROF_REC_REAPED, child, (uint32_t)status, prof_now());
+}
+
+/* The parent alone knows the child's pid: it writes the FORK record. The child starts a trace
+ * of its own in prof_fork_child(). */
 void prof_fork_parent(pid_t child)
 {
-	uint64_t t = prof_now();
-	if (!atomic_load(&prof_active) || prof_in_hook(&prof_self) ||
-	    (uint32_t)getpid() != prof_writer_pid())
-		return;
-	struct prof_thread *th = prof_thread_get();
-	prof_hook_enter(th);
-	struct prof_rec_fork *r = prof_reserve(th, sizeof(*r));
-	if (r) {
-		r->child_pid = (uint32_t)child;
-		r->pad = 0;
-		prof_commit(r, PROF_REC_FORK, 0, sizeof(*r), t);
-	}
-	th->in_hook--;
+	child_record(PROF_REC_FORK, child, 0, prof_now());
 }
 
 PROF_EXPORT pid_t fork(void)
@@ -811,11 +813,8 @@ PROF_EXPORT pid_t fork(void)
 		__atomic_store_n(&real, fn, __ATOMIC_RELEASE);
 	}
 	pid_t pid = fn();
-	if (pid > 0) {
-		int saved = errno;
+	if (pid > 0)
 		prof_fork_parent(pid);
-		errno = saved;
-	}
 	return pid;
 }
 
@@ -823,15 +822,16 @@ PROF_EXPORT pid_t fork(void)
 
 #define EXEC_ENV_MAX 1024  /* larger environments are passed on as they are */
 
-/* The environment for a program we start: LD_PRELOAD keeps naming us, and our PROF_*
- * settings stay, even when the caller built an environment without them. env_out must hold
- * EXEC_ENV_MAX entries; returns envp itself when nothing needs to change. */
 /* A PROF_OUTPUT relative to the directory the program is in now, not to the one it started
  * in: replaced by ours (output_from_start_dir()). */
 static int relative_output(const char *entry)
 {
 	return !strncmp(entry, "PROF_OUTPUT=", 12) && entry[12] != '/' && carried[0][0];
 }
+
+/* The environment for a program we start: LD_PRELOAD keeps naming us, and our PROF_*
+ * settings stay, even when the caller built an environment without them. env_out must hold
+ * EXEC_ENV_MAX entries; returns envp itself when nothing needs to change. */
 
 static char *const *env_with_preload(char *const envp[], char **env_out, size_t cap,
 				     char *preload_buf, size_t preload_cap)
@@ -933,7 +933,7 @@ static char *const *program_env(char *const envp[], char **env_out, char *preloa
 static void record_exec(const char *path)
 {
 	/* A vfork child shares our memory: it must not mark the parent's trace as exec'd. */
-	if (!atomic_load(&prof_active) || (uint32_t)getpid() != prof_writer_pid())
+	if (!prof_recording_here())
 		return;
 	struct prof_thread *th = prof_thread_get();
 	size_t len = strlen(path) + 1;
@@ -970,7 +970,7 @@ static int do_execve(execve_fn real, const char *path, char *const argv[], char 
 	record_exec(path);
 	/* A tick pending when the new image starts would find the signal's default action
 	 * (terminate) there: no timer from here on (it is started again if exec fails). */
-	int mine = atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid();
+	int mine = prof_recording_here();
 	if (mine)
 		prof_cpu_stop(&prof_self);
 	char *const *e = program_env(envp, env, preload, sizeof(preload));

@@ -1187,7 +1187,7 @@ PROF_EXPORT FILE *fopen64(const char *path, const char *mode)
 			return REAL(name)(path, mode, f);                                  \
 		int oldfd = stream_fd(f);                                                  \
 		uint32_t oldid = io_fd_peek(oldfd);                                        \
-		prof_hook_enter(th);                                                             \
+		prof_hook_enter(th);                                                       \
 		batches_write(th, f);                                                      \
 		th->in_hook--;                                                             \
 		uint64_t own0_, t0 = prof_timed_begin(th, &own0_);                                                  \

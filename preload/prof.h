@@ -116,10 +116,11 @@ struct prof_thread {
 };
 extern __thread struct prof_thread prof_self;
 
-/* Where the program sized a thread's stack (stack_lo known: threads.c), a hook that finds
- * less than `need` bytes left below the frame it runs in does less instead of overflowing
- * it: its stack is its call site alone (an unwind by libunwind takes several KiB), an I/O
- * call goes unrecorded (its names take 4 KiB buffers). Counted, and said once at exit. */
+/* Where a thread's stack has a known floor (stack_lo: one the program sized, threads.c; the
+ * first thread's under its RLIMIT_STACK, init.c), a hook that finds less than `need` bytes
+ * left below the frame it runs in does less instead of overflowing it: its stack is its call
+ * site alone (an unwind by libunwind takes several KiB), an I/O call goes unrecorded (its
+ * names take 4 KiB buffers). Counted, and said once at exit. */
 #define PROF_UNWIND_ROOM (16u << 10)
 #define PROF_IO_ROOM (12u << 10)
 #define PROF_IO_SETUP_ROOM (24u << 10)  /* the first recorded I/O call of a process (io.h) */
@@ -151,7 +152,7 @@ static inline int prof_inside_call(uintptr_t mark, uintptr_t hook_frame)
  * that allocates), and in_hook would stay raised: every later call of the thread passed
  * through. So raising it from 0 notes the frame that did (prof_hook_enter()), the longjmp
  * hooks note a jump made while it is raised, and after one a hook that is not below that
- * frame finds the raise stale: prof_hook_stale() lowers it (init.c). Borrowed frames: a vfork
+ * frame finds the raise stale: prof_hook_stale() lowers it (longjmp.c). Borrowed frames: a vfork
  * child runs with in_hook raised on purpose, its hook_frame the top of the address space. */
 static inline __attribute__((always_inline)) void prof_hook_enter(struct prof_thread *th)
 {
@@ -361,7 +362,10 @@ int prof_threads_alive(void);
 /* init.c: a copy of this process was made (fork, or clone.c's ways): in the child every
  * family forgets the parent's state and recording starts anew; the parent records the fork. */
 void prof_fork_child(void);
-void prof_fork_parent(pid_t child);
+void prof_fork_parent(pid_t child);  /* errno kept */
+/* init.c: recording is on and this process writes the trace (not a vfork child, which shares
+ * the parent's memory). */
+int prof_recording_here(void);
 /* init.c: a wait call returned child's end (a wait status): REAPED, for the process tree. */
 void prof_reaped(pid_t child, int status);
 /* init.c: the process ends now without exit's handlers (_exit, a clone child's return):

@@ -171,7 +171,7 @@ void prof_sandbox_entered(const struct sock_fprog *filter)
 	if (filter_spares_us(filter) || atomic_exchange(&sandboxed, 1))
 		return;
 	int err = errno;
-	if (atomic_load(&prof_active) && (uint32_t)getpid() == prof_writer_pid()) {
+	if (prof_recording_here()) {
 		struct prof_thread *th = prof_thread_get();
 		prof_hook_enter(th);
 		heap_tally_flush_all(th);

@@ -254,8 +254,9 @@ static void warn_full(int err)
 
 /* Adds file space until the file holds `need` units (and a step more, so growing is rare).
  * Only one thread grows at a time (with every signal blocked: next_chunk()); a signal
- * handler never waits for it (the thread it interrupted may be the one growing). At the size limit the file grows to the limit, and the
- * trace is full: -1, though claims may still take what is left below the limit. */
+ * handler never waits for it (the thread it interrupted may be the one growing). At the size
+ * limit the file grows to the limit, and the trace is full: -1, though claims may still take
+ * what is left below the limit. */
 static int growing_take(int may_wait)
 {
 	while (atomic_flag_test_and_set_explicit(&w.growing, memory_order_acquire)) {
@@ -470,22 +471,8 @@ static inline void *take(struct prof_stream *s, uint32_t size)
 
 /* The stream's next chunk: a new run of units, about as many as the stream has used so far
  * and enough for the record. Writes the chunk header and the LOST record owed, gives back the
- * unused units of the chunk it leaves, then reserves `size`. Pairs with prof_reserve(). Every
- * signal is blocked meanwhile: a handler's longjmp out of here would leave the trace growing
- * (others waiting), or a chunk written and its stream not moved on (the next would repeat its
- * number, and no reader take the trace). */
-static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_t size);
-
-static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct prof_stream *s,
-						  uint32_t size)
-{
-	sigset_t saved;
-	int blocked = prof_signals_block(&saved);
-	void *p = chunk_switch(th, s, size);
-	prof_signals_restore(blocked, &saved);
-	return p;
-}
-
+ * unused units of the chunk it leaves, then reserves `size`. Called with every signal
+ * blocked (next_chunk()). */
 static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_t size)
 {
 	uint32_t need = (uint32_t)(((uint64_t)CHUNK_HDR + sizeof(struct prof_rec_lost) + size +
@@ -533,6 +520,19 @@ static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_
 		s->lost = 0;
 	}
 	return take(s, size);
+}
+
+/* chunk_switch() with every signal blocked: a handler's longjmp out of it would leave the
+ * trace growing (others waiting), or a chunk written and its stream not moved on (the next
+ * would repeat its number, and no reader take the trace). Pairs with prof_reserve(). */
+static __attribute__((noinline)) void *next_chunk(struct prof_thread *th, struct prof_stream *s,
+						  uint32_t size)
+{
+	sigset_t saved;
+	int blocked = prof_signals_block(&saved);
+	void *p = chunk_switch(th, s, size);
+	prof_signals_restore(blocked, &saved);
+	return p;
 }
 
 /* Space for one record of `size` bytes (a multiple of 8) in the thread's current stream, or
@@ -926,8 +926,8 @@ void prof_writer_close(int other_threads_alive)
 		prof_dbg(1, "cannot truncate %s: %s", w.path, strerror(errno));
 }
 
-/* In a fork child: the mapping and descriptor belong to the parent's trace. Unmap them (the
- * parent keeps its own) and forget the path, so the child can start a trace of its own. */
+/* In a fork child that goes on inside a hook (prof_fork_child()): the range stays mapped, as
+ * scratch memory of the child's, and nothing more is claimed. */
 void prof_writer_detach(void)
 {
 	if (w.base)
@@ -936,9 +936,11 @@ void prof_writer_detach(void)
 	if (w.fd >= 0)
 		close(w.fd);
 	w.fd = -1;
-	atomic_store(&w.capacity, 0);  /* nothing more is claimed */
+	atomic_store(&w.capacity, 0);
 }
 
+/* In a fork child: the mapping and descriptor belong to the parent's trace. Unmap them (the
+ * parent keeps its own) and forget the path, so the child can start a trace of its own. */
 void prof_writer_forget(void)
 {
 	if (w.base)
