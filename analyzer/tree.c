@@ -128,12 +128,14 @@ static long parent_of(const struct proc_tree *tr, size_t at)
 	return best;
 }
 
-/* A node whose last image wrote no end (a signal killed it): its end as its parent's wait
- * call returned it, the parent's latest for that pid. */
-static void reaped_by_parent(const struct proc_tree *tr, struct tree_node *t)
+/* A node's end: its last image's; where that wrote none (a signal killed it), as its parent's
+ * wait call returned it, the parent's latest for that pid. */
+static void node_exit(const struct proc_tree *tr, struct tree_node *t)
 {
 	const struct run_proc *end = t->images[t->nimages - 1];
-	t->reaped_kind = EXIT_UNKNOWN;
+	t->exit_kind = end->exit_kind;
+	t->exit_value = end->exit_value;
+	t->seen_by_parent = 0;
 	if (end->exit_kind != EXIT_UNKNOWN || t->parent < 0)
 		return;
 	const struct tree_node *parent = &tr->nodes[t->parent];
@@ -141,15 +143,11 @@ static void reaped_by_parent(const struct proc_tree *tr, struct tree_node *t)
 		const struct run_proc *p = parent->images[i];
 		for (size_t k = 0; k < p->nreaped; k++) {
 			int st = p->reaped[k].status;
-			if (p->reaped[k].pid != end->pid)
+			if (p->reaped[k].pid != end->pid || !(WIFSIGNALED(st) || WIFEXITED(st)))
 				continue;
-			if (WIFSIGNALED(st)) {
-				t->reaped_kind = EXIT_SIGNAL;
-				t->reaped_value = WTERMSIG(st);
-			} else if (WIFEXITED(st)) {
-				t->reaped_kind = EXIT_CODE;
-				t->reaped_value = WEXITSTATUS(st);
-			}
+			t->seen_by_parent = 1;
+			t->exit_kind = WIFSIGNALED(st) ? EXIT_SIGNAL : EXIT_CODE;
+			t->exit_value = WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st);
 		}
 	}
 }
@@ -180,7 +178,7 @@ int proc_tree_build(const struct run_proc *ps, size_t n, struct proc_tree *tr)
 	for (size_t i = 0; i < tr->n; i++)
 		tr->nodes[i].parent = parent_of(tr, i);
 	for (size_t i = 0; i < tr->n; i++)
-		reaped_by_parent(tr, &tr->nodes[i]);
+		node_exit(tr, &tr->nodes[i]);
 	tr->order = order;
 	return 0;
 oom:
@@ -279,19 +277,14 @@ static void print_node(FILE *out, const struct proc_tree *tr, size_t at, char *p
 		print_image(out, t->images[i]);
 	}
 	fputs("  [", out);
-	switch (end->exit_kind) {
-	case EXIT_CODE: fprintf(out, "exit %d", end->exit_value); break;
-	case EXIT_SIGNAL: fprintf(out, "signal %d", end->exit_value); break;
+	switch (t->exit_kind) {
+	case EXIT_CODE: fprintf(out, "exit %d", t->exit_value); break;
+	case EXIT_SIGNAL: fprintf(out, "signal %d", t->exit_value); break;
 	case EXIT_EXEC: fprintf(out, "exec %s", end->exec_path ? end->exec_path : "?"); break;
-	default:
-		if (t->reaped_kind == EXIT_SIGNAL)
-			fprintf(out, "signal %d, seen by its parent", t->reaped_value);
-		else if (t->reaped_kind == EXIT_CODE)
-			fprintf(out, "exit %d, seen by its parent", t->reaped_value);
-		else
-			fputs("no exit recorded", out);
-		break;
+	default: fputs("no exit recorded", out); break;
 	}
+	if (t->seen_by_parent)
+		fputs(", seen by its parent", out);
 	fprintf(out, ", %s, CPU %s", fmt_ns(node_end(t) - node_start(t), a, sizeof(a)),
 		fmt_ns(node_cpu_ns(t), b, sizeof(b)));
 	struct figure_out c = { out, t, NULL };
@@ -339,13 +332,11 @@ static json_t *node_json(const struct proc_tree *tr, size_t at, int depth)
 		json_array_append_new(images, json_pack("{s:o,s:o,s:o}", "exe", jstr(p->exe),
 							"argv", argv, "trace", jstr(p->path)));
 	}
-	json_t *exit = end->exit_kind == EXIT_CODE ? json_pack("{s:i}", "code", end->exit_value) :
-		end->exit_kind == EXIT_SIGNAL ? json_pack("{s:i}", "signal", end->exit_value) :
-		t->reaped_kind == EXIT_CODE ?
-			json_pack("{s:i,s:b}", "code", t->reaped_value, "seen_by_parent", 1) :
-		t->reaped_kind == EXIT_SIGNAL ?
-			json_pack("{s:i,s:b}", "signal", t->reaped_value, "seen_by_parent", 1) :
+	json_t *exit = t->exit_kind == EXIT_CODE ? json_pack("{s:i}", "code", t->exit_value) :
+		t->exit_kind == EXIT_SIGNAL ? json_pack("{s:i}", "signal", t->exit_value) :
 		json_null();
+	if (t->seen_by_parent)
+		json_object_set_new(exit, "seen_by_parent", json_true());
 	json_t *o = json_pack("{s:I,s:I,s:o,s:I,s:I,s:o,s:I}", "pid", (json_int_t)t->images[0]->pid,
 			      "ppid", (json_int_t)t->images[0]->ppid, "host", jstr(host_of(end)),
 			      "start_ns", (json_int_t)node_start(t),

@@ -37,10 +37,11 @@ struct tree_node {
 	const struct run_proc **images;  /* one pid's traces in start order, each but the last exec'd */
 	size_t nimages;
 	long parent;              /* index in proc_tree.nodes; -1: a root */
-	/* Its end as its parent's wait call returned it, where its last image wrote none (killed
-	 * by a signal): EXIT_UNKNOWN if the parent did not see it either. */
-	enum exit_kind reaped_kind;
-	int reaped_value;
+	/* Its end: its last image's, or where that wrote none (killed by a signal) as its
+	 * parent's wait call returned it (seen_by_parent); EXIT_UNKNOWN if neither saw it. */
+	enum exit_kind exit_kind;
+	int exit_value;
+	int seen_by_parent;
 };
 
 struct proc_tree {
