@@ -203,6 +203,18 @@ json_t *e2e_process(json_t *doc, size_t i)
 	return json_array_get(json_object_get(doc, "processes"), i);
 }
 
+json_t *e2e_file_row(json_t *files, const char *path)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+		if (p && !strcmp(p, path))
+			return f;
+	}
+	return NULL;
+}
+
 json_t *e2e_process_where(json_t *doc, const char *key, long value)
 {
 	for (size_t i = 0; e2e_process(doc, i); i++)

@@ -40,6 +40,8 @@ json_t *e2e_prof_json(const char *command, const char *path);
 json_t *e2e_process(json_t *doc, size_t i);
 /* The first process of a report whose integer `key` ("pid", "rank") is value; NULL if none. */
 json_t *e2e_process_where(json_t *doc, const char *key, long value);
+/* The row of `path` in an I/O file list (a process's io.files); NULL if absent. */
+json_t *e2e_file_row(json_t *files, const char *path);
 long e2e_int(json_t *obj, const char *path);  /* "heap.alloc_calls" -> integer, -1 if absent */
 /* Percent of the CPU time spent in function and its callees, from a report's cpu.top_total;
  * 0 if it is not there. */

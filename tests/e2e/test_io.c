@@ -125,18 +125,6 @@ static json_t *profile_io(const char *const argv[], const char *out_file, json_t
 	return files;
 }
 
-static json_t *file_row(json_t *files, const char *path)
-{
-	size_t i;
-	json_t *f;
-	json_array_foreach(files, i, f) {
-		const char *p = json_string_value(json_object_get(f, "path"));
-		if (p && !strcmp(p, path))
-			return f;
-	}
-	return NULL;
-}
-
 static void expect_same_bytes(json_t *files, const struct strace_log *log, const char *path)
 {
 	long rd = 0, wr = 0;
@@ -146,7 +134,7 @@ static void expect_same_bytes(json_t *files, const struct strace_log *log, const
 			wr = log->v[i].wr;
 		}
 	cr_expect(rd + wr > 0, "strace saw no bytes on %s", path);
-	json_t *f = file_row(files, path);
+	json_t *f = e2e_file_row(files, path);
 	cr_assert_not_null(f, "no I/O row for %s", path);
 	cr_expect_eq(e2e_int(f, "read_bytes"), rd, "%s: read %ld bytes, strace %ld", path,
 		     e2e_int(f, "read_bytes"), rd);
@@ -207,7 +195,7 @@ static json_t *file_matches_strace(const char *mode, const char *name, const cha
 		e2e_expect_file(out, want_out);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	expect_same_bytes(files, &log, path);
-	return file_row(files, path);
+	return e2e_file_row(files, path);
 }
 
 Test(io, plain_fd_bytes_match_strace)
@@ -259,7 +247,7 @@ Test(io, open_stack_points_to_function_and_line)
 	json_t *files = profile_io(argv, NULL, &doc);
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/plain.dat", dir);
-	json_t *f = file_row(files, path);
+	json_t *f = e2e_file_row(files, path);
 	cr_assert_not_null(f);
 	json_t *frame = json_array_get(json_object_get(f, "open_stack"), 0);
 	cr_assert_not_null(frame, "no open stack");
@@ -284,7 +272,7 @@ Test(io, stdio_bytes_match_strace)
 	snprintf(path, sizeof(path), "%s/stdio.txt", dir);
 	expect_same_bytes(files, &log, path);
 	expect_same_bytes(files, &log, out);  /* printf and puts on stdout */
-	json_t *f = file_row(files, path);
+	json_t *f = e2e_file_row(files, path);
 	cr_expect_eq(e2e_int(f, "opens"), 2);
 	cr_expect_eq(e2e_int(f, "calls.fopen"), 2);
 	cr_expect_eq(e2e_int(f, "calls.fclose"), 2);
@@ -303,7 +291,7 @@ Test(io, dup_descriptors_bytes_match_strace)
 	json_t *files = both_runs("dup", &log, dir, sizeof(dir), out, sizeof(out), &doc);
 	snprintf(path, sizeof(path), "%s/dup.dat", dir);
 	expect_same_bytes(files, &log, path);
-	json_t *f = file_row(files, path);
+	json_t *f = e2e_file_row(files, path);
 	cr_expect_eq(e2e_int(f, "write_bytes"), 111 + 222 + 333 + 444);
 	cr_expect_eq(e2e_int(f, "calls.dup"), 4);
 	cr_expect_eq(e2e_int(f, "closes"), 5);
@@ -416,7 +404,7 @@ Test(io, sqlite3_bytes_match_strace)
 		snprintf(sp, sizeof(sp), "%s%s", sdb, suffixes[i]);
 		snprintf(pp, sizeof(pp), "%s%s", db, suffixes[i]);
 		struct path_bytes *e = entry(&log, sp);
-		json_t *row = file_row(files, pp);
+		json_t *row = e2e_file_row(files, pp);
 		cr_assert_not_null(row, "no row for %s", pp);
 		cr_expect_eq(e2e_int(row, "read_bytes"), e->rd, "%s: read %ld, strace %ld", pp,
 			     e2e_int(row, "read_bytes"), e->rd);
@@ -434,24 +422,24 @@ Test(io, failures_and_eof_are_recorded)
 	const char *argv[] = { e2e_prog("io_ops"), "errors", dir, NULL };
 	json_t *doc;
 	json_t *files = profile_io(argv, NULL, &doc);
-	json_t *f = file_row(files, "(not open: fd -1)");
+	json_t *f = e2e_file_row(files, "(not open: fd -1)");
 	cr_assert_not_null(f, "read(-1) not recorded");
 	cr_expect_eq(e2e_int(f, "errors"), 1);
 	cr_expect_eq(e2e_int(f, "reads"), 1);
-	f = file_row(files, "(not open: fd 999)");
+	f = e2e_file_row(files, "(not open: fd 999)");
 	cr_assert_not_null(f, "write(999) not recorded");
 	cr_expect_eq(e2e_int(f, "writes"), 1);
 	cr_expect_eq(e2e_int(f, "write_bytes"), 0);
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/missing/none.txt", dir);
-	f = file_row(files, path);
+	f = e2e_file_row(files, path);
 	cr_assert_not_null(f, "failed opens not recorded under the path asked for");
 	cr_expect_eq(e2e_int(f, "errors"), 2);
 	cr_expect_eq(e2e_int(f, "opens"), 0);
 	cr_expect_eq(e2e_int(f, "calls.open"), 1);
 	cr_expect_eq(e2e_int(f, "calls.fopen"), 1);
 	snprintf(path, sizeof(path), "%s/empty.txt", dir);
-	f = file_row(files, path);
+	f = e2e_file_row(files, path);
 	cr_assert_not_null(f);
 	cr_expect_eq(e2e_int(f, "eof_reads"), 1);
 	cr_expect_eq(e2e_int(f, "reads"), 1);
@@ -571,7 +559,7 @@ Test(io, buffered_stdio_calls_are_counted_in_batches)
 	long all = 0;
 	for (int k = 0; k < 2; k++) {
 		snprintf(path, sizeof(path), "%s/full%d.txt", dir, k);
-		json_t *f = file_row(files, path);
+		json_t *f = e2e_file_row(files, path);
 		cr_assert_not_null(f, "no %s in the report", path);
 		cr_expect_eq(e2e_int(f, "writes"), calls[k], "%s: writes", path);
 		cr_expect_eq(e2e_int(f, "write_bytes"), bytes[k], "%s: bytes written", path);
@@ -581,7 +569,7 @@ Test(io, buffered_stdio_calls_are_counted_in_batches)
 		all += calls[k] + reads[k];
 	}
 	snprintf(path, sizeof(path), "%s/line.txt", dir);
-	json_t *f = file_row(files, path);
+	json_t *f = e2e_file_row(files, path);
 	cr_assert_not_null(f);
 	cr_expect_eq(e2e_int(f, "writes"), lines);
 	cr_expect_eq(e2e_int(f, "write_bytes"), line_bytes);

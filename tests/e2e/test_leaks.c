@@ -377,12 +377,8 @@ Test(leaks, classes_when_the_main_thread_left_first)
 	json_t *p = e2e_process(doc, 0);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.still_reachable.bytes"), 1000);
 	cr_expect_eq(e2e_int(p, "heap.leak_classes.definitely_lost.bytes"), 500);
-	long writes = -1;
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_object_get(json_object_get(p, "io"), "files"), i, f)
-		if (!strcmp(json_string_value(json_object_get(f, "path")), file))
-			writes = (long)json_integer_value(json_object_get(f, "writes"));
+	long writes = e2e_int(e2e_file_row(json_object_get(json_object_get(p, "io"), "files"), file),
+			      "writes");
 	cr_expect_eq(writes, 5, "the file, named, and its writes: %ld", writes);
 	if (system("valgrind --version >/dev/null 2>&1") == 0) {
 		struct vg_summary vg;

@@ -569,12 +569,8 @@ Test(lifecycle, calls_after_a_longjmp_out_of_a_hook_are_recorded)
 	cr_expect(freed >= allocs - jumps && freed <= recorded, "%ld frees recorded of %ld", freed,
 		  allocs);
 	cr_expect_eq(e2e_int(p, "heap.unmatched_frees"), 0);
-	long written = -1;
-	size_t i;
-	json_t *f;
-	json_array_foreach(json_object_get(json_object_get(p, "io"), "files"), i, f)
-		if (!strcmp(json_string_value(json_object_get(f, "path")), "/dev/null"))
-			written = (long)json_integer_value(json_object_get(f, "writes"));
+	long written = e2e_int(e2e_file_row(json_object_get(json_object_get(p, "io"), "files"),
+					    "/dev/null"), "writes");
 	cr_expect(written >= writes && written <= writes + jumps, "%ld writes recorded of %ld",
 		  written, writes);
 	cr_expect_eq(e2e_int(p, "exit.code"), 0);
