@@ -167,12 +167,15 @@ static struct cpu_thread *thread_of(struct cpu_state *s, const struct trace_even
 	return t;
 }
 
-static int on_sample(struct cpu_state *s, const struct trace_event *ev)
+static int on_sample(struct process *p, struct cpu_state *s, const struct trace_event *ev)
 {
 	const struct prof_rec_cpu_sample *r = (const void *)ev->rec;
 	struct cpu_thread *t = thread_of(s, ev);
 	if (!t)
 		return -1;
+	struct thread_info *ti = process_thread(p, ev->stream / 2);
+	if (ti)  /* its CPU time, should it never end (thread_cpu_ns()) */
+		ti->sampled_ns += r->period_ns;
 	if (settle(s, t, r->h.time) < 0)
 		return -1;
 	t->samples++;
@@ -197,9 +200,8 @@ static int on_sample(struct cpu_state *s, const struct trace_event *ev)
 static int cpu_on_record(struct process *p, void *state, const struct trace_event *ev)
 {
 	struct cpu_state *s = state;
-	(void)p;
 	if (ev->rec->type == PROF_REC_CPU_SAMPLE)
-		return on_sample(s, ev);
+		return on_sample(p, s, ev);
 	if (ev->rec->type != PROF_REC_CPU_BLOCKED)
 		return 0;
 	const struct prof_rec_cpu_blocked *r = (const void *)ev->rec;
@@ -444,17 +446,6 @@ static int by_total(const void *a, const void *b)
 
 /* ---- threads ------------------------------------------------------------------------------ */
 
-/* The thread's CPU time: its clock's figure where it ended, else what its samples stand for;
- * never more than the time it lived in the trace. */
-static uint64_t thread_cpu_ns(const struct process *p, const struct thread_info *ti,
-			      const struct cpu_thread *t)
-{
-	uint64_t end = ti->ended ? ti->end_ns : p->end_ns;
-	uint64_t life = end > ti->start_ns ? end - ti->start_ns : 0;
-	uint64_t cpu = ti->ended && ti->cpu_ns ? ti->cpu_ns : t ? t->sampled_ns : 0;
-	return cpu < life ? cpu : life;
-}
-
 static uint64_t sum_causes(const uint64_t *v)
 {
 	uint64_t n = 0;
@@ -530,7 +521,7 @@ static json_t *cpu_json(struct process *p, size_t top)
 		const uint64_t *b = ct ? ct->blocked_ns : none;
 		json_t *th = json_pack("{s:I,s:o,s:I,s:I,s:I}", "tid", (json_int_t)ti->tid, "name",
 				       jstr(ti->name), "samples", (json_int_t)(ct ? ct->samples : 0),
-				       "cpu_ns", (json_int_t)thread_cpu_ns(p, ti, ct),
+				       "cpu_ns", (json_int_t)thread_cpu_ns(p, ti),
 				       "sampled_ns", (json_int_t)(ct ? ct->sampled_ns : 0));
 		json_object_set_new(th, "blocked_ns", json_integer((json_int_t)sum_causes(b)));
 		json_object_set_new(th, "blocked", causes_json(b));
@@ -602,7 +593,7 @@ static void cpu_print(FILE *out, struct process *p, size_t top, int frames)
 		char name[64];
 		fprintf(out, "   %-8u %-16s %10s %10s", ti->tid,
 			ti->name[0] ? fmt_arg(ti->name, name, sizeof(name)) : "?",
-			fmt_ns(thread_cpu_ns(p, ti, ct), a, sizeof(a)), fmt_ns(sum_causes(bl), d, sizeof(d)));
+			fmt_ns(thread_cpu_ns(p, ti), a, sizeof(a)), fmt_ns(sum_causes(bl), d, sizeof(d)));
 		for (int k = 0; k < PROF_CAUSE_COUNT; k++)
 			fprintf(out, " %9s", bl[k] ? fmt_ns(bl[k], c, sizeof(c)) : "-");
 		fputc('\n', out);
@@ -759,7 +750,7 @@ static void cpu_thread_times(struct process *p, const struct thread_info *t,
 			     void (*add)(void *ctx, const char *cause, uint64_t ns), void *ctx)
 {
 	const struct cpu_thread *ct = u64map_get(&cpu_of(p)->threads, t->serial);
-	add(ctx, "running", thread_cpu_ns(p, t, ct));
+	add(ctx, "running", thread_cpu_ns(p, t));
 	for (int c = 0; ct && c < PROF_CAUSE_COUNT; c++)
 		add(ctx, prof_block_cause_name((unsigned)c), ct->blocked_ns[c]);
 }

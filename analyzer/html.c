@@ -330,7 +330,7 @@ static void threads_view(FILE *out, struct process *p)
 		return;
 	for (size_t i = 0; i < shown; i++) {
 		const struct thread_info *t = &p->threads[i];
-		add_cause(&c[i], "running", t->cpu_ns);
+		add_cause(&c[i], "running", thread_cpu_ns(p, t));
 		add_cause(&c[i], "lock", t->lock_wait_ns);
 		add_cause(&c[i], "cond", t->cond_wait_ns);
 		add_cause(&c[i], "join", t->join_wait_ns);

@@ -817,11 +817,19 @@ void processes_free(struct process *ps, size_t n)
 	free(ps);
 }
 
+uint64_t thread_cpu_ns(const struct process *p, const struct thread_info *t)
+{
+	uint64_t end = t->ended ? t->end_ns : p->end_ns;
+	uint64_t life = end > t->start_ns ? end - t->start_ns : 0;
+	uint64_t cpu = t->ended && t->cpu_ns ? t->cpu_ns : t->sampled_ns;
+	return cpu < life ? cpu : life;
+}
+
 uint64_t process_cpu_ns(const struct process *p)
 {
 	uint64_t ns = 0;
 	for (size_t i = 0; i < p->nthreads; i++)
-		ns += p->threads[i].cpu_ns;
+		ns += thread_cpu_ns(p, &p->threads[i]);
 	return ns;
 }
 

@@ -15,6 +15,7 @@ struct thread_info {
 	uint32_t serial, tid, parent_serial;
 	char name[17];
 	uint64_t start_ns, end_ns, cpu_ns;  /* start/end relative to the process start */
+	uint64_t sampled_ns;                /* what its CPU samples stand for (cpu.c) */
 	int ended;
 	uint32_t create_stack;              /* where pthread_create was called, 0 if unknown */
 	uint64_t start_routine;             /* its start routine's address, 0 if unknown */
@@ -159,6 +160,9 @@ int proc_order_by_work(const struct proc_order *a, const struct proc_order *b);
 
 const struct stack_info *process_stack(const struct process *p, uint32_t id);
 struct thread_info *process_thread(struct process *p, uint32_t serial);
+/* A thread's CPU time: its clock's figure where it ended, else (killed, or still running when
+ * the trace was cut) what its CPU samples stand for; never more than it lived in the trace. */
+uint64_t thread_cpu_ns(const struct process *p, const struct thread_info *t);
 /* The id of the module holding addr, ~0u if none: the latest one mapped there, among those
  * still loaded (loaded_only: as a stack is being recorded) or all the trace has seen. */
 uint32_t process_module_at(const struct process *p, uint64_t addr, int loaded_only);

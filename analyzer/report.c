@@ -37,7 +37,7 @@ static json_t *threads_json(struct process *p)
 		json_t *o = json_pack("{s:I,s:o,s:I,s:o,s:I}", "tid", (json_int_t)t->tid,
 				      "name", jstr(t->name), "start_ns", (json_int_t)t->start_ns,
 				      "end_ns", t->ended ? json_integer((json_int_t)t->end_ns) : json_null(),
-				      "cpu_ns", (json_int_t)t->cpu_ns);
+				      "cpu_ns", (json_int_t)thread_cpu_ns(p, t));
 		json_object_set_new(o, "parent_tid", ptid ? json_integer(ptid) : json_null());
 		json_object_set_new(o, "start_routine", jstr(routine));
 		json_object_set_new(o, "lock_wait_ns", json_integer((json_int_t)t->lock_wait_ns));
@@ -144,7 +144,7 @@ static void print_threads(FILE *out, struct process *p)
 		fprintf(out, "   %-8u %-16s %-8s %10s %10s %10s %10s %10s  %s\n", t->tid,
 			t->name[0] ? fmt_arg(t->name, name, sizeof(name)) : "?", parent, fmt_ns(t->start_ns, a, sizeof(a)),
 			t->ended ? fmt_ns(t->end_ns, b, sizeof(b)) : "-",
-			t->ended ? fmt_ns(t->cpu_ns, c, sizeof(c)) : "-",
+			fmt_ns(thread_cpu_ns(p, t), c, sizeof(c)),
 			fmt_ns(t->lock_wait_ns, d, sizeof(d)), fmt_ns(t->cond_wait_ns, e, sizeof(e)),
 			routine ? routine : (i == 0 ? "(main)" : "-"));
 	}

@@ -99,7 +99,7 @@ static int model_rows(struct sql_out *o, struct process *p)
 		const struct thread_info *t = &p->threads[i];
 		rc = sql_row(o, "threads", "iitiiiiii", o->pid, (int64_t)t->tid, t->name,
 			     (int64_t)t->start_ns, (int64_t)(t->ended ? t->end_ns : p->end_ns),
-			     (int64_t)t->cpu_ns, (int64_t)t->lock_wait_ns, (int64_t)t->cond_wait_ns,
+			     (int64_t)thread_cpu_ns(p, t), (int64_t)t->lock_wait_ns, (int64_t)t->cond_wait_ns,
 			     (int64_t)t->join_wait_ns);
 	}
 	size_t pos = 0;

@@ -33,6 +33,27 @@ __thread struct prof_thread prof_self;
 
 static _Atomic uint32_t next_serial = 1;
 static _Atomic int threads_alive;
+
+/* The running threads, each its serial and tid in one word: a thread still running when the
+ * process ends (exit() or _exit() by another, an exec) dies without its own THREAD_END, and
+ * the end writes it in its place (end_others()). Threads past LIVE_SLOTS are left to the
+ * analyzer's estimate from their CPU samples. */
+#define LIVE_SLOTS 4096
+static _Atomic uint64_t live_taken[LIVE_SLOTS / 64];
+static _Atomic uint64_t live[LIVE_SLOTS];
+
+/* The first thread's CPU clock when the trace started: it counts from its creation, which
+ * an exec does not reset; what it ran in an image before (or in the loader, before libprof
+ * started) is not this trace's. Other threads' clocks start with the thread. */
+static uint64_t first_cpu_base;
+
+static uint64_t thread_cpu_ns(clockid_t clock)
+{
+	struct timespec ts;
+	if (clock_gettime(clock, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 static pthread_key_t thread_key;
 static char self_path[1024];  /* our own .so, for LD_PRELOAD across exec */
 extern char **environ;
@@ -307,7 +328,14 @@ static void register_thread_from(struct prof_thread *th, uint32_t parent_serial,
 {
 	th->serial = atomic_fetch_add(&next_serial, 1);
 	th->tid = (uint32_t)gettid();
+	if (th->serial == 1)
+		first_cpu_base = thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
 	atomic_fetch_add(&threads_alive, 1);
+	int slot = prof_slot_claim(live_taken, LIVE_SLOTS);
+	if (slot >= 0) {
+		atomic_store(&live[slot], (uint64_t)th->serial << 32 | th->tid);
+		th->live_slot = (uint32_t)slot + 1;
+	}
 	/* A non-NULL value makes the key's destructor run at thread exit. */
 	pthread_setspecific(thread_key, th);
 	write_thread_start(th, parent_serial, stack, start_routine);
@@ -329,6 +357,47 @@ struct prof_thread *prof_thread_start_child(uint32_t parent_serial, uint32_t sta
 	return th;
 }
 
+/* A THREAD_END, written by th, for the thread serial (tid): th itself, or another one that
+ * dies with the process; its CPU time is its clock's (the kernel's thread CPU clock id for a
+ * tid, as pthread_getcpuclockid() makes it), its name what the kernel holds. */
+static void write_thread_end(struct prof_thread *th, uint32_t serial, uint32_t tid)
+{
+	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	int self = serial == th->serial;
+	/* 0 where the thread is gone meanwhile: the analyzer estimates from its samples. */
+	uint64_t cpu = thread_cpu_ns(self ? CLOCK_THREAD_CPUTIME_ID : (clockid_t)((~tid << 3) | 6));
+	uint64_t base = serial == 1 ? first_cpu_base : 0;
+	r->serial = serial;
+	r->tid = tid;
+	r->cpu_ns = cpu > base ? cpu - base : 0;
+	memset(r->name, 0, sizeof(r->name));
+	if (self) {
+		prctl(PR_GET_NAME, r->name);
+	} else {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, r->name, 15) : 0;
+		if (fd >= 0)
+			close(fd);
+		if (n > 0 && r->name[n - 1] == '\n')
+			r->name[n - 1] = 0;
+	}
+	prof_commit(r, PROF_REC_THREAD_END, 0, sizeof(*r), prof_now());
+}
+
+/* The process ends (exit, _exit, exec): th ends every other thread still running. */
+static void end_others(struct prof_thread *th)
+{
+	for (unsigned i = 0; i < LIVE_SLOTS; i++) {
+		uint64_t v = prof_slot_taken(live_taken, i) ? atomic_load(&live[i]) : 0;
+		if (v && (uint32_t)(v >> 32) != th->serial)
+			write_thread_end(th, (uint32_t)(v >> 32), (uint32_t)v);
+	}
+}
+
 void prof_thread_end(struct prof_thread *th)
 {
 	if (th->serial == 0)
@@ -337,16 +406,11 @@ void prof_thread_end(struct prof_thread *th)
 	prof_modules_rescan_if_stale();
 	heap_tally_thread_done(th);
 	io_batches_flush(th);
-	struct prof_rec_thread_end *r = prof_reserve(th, sizeof(*r));
-	if (r) {
-		struct timespec ts;
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-		r->serial = th->serial;
-		r->tid = th->tid;
-		r->cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		memset(r->name, 0, sizeof(r->name));
-		prctl(PR_GET_NAME, r->name);
-		prof_commit(r, PROF_REC_THREAD_END, 0, sizeof(*r), prof_now());
+	write_thread_end(th, th->serial, th->tid);
+	if (th->live_slot) {
+		atomic_store(&live[th->live_slot - 1], 0);
+		prof_slot_give(live_taken, th->live_slot - 1);
+		th->live_slot = 0;
 	}
 	prof_writer_thread_done(th);
 	prof_stacks_thread_done(th);
@@ -427,6 +491,7 @@ static void exit_work(int status, uintptr_t stack_from)
 	heap_tally_flush_all(th);  /* every thread's counts, the others' too */
 	io_batches_flush_all(th);
 	prof_locks_flush();
+	end_others(th);
 	prof_thread_end(th);
 	say_cuts();
 	write_exit(0, status);
@@ -515,9 +580,12 @@ void prof_quick_exit(int status)
 	if (prof_recording_here()) {
 		if (prof_self.in_hook)  /* a handler's _exit: as in exit_work() */
 			prof_hook_abandon(&prof_self);
-		prof_hook_enter(&prof_self);
-		heap_tally_flush_all(prof_thread_get());
-		io_batches_flush_all(prof_thread_get());
+		struct prof_thread *th = prof_thread_get();
+		prof_hook_enter(th);
+		heap_tally_flush_all(th);
+		io_batches_flush_all(th);
+		end_others(th);
+		prof_thread_end(th);
 		write_exit(2, status);
 		prof_self.in_hook--;
 	}
@@ -637,6 +705,10 @@ static void child_anew(int was_active)
 	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
+	for (unsigned i = 0; i < LIVE_SLOTS; i++)  /* the parent's; the child's one runs on */
+		atomic_store(&live[i], 0);
+	for (unsigned i = 0; i < LIVE_SLOTS / 64; i++)
+		atomic_store(&live_taken[i], 0);
 	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
 	atomic_store(&prof_tight_io, 0);
 	atomic_store(&prof_hooks_left, 0);
@@ -943,6 +1015,9 @@ static void record_exec(const char *path)
 	prof_hook_enter(th);
 	heap_tally_flush_all(th);  /* the counts end with this image */
 	io_batches_flush_all(th);
+	/* So do its threads (should the exec fail, their own ends come later and count). */
+	end_others(th);
+	write_thread_end(th, th->serial, th->tid);
 	struct prof_rec_exec *r = prof_reserve(th, size);
 	if (r) {
 		memset(r->path, 0, size - sizeof(*r));

@@ -110,6 +110,7 @@ struct prof_thread {
 	 * subtracts what was added meanwhile (prof_timed_begin(), prof_timed_end()). */
 	uint32_t timed;
 	uint32_t heap_tally;  /* heap_tally.c: the thread's tally slot + 1, 0 before it has one */
+	uint32_t live_slot;   /* init.c: its place among the running threads + 1, 0 if none */
 	uint64_t own_ns;
 	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
 					* signal handler writes it, so no update is lost */

@@ -116,12 +116,14 @@ struct prof_rec_thread_start {
 	uint64_t start_routine;  /* address of the start routine, 0 if unknown */
 };
 
-/* THREAD_END: the thread exited. */
+/* THREAD_END: the thread exited, or dies with the process: then the thread that ends the
+ * process (exit, _exit, exec) writes one for each other thread still running, in its own
+ * stream (serial says which). */
 struct prof_rec_thread_end {
 	struct prof_rec h;
 	uint32_t serial;
 	uint32_t tid;
-	uint64_t cpu_ns;   /* CPU time the thread used */
+	uint64_t cpu_ns;   /* CPU time the thread used while traced; 0 if unknown */
 	char name[16];     /* comm at exit */
 };
 

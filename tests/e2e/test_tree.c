@@ -264,3 +264,71 @@ Test(tree, children_forked_by_a_signal_handler_run_and_are_recorded)
 	cr_expect_eq(exited, n, "each with its exit");
 	json_decref(doc);
 }
+
+/* A process's CPU time where its threads were still running at its end
+ * (tests/progs/threads_at_end.c), against the kernel's count: threads that die with the
+ * process (exit() or _exit() by another, an exec) are ended by that end, with their CPU
+ * clocks' time and their names; a process killed by SIGKILL writes no end, and its threads
+ * count what their CPU samples stand for. Before, such threads counted nothing: the tree
+ * said "CPU 0 ns" of Chromium's renderers. */
+static void check_cpu_at_end(const char *how)
+{
+	const char *dir = e2e_tmpdir();
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	const char *argv[] = { e2e_prog("threads_at_end"), how, NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, out, NULL), 0, "%s", how);
+	char *said = e2e_read_file(out);
+	long long want = -1;
+	cr_assert(said && sscanf(said, "cpu_ns %lld", &want) == 1, "%s", said ? said : "");
+	free(said);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *node = json_array_get(json_object_get(doc, "tree"), 0);
+	int killed = !strcmp(how, "killed");
+	if (killed)
+		node = json_array_get(json_object_get(node, "children"), 0);
+	cr_assert_not_null(node, "%s", how);
+	long long got = e2e_int(node, "cpu_ns");
+	/* Three threads spin 0.3 s on however many CPUs: the sum is what the kernel counted,
+	 * plus the spinning through the end's work; samples fall short by under a period each. */
+	cr_expect(want > 100000000 && got >= want * (killed ? 0.75 : 0.9) &&
+		  got <= want * 1.1 + 100000000, "%s: the tree's %lld ns against the kernel's %lld",
+		  how, got, want);
+	if (!killed) {
+		json_t *p = e2e_process_where(doc, "pid", e2e_int(node, "pid"));
+		cr_assert_not_null(p);
+		size_t i, spinners = 0;
+		json_t *t;
+		json_array_foreach(json_object_get(p, "threads"), i, t) {
+			const char *name = json_string_value(json_object_get(t, "name"));
+			if (!name || strncmp(name, "spinner", 7))
+				continue;
+			spinners++;
+			cr_expect(json_is_integer(json_object_get(t, "end_ns")), "%s: %s ended", how, name);
+			cr_expect_gt(e2e_int(t, "cpu_ns"), 10000000, "%s: %s ran", how, name);
+		}
+		cr_expect_eq(spinners, 3, "%s: the spinners, by the names they gave themselves", how);
+	}
+	json_decref(doc);
+}
+
+Test(tree, threads_running_at_exit_count_their_cpu_time)
+{
+	check_cpu_at_end("exit");
+}
+
+Test(tree, threads_running_at__exit_count_their_cpu_time)
+{
+	check_cpu_at_end("_exit");
+}
+
+Test(tree, threads_running_at_exec_count_their_cpu_time)
+{
+	check_cpu_at_end("exec");
+}
+
+Test(tree, threads_of_a_killed_process_count_their_sampled_cpu_time)
+{
+	check_cpu_at_end("killed");
+}
