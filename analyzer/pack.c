@@ -8,22 +8,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_LEVEL 3
 
 static const char usage_text[] =
-	"usage: prof pack [--level N] [-q] TRACE|DIR...\n"
+	"usage: prof pack [--level N] [--wait SECONDS] [-q] TRACE|DIR...\n"
 	"Compresses finished traces with zstd: NAME.trace becomes NAME.trace.zst, which every prof\n"
 	"command reads as it reads the raw trace (zstd -d gives the raw trace back). A directory\n"
 	"means the traces in it. Compressed traces are skipped; a trace that cannot be compressed\n"
 	"(or changes meanwhile: its process still runs) stays as it is.\n\n"
 	"  --level N    zstd level, 1 (fastest) to 19 (smallest); default 3\n"
+	"  --wait S     wait up to S seconds in all for processes still writing their traces to\n"
+	"               end (a program's helpers that outlive it by a moment); default 0\n"
 	"  -q, --quiet  say nothing but errors\n"
 	"  -h, --help   this help\n";
 
 int cmd_pack(int argc, char **argv)
 {
 	int level = DEFAULT_LEVEL, quiet = 0, i = 1;
+	double wait_s = 0;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
@@ -38,6 +42,13 @@ int cmd_pack(int argc, char **argv)
 				return 2;
 			}
 			level = (int)v;
+		} else if (!strcmp(argv[i], "--wait") && i + 1 < argc) {
+			char *end;
+			wait_s = strtod(argv[++i], &end);
+			if (*end || end == argv[i] || !(wait_s >= 0 && wait_s <= 3600)) {
+				prof_error("pack: --wait %s: want 0 to 3600 seconds", argv[i]);
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -51,7 +62,16 @@ int cmd_pack(int argc, char **argv)
 	if (inputs_expand(argv + i, argc - i, &paths, &n) < 0)
 		return 1;
 	int rc = 0;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double deadline = (double)now.tv_sec + (double)now.tv_nsec / 1e9 + wait_s;
 	for (size_t k = 0; k < n; k++) {
+		while (zpack_still_running(paths[k])) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			if ((double)now.tv_sec + (double)now.tv_nsec / 1e9 >= deadline)
+				break;
+			nanosleep(&(struct timespec){ 0, 20 * 1000000L }, NULL);
+		}
 		char err[1024] = "";
 		uint64_t raw = 0, packed = 0;
 		int r = zpack_file(paths[k], level, &raw, &packed, err, sizeof(err));

@@ -241,6 +241,30 @@ int zsrc_read(struct zsrc *z, void *buf, size_t len, uint64_t off, char *err, si
 
 /* ---- packing ---- */
 
+/* A trace whose process still runs (state RUNNING, its pid alive here) is still being
+ * written: packing would take the file from under its writer. A killed process's trace is
+ * RUNNING too, but its pid is gone. The pid, or 0. */
+static uint32_t writer_running(int fd, uint64_t size)
+{
+	struct prof_file_header h;
+	if (size >= sizeof(h) && pread_full(fd, &h, sizeof(h), 0) == 0 &&
+	    h.state == PROF_STATE_RUNNING && h.pid > 0 && h.pid != (uint32_t)getpid() &&
+	    (kill((pid_t)h.pid, 0) == 0 || errno == EPERM))
+		return h.pid;
+	return 0;
+}
+
+int zpack_still_running(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int running = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		      writer_running(fd, (uint64_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
+	return running;
+}
+
 int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, char *err,
 	       size_t errlen)
 {
@@ -276,14 +300,9 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		fmt_where_error(err, errlen, path, "not a libprof trace (bad magic); left as it is");
 		goto out;
 	}
-	/* A trace whose process still runs (state RUNNING, its pid alive here) is still being
-	 * written: packing would take the file from under its writer. A killed process's trace
-	 * is RUNNING too, but its pid is gone. */
-	struct prof_file_header h;
-	if ((uint64_t)st.st_size >= sizeof(h) && pread_full(in, &h, sizeof(h), 0) == 0 &&
-	    h.state == PROF_STATE_RUNNING && h.pid > 0 && h.pid != (uint32_t)getpid() &&
-	    (kill((pid_t)h.pid, 0) == 0 || errno == EPERM)) {
-		fmt_where_error(err, errlen, path, "its process (pid %u) still runs; left as it is", h.pid);
+	uint32_t writer = writer_running(in, (uint64_t)st.st_size);
+	if (writer) {
+		fmt_where_error(err, errlen, path, "its process (pid %u) still runs; left as it is", writer);
 		rc = 0;
 		goto out;
 	}

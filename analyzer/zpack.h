@@ -42,5 +42,8 @@ void zsrc_close(struct zsrc *z);
  * 1 done (sizes in *raw, *packed), 0 skipped (already compressed: message in err), -1 error. */
 int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, char *err,
 	       size_t errlen);
+/* Whether the trace at path is still being written by a running process (which
+ * zpack_file() leaves as it is). */
+int zpack_still_running(const char *path);
 
 #endif

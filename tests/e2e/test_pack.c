@@ -152,6 +152,35 @@ Test(pack, prof_run_compresses_unless_told_not_to)
 	cr_expect_eq(count_suffix(run, ".trace.zst"), 0);
 }
 
+/* A helper that outlives its program by a moment (tests/progs/outlived.c): prof-run waits
+ * for its trace (prof pack --wait) instead of leaving it raw with a line on stderr. */
+Test(pack, prof_run_compresses_the_traces_of_helpers_that_outlive_the_program)
+{
+	const char *dir = e2e_tmpdir();
+	char run[PATH_MAX], err[PATH_MAX], lib[PATH_MAX + 16], an[PATH_MAX + 32];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	snprintf(lib, sizeof(lib), "PROF_LIB=%s", e2e_lib());
+	snprintf(an, sizeof(an), "PROF_ANALYZER=%s", e2e_prof());
+	const char *env[] = { lib, an, NULL };
+	const char *argv[] = { "scripts/prof-run", "--no-report", "-o", run, "--",
+			       e2e_prog("outlived"), NULL };
+	cr_assert_eq(e2e_run(argv, env, NULL, err), 0);
+	cr_expect_eq(count_suffix(run, ".trace"), 0, "no trace left raw");
+	cr_expect_eq(count_suffix(run, ".trace.zst"), 2, "the program's and its helper's");
+	char *said = e2e_read_file(err);
+	cr_expect(said && !strstr(said, "still runs"), "said: %s", said ? said : "");
+	free(said);
+	json_t *doc = e2e_prof_json("report", run);
+	cr_assert_not_null(doc);
+	long helper_allocs = -1;
+	for (size_t i = 0; e2e_process(doc, i); i++)
+		if (e2e_int(e2e_process(doc, i), "heap.bytes_allocated") == 100)
+			helper_allocs = e2e_int(e2e_process(doc, i), "heap.alloc_calls");
+	cr_expect_eq(helper_allocs, 1, "the helper's whole trace, its end included");
+	json_decref(doc);
+}
+
 /* The time between the two marks of sleep_marks (ALLOC of 777 and of 888 bytes) in the
  * trace, from prof dump; what the program measured itself in *prog_ms; the header's clock
  * source in *src. */

@@ -230,6 +230,13 @@ sys.stdout.flush(); os._exit(5)
 def sh_tree sh 1 'Heap' 'printf "b\na\n" >in' \
 	'sh -c "sort in >sorted; (cat sorted | tr a-z A-Z) & wait; env sh -c \"exit 3\"; echo \$?; exec cat sorted"'
 
+# A browser: a launcher script, a zygote that forks its renderers, its own allocator (said on
+# stderr, which the command drops, as Chromium's own chatter); scripts/install-deps --browser.
+def chromium chromium 0 'Threads' \
+	'printf "<body><script>let a=[];for(let i=0;i<100000;i++)a.push({i});document.body.textContent=\"n=\"+a.length</script>" >p.html' \
+	'chromium --headless --disable-gpu --no-sandbox --user-data-dir=./profile --dump-dom "file://$PWD/p.html" 2>/dev/null' \
+	'^\S+ +\./profile/'
+
 need[java]=java need[node]=node need[cxx]=g++
 
 # ---- run ------------------------------------------------------------------------------------
