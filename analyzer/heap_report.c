@@ -442,7 +442,8 @@ static void heap_leaks_print(FILE *out, struct process *p, const struct leak_vie
 			p->exit_kind == EXIT_EXEC ? "the image was replaced: nothing it held is a leak"
 			: !p->complete ? "not classified: the process did not exit normally"
 			: h->tallied ? "not classified: the sampled mode knows too few blocks one by one"
-				     : "not classified: the trace has no leak check");
+				     : "not classified: the trace has no leak check (PROF_LEAK_CHECK=0, or "
+				       "the process ended by _exit(), which skips it)");
 	}
 	if (v->supp)
 		fprintf(out, "   %15s: %s bytes in %s block%s\n", "suppressed", fmt_count(sb, a, sizeof(a)),

@@ -298,7 +298,7 @@ static int on_record(struct process *p, const struct trace_event *ev)
 		const struct prof_rec_exit *r = (const void *)h;
 		p->exit_kind = r->how == 1 ? EXIT_SIGNAL : EXIT_CODE;  /* 2: _exit */
 		p->exit_value = r->code;
-		p->complete = r->how == 0;
+		p->complete = r->how != 1;  /* exit() or _exit(): the program's own end */
 		return 0;
 	}
 	case PROF_REC_EXEC: {

@@ -15,13 +15,14 @@ struct thread_info {
 	uint32_t serial, tid, parent_serial;
 	char name[17];
 	uint64_t start_ns, end_ns, cpu_ns;  /* start/end relative to the process start */
-	uint64_t sampled_ns;                /* what its CPU samples stand for (cpu.c) */
 	int ended;
 	uint32_t create_stack;              /* where pthread_create was called, 0 if unknown */
 	uint64_t start_routine;             /* its start routine's address, 0 if unknown */
 	/* Time blocked (locks.c): contended mutex/rwlock/spin/semaphore acquisitions, condition
 	 * variable and barrier waits, pthread_join. */
 	uint64_t lock_wait_ns, cond_wait_ns, join_wait_ns;
+	/* New fields go last: a summary written before them holds shorter rows (summary.c). */
+	uint64_t sampled_ns;  /* what its CPU samples stand for (cpu.c) */
 };
 
 struct module_info {

@@ -605,15 +605,20 @@ static int read_core(struct sum_in *r, struct process *p, uint32_t version)
 	p->lost_records = sum_get_u64(r);
 	p->cut_bytes = sum_get_u64(r);
 	p->unknown_records = sum_get_u64(r);
-	if (sum_get_u32(r) != sizeof(struct thread_info))
+	/* Rows as long as this prof's, or shorter: from a prof before the last fields. */
+	uint32_t row = sum_get_u32(r);
+	if (row > sizeof(struct thread_info) || row < offsetof(struct thread_info, sampled_ns))
 		r->bad = 1;
-	size_t nt = sum_get_count(r, sizeof(struct thread_info));
+	size_t nt = r->bad ? 0 : sum_get_count(r, row);
 	if (oom || r->bad)
 		return oom ? -1 : 0;
 	if (nt && !(p->threads = malloc(nt * sizeof(*p->threads))))
 		return -1;
 	p->threads_cap = nt;
-	sum_get_bytes(r, p->threads, nt * sizeof(*p->threads));
+	for (size_t i = 0; i < nt; i++) {
+		memset(&p->threads[i], 0, sizeof(p->threads[i]));
+		sum_get_bytes(r, &p->threads[i], row);
+	}
 	for (size_t i = 0; i < nt && !r->bad; i++) {
 		p->threads[i].name[16] = '\0';
 		uint32_t *slot = u64map_put(&p->thread_index, p->threads[i].serial, NULL);

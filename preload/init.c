@@ -584,6 +584,7 @@ void prof_quick_exit(int status)
 		prof_hook_enter(th);
 		heap_tally_flush_all(th);
 		io_batches_flush_all(th);
+		prof_locks_flush();
 		end_others(th);
 		prof_thread_end(th);
 		write_exit(2, status);

@@ -150,7 +150,7 @@ struct prof_rec_alloc {
 struct prof_rec_free { struct prof_rec h; uint64_t ptr; };
 
 /* EXIT: process exit. how: 0 exit status, 1 fatal signal (recorded by the handler), 2 _exit
- * status (no exit handlers ran: no leak scan, the trace stays incomplete). */
+ * status (no exit handlers ran: no leak scan; the end is the program's own all the same). */
 struct prof_rec_exit { struct prof_rec h; uint32_t how; int32_t code; };
 
 /* EXEC: the process image is about to be replaced. path NUL-terminated, padded to 8. */

@@ -119,6 +119,29 @@ Test(locks, exact_counts_for_every_kind)
 	json_decref(doc);
 }
 
+/* A process that ends by _exit() (no exit handlers) has every acquisition counted too: the
+ * lock table's counts are written at _exit as at exit (a snapshot taken on the way had
+ * 512 of 1000). */
+Test(locks, exact_counts_when_the_process_ends_by__exit)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_counts"), "4", "20000", "_exit", NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_counts failed: %d", st);
+	json_t *p = e2e_process(doc, 0);
+	json_t *l = find_lock(p, printed_addr(dir, "shared"));
+	cr_assert_not_null(l);
+	cr_expect_eq(e2e_int(l, "acquisitions"), 4 * 20000 + 1);
+	l = find_lock(p, printed_addr(dir, "private0"));
+	cr_assert_not_null(l);
+	cr_expect_eq(e2e_int(l, "acquisitions"), 20000);
+	l = find_lock(p, printed_addr(dir, "rwlock"));
+	cr_assert_not_null(l);
+	cr_expect_eq(e2e_int(l, "acquisitions"), 2 * 4 * (20000 / 10));
+	json_decref(doc);
+}
+
 /* A lock only one thread uses is never contended and never changes owner. */
 Test(locks, private_lock_has_no_contention)
 {
