@@ -54,6 +54,7 @@ static uint64_t thread_cpu_ns(clockid_t clock)
 		return 0;
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
 static pthread_key_t thread_key;
 static char self_path[1024];  /* our own .so, for LD_PRELOAD across exec */
 extern char **environ;
@@ -392,7 +393,7 @@ static void write_thread_end(struct prof_thread *th, uint32_t serial, uint32_t t
 static void end_others(struct prof_thread *th)
 {
 	for (unsigned i = 0; i < LIVE_SLOTS; i++) {
-		uint64_t v = prof_slot_taken(live_taken, i) ? atomic_load(&live[i]) : 0;
+		uint64_t v = atomic_load(&live[i]);  /* 0: a free slot, or one being claimed */
 		if (v && (uint32_t)(v >> 32) != th->serial)
 			write_thread_end(th, (uint32_t)(v >> 32), (uint32_t)v);
 	}
@@ -572,9 +573,9 @@ void prof_borrower_done(void)
 		 "among them: its end (exit status, leaks) will not be recorded");
 }
 
-/* _exit and _Exit skip every exit handler: record the status (how 2: no end-of-run work, no
- * leak scan, so the trace stays incomplete), then leave as they would. A vfork child shares
- * our memory and must not write the parent's end. */
+/* _exit and _Exit skip every exit handler: record the counts, the threads' ends and the
+ * status (how 2: no leak scan), then leave as they would. A vfork child shares our memory and
+ * must not write the parent's end. */
 void prof_quick_exit(int status)
 {
 	if (prof_recording_here()) {
