@@ -85,7 +85,8 @@ def numpy_alloc():
     return float(a.sum())
 
 
-def locked_work(lock):
+def locked_work(lock, start):
+    start.wait()  # both at once: a thread slow to start would find the lock free
     for _ in range(10):
         with lock:  # LOCK-LINE
             time.sleep(0.004)
@@ -94,7 +95,8 @@ def locked_work(lock):
 def contend():
     import threading
     lock = threading.Lock()
-    ts = [threading.Thread(target=locked_work, args=(lock,)) for _ in range(2)]
+    start = threading.Barrier(2)
+    ts = [threading.Thread(target=locked_work, args=(lock, start)) for _ in range(2)]
     for t in ts:
         t.start()
     for t in ts:
