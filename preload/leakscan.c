@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -591,7 +592,7 @@ static void found(uint64_t v, int definite)
 static uint64_t buf[8192];
 
 /* Every aligned word of [lo, hi), read without faulting. */
-static void scan(uint64_t lo, uint64_t hi, int definite)
+static void scan_words(uint64_t lo, uint64_t hi, int definite)
 {
 	lo = (lo + 7) & ~7ull;
 	while (lo + 8 <= hi) {
@@ -605,6 +606,70 @@ static void scan(uint64_t lo, uint64_t hi, int definite)
 			found(buf[k], definite);
 		lo += (uint64_t)got & ~7ull;
 	}
+}
+
+/* ---- pages that hold data ----------------------------------------------------------------
+ * A private page that is neither in memory nor swapped out holds nothing the program wrote
+ * (zeros, or its file's bytes as they are): never a pointer to a block. /proc/self/pagemap
+ * tells which pages those are. A JVM's committed heap, a Go or V8 arena, a sanitizer's shadow
+ * are mostly such pages, and reading them made the kernel map each one in: 0.2 s of a
+ * 0.27 s java -version under libprof. Shared mappings are read whole (another process may
+ * have written a page that is not mapped here), as is everything where pagemap cannot be
+ * read. */
+#define PM_PRESENT (1ull << 63)
+#define PM_SWAPPED (1ull << 62)
+#define PM_WINDOW 512  /* entries read at once: 2 MiB of 4 KiB pages */
+
+static int pagemap_fd = -1;
+static uint64_t page_size = 4096;
+static uint64_t pm[PM_WINDOW], pm_first, pm_n;  /* entries of pages pm_first.. */
+
+/* Whether page p (an index) may hold data; *run: the pages from p, up to `last`, that
+ * answer the same (at least 1). */
+static int page_has_data(uint64_t p, uint64_t last, uint64_t *run)
+{
+	if (p < pm_first || p >= pm_first + pm_n) {
+		uint64_t n = last - p + 1 < PM_WINDOW ? last - p + 1 : PM_WINDOW;
+		ssize_t got = pread(pagemap_fd, pm, n * 8, (off_t)(p * 8));
+		if (got < 8) {
+			pm_n = 0;
+			*run = last - p + 1;
+			return 1;  /* unknown: read it */
+		}
+		pm_first = p;
+		pm_n = (uint64_t)got / 8;
+	}
+	int data = (pm[p - pm_first] & (PM_PRESENT | PM_SWAPPED)) != 0;
+	uint64_t q = p + 1;
+	while (q <= last && q < pm_first + pm_n &&
+	       ((pm[q - pm_first] & (PM_PRESENT | PM_SWAPPED)) != 0) == data)
+		q++;
+	*run = q - p;
+	return data;
+}
+
+/* Every aligned word of [lo, hi) that may hold data: of private memory (shared says not),
+ * the pages in memory or swapped out only. Returns the bytes looked at. */
+static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared)
+{
+	if (shared || pagemap_fd < 0 || hi - lo < 2 * page_size) {
+		scan_words(lo, hi, definite);
+		return hi - lo;
+	}
+	uint64_t looked = 0;
+	pm_n = 0;  /* read anew: pages may have come in since */
+	uint64_t last = (hi - 1) / page_size;
+	while (lo < hi) {
+		uint64_t run, p = lo / page_size;
+		int data = page_has_data(p, last, &run);
+		uint64_t end = (p + run) * page_size < hi ? (p + run) * page_size : hi;
+		if (data) {
+			scan_words(lo, end, definite);
+			looked += end - lo;
+		}
+		lo = end;
+	}
+	return looked;
 }
 
 /* Scans the blocks to scan. Small ones are read many at a time (one process_vm_readv for
@@ -630,7 +695,7 @@ static void drain(void)
 		}
 		if (n == 0) {  /* one block larger than the batch buffer */
 			const struct block *b = &tab[work[--nwork]];
-			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE);
+			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE, 0);
 			continue;
 		}
 		int whole = read_ranges(local, remote, n, bytes) == 0;
@@ -638,7 +703,7 @@ static void drain(void)
 			const struct block *b = &tab[ids[i]];
 			int definite = leader < 0 && b->state == REACHABLE;
 			if (!whole) {
-				scan(b->ptr, b->ptr + b->size, definite);
+				scan(b->ptr, b->ptr + b->size, definite, 0);
 				continue;
 			}
 			const uint64_t *w = local[i].iov_base;
@@ -648,15 +713,16 @@ static void drain(void)
 	}
 }
 
-/* A root range: what is neither libprof's own nor a live block. */
-static void scan_root(uint64_t lo, uint64_t hi, int from)
+/* A root range (of a shared mapping, or not): what is neither libprof's own nor a live
+ * block. */
+static void scan_root(uint64_t lo, uint64_t hi, int shared, int from)
 {
 	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
 		if (own[i].lo < hi && own[i].hi > lo) {
 			if (own[i].lo > lo)
-				scan_root(lo, own[i].lo, i + 1);
+				scan_root(lo, own[i].lo, shared, i + 1);
 			if (own[i].hi < hi)
-				scan_root(own[i].hi, hi, i + 1);
+				scan_root(own[i].hi, hi, shared, i + 1);
 			return;
 		}
 	size_t k = blocks_upto(lo);
@@ -664,10 +730,8 @@ static void scan_root(uint64_t lo, uint64_t hi, int from)
 		k--;
 	while (lo < hi) {
 		uint64_t end = k < nblocks && tab[k].ptr < hi ? tab[k].ptr : hi;
-		if (end > lo) {
-			scan(lo, end, 1);
-			root_bytes += end - lo;
-		}
+		if (end > lo)
+			root_bytes += scan(lo, end, 1, shared);
 		if (k >= nblocks || tab[k].ptr >= hi)
 			return;
 		if (tab[k].ptr + tab[k].size > lo)
@@ -809,6 +873,18 @@ static int heap_mapping(uint64_t lo, uint64_t hi, const char *name)
 	return lo % ARENA_ALIGN == 0 && !*name && k < nblocks && tab[k].ptr < hi;
 }
 
+/* A mapping of a device (a GPU's, /dev/mem): never read, as memcheck never does, since
+ * reading it may hang or act on the device. /dev/zero is memory (a shared anonymous mapping
+ * is named "/dev/zero (deleted)"), as are files under /dev that are not devices (/dev/shm),
+ * and files deleted since ("... (deleted)": no stat), which device nodes are not. */
+static int device_mapping(const char *name)
+{
+	if (strncmp(name, "/dev/", 5) || !strncmp(name, "/dev/zero", 9))
+		return 0;
+	struct stat st;
+	return stat(name, &st) == 0 && (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
 static void scan_maps(uint64_t sp)
 {
 	char path[32];
@@ -843,11 +919,11 @@ static void scan_maps(uint64_t sp)
 			while (*name == ' ')
 				name++;
 		}
-		if (perms[0] == 'r' && perms[1] == 'w' && strncmp(name, "/dev/", 5) &&
+		if (perms[0] == 'r' && perms[1] == 'w' && !device_mapping(name) &&
 		    !heap_mapping(lo, hi, name)) {
 			/* A thread's stack: the live part only (this thread's, a stopped one's). */
 			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
-			scan_root(lo, hi, 0);
+			scan_root(lo, hi, perms[3] == 's', 0);
 		}
 		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
 		memmove(text, text + used, have - used);
@@ -890,7 +966,7 @@ static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 {
 	ucontext_t uc;  /* the registers the program's code may have left pointers in */
 	getcontext(&uc);
-	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 0);
 	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
@@ -922,6 +998,11 @@ void prof_leak_scan(uintptr_t stack_from)
 	if (sig && sigaction(sig, &sa, NULL) < 0)
 		sig = 0;
 	int whole_stacks = stop_others(sig);
+	char path[48];
+	snprintf(path, sizeof(path), "%s/pagemap", prof_proc_self());
+	pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	long ps = sysconf(_SC_PAGESIZE);
+	page_size = ps > 0 ? (uint64_t)ps : 4096;
 	scan_with_registers(stack_from);
 	drain();
 	/* Lost blocks: each not yet reached leads a clique of those it reaches (indirect), the
@@ -943,6 +1024,9 @@ void prof_leak_scan(uintptr_t stack_from)
 		drain();
 	}
 	leader = -1;
+	if (pagemap_fd >= 0)
+		close(pagemap_fd);
+	pagemap_fd = -1;
 	if (sig && prof_writer_growing())
 		release_others(sig);
 	uint32_t listed = write_class(th, PROF_LEAK_DEFINITE, UNREACHED) +

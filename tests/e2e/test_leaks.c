@@ -392,3 +392,39 @@ Test(leaks, classes_when_the_main_thread_left_first)
 	}
 	json_decref(doc);
 }
+
+/* tests/progs/leak_sparse.c: pointers kept in a 512 MiB mapping and a 64 MiB block that the
+ * program touched on one page each, and in shared memory (anonymous, and a /dev/shm file).
+ * The classes are memcheck's; the scan reads the pages that hold data, not the untouched
+ * ones (the JVM's committed heap made java -version 3x slower to exit), and reads shared
+ * mappings, which are memory, as memcheck does (they were taken for devices). */
+Test(leaks, sparse_and_shared_memory_as_memcheck_sees_it)
+{
+	const char *dir = e2e_tmpdir();
+	json_t *doc = profile_report(dir, "leak_sparse");
+	json_t *p = e2e_process(doc, 0);
+	const long want[4][2] = { { 208, 1 }, { 0, 0 }, { 0, 0 }, { (64l << 20) + 48 + 80 + 112 + 144, 5 } };
+	for (int i = 0; i < 4; i++) {
+		char key[64];
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), want[i][0], "%s: %ld", key, e2e_int(p, key));
+		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
+		cr_expect_eq(e2e_int(p, key), want[i][1], "%s: %ld", key, e2e_int(p, key));
+	}
+	json_decref(doc);
+	const char *args[] = { "dump", dir, NULL };
+	char *text = e2e_prof_text(dir, args);
+	const char *at = strstr(text, "root_bytes=");
+	cr_assert_not_null(at, "no LEAK_SCAN record");
+	unsigned long long root_bytes = strtoull(at + strlen("root_bytes="), NULL, 10);
+	cr_expect_lt(root_bytes, 16ull << 20, "the scan read %llu bytes of roots", root_bytes);
+	free(text);
+	if (system("valgrind --version >/dev/null 2>&1") == 0) {
+		const char *argv[] = { e2e_prog("leak_sparse"), NULL };
+		struct vg_summary vg;
+		cr_assert_eq(e2e_valgrind(argv, &vg), 0);
+		for (int i = 0; i < 4; i++)
+			cr_expect_eq(vg.leak[i][1], want[i][1], "valgrind: %s %ld blocks", class_keys[i],
+				     vg.leak[i][1]);
+	}
+}
