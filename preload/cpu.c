@@ -201,7 +201,9 @@ static __attribute__((noinline)) void sample(struct prof_thread *th, const sigin
 	} else if (shallow || holds_loader_lock(th)) {
 		pc = context_pc(uc);
 	} else {
+		prof_unwind_begin(th);
 		n = unwind(uc, frames, max > 0 ? max + 32 : 1, in_hook, &pc, &flags);
+		prof_unwind_end(th);
 		if (n > max)
 			n = max;
 	}
@@ -420,7 +422,7 @@ static int change_mask(int (*fn)(int, const sigset_t *, sigset_t *), int how, co
 	return 0;
 }
 
-/* Inside a recording unwind every signal is blocked already, and stays so until it ends:
+/* Inside an unwind of ours every signal is blocked by then, and stays so until it ends:
  * what libunwind saves is the full set, what it restores is ignored. */
 static int unwind_mask_call(sigset_t *old)
 {
@@ -431,7 +433,8 @@ static int unwind_mask_call(sigset_t *old)
 
 PROF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-	if (unlikely(prof_self.unwinding == UNWINDING_MASKED))
+	if (unlikely(prof_self.unwinding >= UNWINDING_MASKED) &&
+	    prof_unwind_masks(&prof_self, (uintptr_t)__builtin_return_address(0)))
 		return unwind_mask_call(old);
 	resolve();
 	return change_mask(real.sigprocmask, how, set, old);
@@ -439,7 +442,8 @@ PROF_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 
 PROF_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-	if (unlikely(prof_self.unwinding == UNWINDING_MASKED))
+	if (unlikely(prof_self.unwinding >= UNWINDING_MASKED) &&
+	    prof_unwind_masks(&prof_self, (uintptr_t)__builtin_return_address(0)))
 		return unwind_mask_call(old);
 	resolve();
 	return change_mask(real.pthread_sigmask, how, set, old);

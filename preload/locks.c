@@ -138,7 +138,6 @@ _Static_assert(offsetof(struct lock_entry, max_hold_ns) == 64, "hot fields in th
 
 static struct lock_entry *table;
 static uint32_t lock_mask;       /* slots - 1: 2^LOCK_BITS slots, or fewer (table_map()) */
-static uintptr_t unwind_lo, unwind_hi;  /* libunwind, whose locks are ours, not the program's */
 static _Atomic uint32_t *used;   /* indices of claimed slots, in claim order */
 static _Atomic uint32_t nused;
 static uint32_t hold_sample = 64;
@@ -272,7 +271,7 @@ static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct loc
 	if (!atomic_compare_exchange_strong(&s->addr, &expected, a))
 		return expected == a ? s : NULL;  /* NULL: someone else took it, probe on */
 	ST(s->kind, (uint16_t)kind);
-	if (prof_addr_is_ours(site) || (site >= unwind_lo && site < unwind_hi))
+	if (prof_addr_is_ours(site) || prof_addr_in_unwinder(site))  /* its locks are ours */
 		ST(s->ignored, 1);
 	uint32_t n = atomic_fetch_add(&nused, 1);
 	if (n < lock_slots())
@@ -588,12 +587,9 @@ static noinline void snapshot(struct prof_thread *th, struct lock_entry *e)
 
 /* ---- life cycle --------------------------------------------------------------------------- */
 
-extern int unw_backtrace(void **, int);
-
 void prof_locks_init(void)
 {
 	resolve();
-	prof_module_range((uintptr_t)unw_backtrace, &unwind_lo, &unwind_hi);
 	const char *v = getenv("PROF_LOCK_HOLD_SAMPLE");
 	if (v && *v) {
 		unsigned long n = strtoul(v, NULL, 10);

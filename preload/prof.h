@@ -80,6 +80,7 @@ struct prof_thread {
 	int in_signal;        /* > 0 while a signal handler of ours records: use streams[1] */
 	uintptr_t hook_frame;  /* the frame that raised in_hook from 0 (prof_hook_enter()) */
 	int jumped;           /* the program longjmp'd while in_hook was raised (prof_in_hook()) */
+	uint32_t live_slot;   /* init.c: its place among the running threads + 1, 0 if none */
 	struct prof_stream streams[2];
 	/* CPU sampling (cpu.c). ticks counts the sampling signals this thread handled: a call
 	 * that failed with EINTR while it moved was interrupted by us, not by the program's
@@ -110,10 +111,9 @@ struct prof_thread {
 	 * subtracts what was added meanwhile (prof_timed_begin(), prof_timed_end()). */
 	uint32_t timed;
 	uint32_t heap_tally;  /* heap_tally.c: the thread's tally slot + 1, 0 before it has one */
-	uint32_t live_slot;   /* init.c: its place among the running threads + 1, 0 if none */
 	uint64_t own_ns;
 	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
-					* signal handler writes it, so no update is lost */
+					* signal handler writes it, so no update is lost */	uint64_t unwind_saved_mask;  /* stacks.c: the signal mask before an unwind blocked all */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -183,9 +183,40 @@ static inline __attribute__((always_inline)) int prof_in_hook(struct prof_thread
 	       (likely(!th->jumped) || !prof_hook_stale(th, prof_hook_frame()));
 }
 
-/* A recording unwind runs with every signal blocked (stacks.c); the sigprocmask calls
- * libunwind makes inside it change nothing and need no system call (cpu.c). */
+/* libunwind's sigprocmask calls inside our unwinds (stacks.c): the first blocks every signal
+ * for the rest of the unwind (UNWINDING_LAZY becomes UNWINDING_MASKED), and none makes a
+ * system call (cpu.c, prof_unwind_masks()). */
 #define UNWINDING_MASKED 2
+#define UNWINDING_LAZY 3
+int prof_unwind_masks(struct prof_thread *th, uintptr_t caller);
+int prof_addr_in_unwinder(uintptr_t addr);
+
+/* The signal mask as it is with every signal blocked (the kernel never blocks these two). */
+#define PROF_MASK_ALL_BLOCKED (~0ull & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1))))
+
+/* Around each unwind of ours (libunwind's calls). */
+static inline void prof_unwind_begin(struct prof_thread *th)
+{
+	th->unwinding = UNWINDING_LAZY;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The mask as it was, if the unwind blocked signals; unless it is no longer the one the
+ * unwind set (a handler of the program's that ran before, and used libunwind itself, had its
+ * mask restored by its return): that one stays. */
+static inline void prof_unwind_end(struct prof_thread *th)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	int masked = th->unwinding == UNWINDING_MASKED;
+	th->unwinding = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (!masked)
+		return;
+	uint64_t was = 0;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &th->unwind_saved_mask, &was, sizeof(was));
+	if (was != PROF_MASK_ALL_BLOCKED)
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, sizeof(was));
+}
 
 /* clock.c: the trace clock. With the TSC, ns = ns0 + ((tsc - tsc0) * mult) >> 32 on the
  * current segment; the writer re-anchors it now and then (prof_clock_refine()). */

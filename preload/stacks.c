@@ -41,6 +41,12 @@ struct slot {
 };
 
 static struct slot *table;
+static uintptr_t unwinder_lo, unwinder_hi;  /* libunwind's code (prof_stacks_reset()) */
+
+int prof_addr_in_unwinder(uintptr_t addr)
+{
+	return addr >= unwinder_lo && addr < unwinder_hi;
+}
 
 /* The slot of the i-th probe for hash h in a level. */
 static inline struct slot *slot_at(uint64_t h, int level, uint32_t i)
@@ -103,6 +109,8 @@ void prof_stacks_reset(void)
 		table_reserve();
 	atomic_store(&next_id, 1);
 	atomic_fetch_add(&cache_gen, 1);
+	if (!unwinder_hi)
+		prof_module_range((uintptr_t)unw_backtrace, &unwinder_lo, &unwinder_hi);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	/* The stack cache's misses step through frames (unw_step), each looked up in this cache:
 	 * its default 128 entries are too few for a program's call sites. */
@@ -859,6 +867,28 @@ static uintptr_t read_from(unw_cursor_t *c, int reg, uintptr_t sp0)
 	return (uintptr_t)loc.u.addr;
 }
 
+/* ---- signals during an unwind -------------------------------------------------------------
+ * Debian's libunwind blocks every signal around each step that takes its global lock and each
+ * lookup its caches miss: two sigprocmask calls each, most of the cost of an unwind through
+ * new frames (a program's start, JIT code, whose lookups always miss: 170,000 of them in a
+ * second of node). So the first such call inside an unwind of ours blocks every signal for
+ * real, for the rest of the unwind, and every call after it is answered without a system
+ * call (cpu.c); an unwind that makes none (libunwind's fast trace, all cached) blocks nothing.
+ * A program's signal handler may run before that first call: its own calls are told from
+ * libunwind's by their caller. */
+int prof_unwind_masks(struct prof_thread *th, uintptr_t caller)
+{
+	if (th->unwinding == UNWINDING_MASKED)
+		return 1;
+	if (!prof_addr_in_unwinder(caller))
+		return 0;
+	uint64_t all = ~0ull;
+	if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &th->unwind_saved_mask, sizeof(all)))
+		return 0;
+	th->unwinding = UNWINDING_MASKED;
+	return 1;
+}
+
 /* A fork while another thread is inside unw_step (a recording unwind) leaves libunwind's lock
  * held in the child, whose first unwind then waits forever. So a fork waits until no recording
  * unwind is under way, and none starts while it forks (they fall back to unw_backtrace).
@@ -1088,18 +1118,10 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 		__builtin_prefetch(slot_at(*guess, 0, 0));
 	void *buf[PROF_MAX_STACK_DEPTH];
 	th->hook_site = call_site;
-	/* Debian's libunwind blocks every signal around each step (two sigprocmask calls, most of
-	 * a recording's cost): block them once for the whole unwind instead, and let its calls
-	 * find them blocked (UNWINDING_MASKED, cpu.c) */
-	sigset_t saved;
-	int masked = prof_signals_block(&saved);
-	th->unwinding = masked ? UNWINDING_MASKED : 1;
-	atomic_signal_fence(memory_order_seq_cst);
+	prof_unwind_begin(th);
 	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
 				 e);
-	atomic_signal_fence(memory_order_seq_cst);
-	th->unwinding = 0;
-	prof_signals_restore(masked, &saved);
+	prof_unwind_end(th);
 	recording_end();
 	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
 	if (n <= 0)
@@ -1229,11 +1251,9 @@ static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, ui
 	void *buf[PROF_MAX_STACK_DEPTH + 16];
 	/* A CPU sample taken meanwhile must not unwind too (libunwind's per-thread cache). */
 	th->hook_site = call_site;
-	th->unwinding = 1;
-	atomic_signal_fence(memory_order_seq_cst);
+	prof_unwind_begin(th);
 	int n = unw_backtrace(buf, (int)prof_cfg.stack_depth + 16);
-	atomic_signal_fence(memory_order_seq_cst);
-	th->unwinding = 0;
+	prof_unwind_end(th);
 	int skip = 0;
 	while (skip < n && prof_addr_is_ours((uintptr_t)buf[skip]))
 		skip++;
