@@ -59,6 +59,35 @@ declare -A cmd=(
 	[git_log]="git -C $root log -p -n 300"
 )
 names=(alloc_short_1t alloc_short_2t alloc_deep_1t cxx_4t sqlite3 python3_4t git_log)
+# JIT runtimes, where installed: their generated code has no unwind info, which costs libunwind
+# the most (signal masks, address checks) in each unwind that goes through it.
+if command -v node >/dev/null; then
+	cat >"$out/maps.js" <<'JS'
+let m = new Map(), s = 0;
+for (let i = 0; i < 2000000; i++) { m.set('k' + (i % 50000), { i, a: [i, i + 1] }); s += m.size; }
+const b = []; for (let i = 0; i < 200; i++) b.push(Buffer.alloc(1 << 16));
+console.log(s);
+JS
+	cmd[node_js]="node $out/maps.js"
+	names+=(node_js)
+fi
+if command -v javac >/dev/null && command -v java >/dev/null; then
+	cat >"$out/Maps.java" <<'JAVA'
+import java.util.HashMap;
+public class Maps {
+	public static void main(String[] args) {
+		HashMap<String, int[]> m = new HashMap<>();
+		long s = 0;
+		for (int i = 0; i < 3000000; i++) { m.put("k" + (i % 50000), new int[] { i, i + 1 }); s += m.size(); }
+		System.out.println(s);
+	}
+}
+JAVA
+	if javac -d "$out" "$out/Maps.java" 2>/dev/null; then
+		cmd[java]="java -cp $out Maps"
+		names+=(java)
+	fi
+fi
 modes=(none libprof sample512k)
 [[ -z ${BENCH_CACHE_OFF:-} ]] || modes+=(cache_off)
 base_lib=${BENCH_BASE_LIB:-}
