@@ -201,7 +201,7 @@ static __attribute__((noinline)) void sample(struct prof_thread *th, const sigin
 	} else if (shallow || holds_loader_lock(th)) {
 		pc = context_pc(uc);
 	} else {
-		prof_unwind_begin(th);
+		prof_unwind_begin(th, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);  /* the interrupted stack */
 		n = unwind(uc, frames, max > 0 ? max + 32 : 1, in_hook, &pc, &flags);
 		prof_unwind_end(th);
 		if (n > max)

@@ -146,6 +146,82 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* ---- the objects' segments, which an unwind reads without a check (stacks.c) ---------------
+ * Each rescan builds them, sorted, into the buffer readers are not using and publishes it by
+ * the generation (even: segs[(gen >> 1) & 1]; odd: none to trust). A dlclose withdraws them
+ * before the object goes, and a rescan that began before that publishes nothing. */
+#define SEGS_MAX 4096
+struct seg {
+	uintptr_t lo, hi;
+};
+static struct seg segs[2][SEGS_MAX];
+static uint32_t nsegs[2];
+static _Atomic uint32_t seg_gen;  /* 0: never built */
+static _Atomic int dlcloses;      /* in progress */
+static _Atomic uint32_t seg_hint; /* the index of the segment found last: looked at first */
+
+static int collect_segs(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	uint32_t b = *(uint32_t *)arg;
+	for (int i = 0; i < info->dlpi_phnum && nsegs[b] < SEGS_MAX; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_R) || !ph->p_memsz)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		/* whole pages: the file's part, then the zero-filled rest (.bss) */
+		struct seg g = { s & ~(uintptr_t)4095, (s + ph->p_memsz + 4095) & ~(uintptr_t)4095 };
+		uint32_t k = nsegs[b]++;
+		for (; k > 0 && segs[b][k - 1].lo > g.lo; k--)
+			segs[b][k] = segs[b][k - 1];
+		segs[b][k] = g;
+	}
+	return 0;
+}
+
+static void segs_rebuild(void)
+{
+	uint32_t gen = atomic_load(&seg_gen);
+	if (atomic_load(&dlcloses))
+		return;
+	uint32_t next = (gen | 1) + 1, b = (next >> 1) & 1;
+	nsegs[b] = 0;
+	dl_iterate_phdr(collect_segs, &b);
+	atomic_compare_exchange_strong(&seg_gen, &gen, next);
+}
+
+static void segs_withdraw(void)
+{
+	uint32_t gen = atomic_load(&seg_gen);
+	while (!atomic_compare_exchange_weak(&seg_gen, &gen, (gen | 1) + 2))
+		;
+}
+
+int prof_addr_in_objects(uintptr_t addr, size_t len)
+{
+	uint32_t gen = atomic_load_explicit(&seg_gen, memory_order_acquire);
+	if (!gen || (gen & 1))
+		return 0;
+	const struct seg *g = segs[(gen >> 1) & 1];
+	uint32_t n = nsegs[(gen >> 1) & 1], k = atomic_load_explicit(&seg_hint, memory_order_relaxed);
+	if (addr + len < addr)
+		return 0;
+	if (k >= n || g[k].lo > addr || addr + len > g[k].hi) {
+		uint32_t lo = 0, hi = n;
+		while (lo < hi) {  /* the first segment that starts above addr */
+			uint32_t mid = (lo + hi) / 2;
+			if (g[mid].lo <= addr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo == 0 || addr + len > g[lo - 1].hi)
+			return 0;
+		atomic_store_explicit(&seg_hint, lo - 1, memory_order_relaxed);
+	}
+	return atomic_load_explicit(&seg_gen, memory_order_acquire) == gen;
+}
+
 static void rescan_locked(void)
 {
 	uint32_t n = atomic_load(&module_count);
@@ -164,7 +240,7 @@ static void rescan_locked(void)
 			r->pad = 0;
 			prof_commit(r, PROF_REC_MODULE_UNLOAD, 0, sizeof(*r), prof_now());
 		}
-	}
+	}	segs_rebuild();
 }
 
 /* Never waits: the caller may be inside dlopen, holding the loader lock that a rescan in
@@ -296,7 +372,10 @@ PROF_EXPORT int dlclose(void *handle)
 	static int (*real)(void *);
 	if (!real)
 		real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+	atomic_fetch_add(&dlcloses, 1);
+	segs_withdraw();
 	int rc = real(handle);
+	atomic_fetch_sub(&dlcloses, 1);
 	if (atomic_load(&prof_active)) {
 		int saved = errno;
 		struct prof_thread *th = prof_thread_get();

@@ -114,6 +114,7 @@ struct prof_thread {
 	uint64_t own_ns;
 	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
 					* signal handler writes it, so no update is lost */	uint64_t unwind_saved_mask;  /* stacks.c: the signal mask before an unwind blocked all */
+	uintptr_t unwind_lo, unwind_hi;  /* stacks.c: in an unwind, the live stack (else 0, 0) */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -191,32 +192,10 @@ static inline __attribute__((always_inline)) int prof_in_hook(struct prof_thread
 int prof_unwind_masks(struct prof_thread *th, uintptr_t caller);
 int prof_addr_in_unwinder(uintptr_t addr);
 
-/* The signal mask as it is with every signal blocked (the kernel never blocks these two). */
-#define PROF_MASK_ALL_BLOCKED (~0ull & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1))))
-
-/* Around each unwind of ours (libunwind's calls). */
-static inline void prof_unwind_begin(struct prof_thread *th)
-{
-	th->unwinding = UNWINDING_LAZY;
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-/* The mask as it was, if the unwind blocked signals; unless it is no longer the one the
- * unwind set (a handler of the program's that ran before, and used libunwind itself, had its
- * mask restored by its return): that one stays. */
-static inline void prof_unwind_end(struct prof_thread *th)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	int masked = th->unwinding == UNWINDING_MASKED;
-	th->unwinding = 0;
-	atomic_signal_fence(memory_order_seq_cst);
-	if (!masked)
-		return;
-	uint64_t was = 0;
-	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &th->unwind_saved_mask, &was, sizeof(was));
-	if (was != PROF_MASK_ALL_BLOCKED)
-		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, sizeof(was));
-}
+/* Around each unwind of ours (stacks.c): libunwind's signal masks (above), and its reads of
+ * the live stack, from sp (the frame the unwind starts from) up, made directly. */
+void prof_unwind_begin(struct prof_thread *th, uintptr_t sp);
+void prof_unwind_end(struct prof_thread *th);
 
 /* clock.c: the trace clock. With the TSC, ns = ns0 + ((tsc - tsc0) * mult) >> 32 on the
  * current segment; the writer re-anchors it now and then (prof_clock_refine()). */
@@ -449,6 +428,9 @@ static inline void prof_modules_rescan_if_stale(void)
 void prof_modules_reset(void);
 int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);
+/* Whether [addr, addr + len) lies in a loaded object's segment (as of the latest rescan, none
+ * while a dlclose runs): readable without a check. */
+int prof_addr_in_objects(uintptr_t addr, size_t len);
 int prof_tls_modules_added(void);
 int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 

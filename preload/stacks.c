@@ -48,6 +48,8 @@ int prof_addr_in_unwinder(uintptr_t addr)
 	return addr >= unwinder_lo && addr < unwinder_hi;
 }
 
+static void unwind_reads_install(void);
+
 /* The slot of the i-th probe for hash h in a level. */
 static inline struct slot *slot_at(uint64_t h, int level, uint32_t i)
 {
@@ -111,6 +113,7 @@ void prof_stacks_reset(void)
 	atomic_fetch_add(&cache_gen, 1);
 	if (!unwinder_hi)
 		prof_module_range((uintptr_t)unw_backtrace, &unwinder_lo, &unwinder_hi);
+	unwind_reads_install();
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	/* The stack cache's misses step through frames (unw_step), each looked up in this cache:
 	 * its default 128 entries are too few for a program's call sites. */
@@ -889,6 +892,72 @@ int prof_unwind_masks(struct prof_thread *th, uintptr_t caller)
 	return 1;
 }
 
+/* The signal mask as it is with every signal blocked (the kernel never blocks these two). */
+#define MASK_ALL_BLOCKED (~0ull & ~((1ull << (SIGKILL - 1)) | (1ull << (SIGSTOP - 1))))
+
+void prof_unwind_begin(struct prof_thread *th, uintptr_t sp)
+{
+	extern void *__libc_stack_end;
+	uintptr_t top = (uintptr_t)pthread_self(), lo = th->stack_lo;
+	if (!(sp < top && lo <= sp))  /* glibc puts a thread's descriptor at its stack's top */
+		top = (uintptr_t)__libc_stack_end;  /* the first thread's */
+	if (lo && lo <= sp && sp < top) {
+		th->unwind_lo = sp;
+		th->unwind_hi = top;
+	}
+	th->unwinding = UNWINDING_LAZY;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/* The mask as it was, if the unwind blocked signals; unless it is no longer the one the
+ * unwind set (a handler of the program's that ran before, and used libunwind itself, had its
+ * mask restored by its return): that one stays. */
+void prof_unwind_end(struct prof_thread *th)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	int masked = th->unwinding == UNWINDING_MASKED;
+	th->unwinding = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	th->unwind_lo = th->unwind_hi = 0;
+	if (!masked)
+		return;
+	uint64_t was = 0;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &th->unwind_saved_mask, &was, sizeof(was));
+	if (was != MASK_ALL_BLOCKED)
+		syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, sizeof(was));
+}
+
+/* ---- memory reads during an unwind ----------------------------------------------------------
+ * Past a frame without unwind info (JIT code) libunwind checks every address it reads, for the
+ * rest of the unwind: mincore and a write and a read of a pipe, three system calls for each
+ * page its four-entry cache misses (540,000 calls in a headless Chromium page load). Two kinds
+ * of reads need no check: in the live part of the thread's stack, from where the unwind began
+ * up to the stack's top (all of it mapped while the thread runs), and in the loaded objects'
+ * segments (their code and unwind tables, which libunwind reads unchecked before such a frame).
+ * Everything else (JIT code, other memory) is checked by libunwind as before. */
+static int (*libunwind_read)(unw_addr_space_t, unw_word_t, unw_word_t *, int, void *);
+
+static int unwind_read(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+	const struct prof_thread *th = &prof_self;
+	if (!write && ((th->unwind_hi && addr >= th->unwind_lo &&
+			addr <= th->unwind_hi - sizeof(*val)) ||
+		       (th->unwinding && prof_addr_in_objects(addr, sizeof(*val))))) {
+		*val = *(const unw_word_t *)addr;
+		return 0;
+	}
+	return libunwind_read(as, addr, val, write, arg);
+}
+
+static void unwind_reads_install(void)
+{
+	unw_accessors_t *a = unw_get_accessors(unw_local_addr_space);
+	if (a && a->access_mem && !libunwind_read) {
+		libunwind_read = a->access_mem;
+		a->access_mem = unwind_read;
+	}
+}
+
 /* A fork while another thread is inside unw_step (a recording unwind) leaves libunwind's lock
  * held in the child, whose first unwind then waits forever. So a fork waits until no recording
  * unwind is under way, and none starts while it forks (they fall back to unw_backtrace).
@@ -1118,7 +1187,7 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 		__builtin_prefetch(slot_at(*guess, 0, 0));
 	void *buf[PROF_MAX_STACK_DEPTH];
 	th->hook_site = call_site;
-	prof_unwind_begin(th);
+	prof_unwind_begin(th, (uintptr_t)__builtin_frame_address(0));
 	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
 				 e);
 	prof_unwind_end(th);
@@ -1251,7 +1320,7 @@ static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, ui
 	void *buf[PROF_MAX_STACK_DEPTH + 16];
 	/* A CPU sample taken meanwhile must not unwind too (libunwind's per-thread cache). */
 	th->hook_site = call_site;
-	prof_unwind_begin(th);
+	prof_unwind_begin(th, (uintptr_t)__builtin_frame_address(0));
 	int n = unw_backtrace(buf, (int)prof_cfg.stack_depth + 16);
 	prof_unwind_end(th);
 	int skip = 0;

@@ -145,3 +145,47 @@ Test(stack_cache, program_signal_mask_kept)
 		cr_assert_eq(e2e_profile(e2e_tmpdir(), argv, env[i], NULL, NULL), 0,
 			     "mask_keep failed under libprof (%s)", env[i][0]);
 }
+
+/* The lines of folded stacks that go through generated code: each must run from main through
+ * all 9 C frames and the 8 generated ones between them (tests/progs/jit_frames.c). Returns
+ * their count; *weight: their bytes. */
+static int through_generated_code(const char *text, double *weight)
+{
+	int lines = 0;
+	*weight = 0;
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n') ? strchr(l, '\n') : l + strlen(l);
+		const char *from = strstr(l, "main;through_jit");
+		if (!from || from > end)
+			continue;
+		int c_frames = 0, generated = 0;
+		for (const char *p = from; (p = strstr(p, "through_jit")) && p < end; p++)
+			c_frames++;
+		for (const char *p = from; (p = strstr(p, ";?+0x")) && p < end; p++)
+			generated++;
+		cr_expect_eq(c_frames, 9, "%.*s", (int)(end - l), l);
+		cr_expect_eq(generated, 8, "%.*s", (int)(end - l), l);
+		*weight += atof(strrchr(l, ' ') + 1);
+		lines++;
+	}
+	return lines;
+}
+
+/* Allocations through frames of generated code, as under node or java (tests/progs/
+ * jit_frames.c: no unwind info, frame pointers kept): libunwind checks each address it reads
+ * past such a frame, and libprof reads the live stack and the loaded objects without those
+ * checks. The stacks still go through every frame back to main, the same with the cache and
+ * without, and each hit is what an unwind gives. */
+Test(stack_cache, stacks_through_generated_code)
+{
+	checked_run("jit_frames");
+	long tails;
+	char *off = flame("jit_frames", "0", &tails), *on = flame("jit_frames", "1", &tails);
+	double w_off, w_on;
+	cr_expect_eq(through_generated_code(off, &w_off), 64, "%s", off);
+	cr_expect_eq(through_generated_code(on, &w_on), 64, "%s", on);
+	cr_expect_eq(w_on, w_off);
+	cr_expect_gt(w_on, 20000 * 24.0);
+	free(off);
+	free(on);
+}
