@@ -275,6 +275,7 @@ void prof_modules_reset(void)
 {
 	pthread_mutex_init(&rescan_lock, NULL);
 	atomic_store(&module_count, 0);
+	atomic_store(&dlcloses, 0);  /* another thread's, which the child does not have */
 }
 
 /* ---- TLS modules that exist only because we are loaded --------------------------------- */

@@ -53,6 +53,21 @@ int prof_addr_known(uintptr_t ip)
 	return 1;
 }
 
+int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
+{
+	(void)addr;
+	(void)lo;
+	(void)hi;
+	return 0;
+}
+
+int prof_addr_in_objects(uintptr_t addr, size_t len)
+{
+	(void)addr;
+	(void)len;
+	return 0;  /* libunwind checks every read past a frame without unwind info, as it would */
+}
+
 void prof_modules_rescan(void)
 {
 }
