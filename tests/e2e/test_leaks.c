@@ -26,15 +26,16 @@ static json_t *profile_report(const char *dir, const char *name)
 	return doc;
 }
 
-/* The classes of leak_classes (expected[]), in process p of its report. */
-static void expect_leak_classes(json_t *p)
+/* The classes in process p of a report: want[class] = { bytes, blocks }, in class_keys order
+ * (for leak_classes, expected[]). */
+static void expect_leak_classes(json_t *p, const long want[4][2])
 {
 	for (int i = 0; i < 4; i++) {
 		char key[64];
 		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
-		cr_expect_eq(e2e_int(p, key), expected[i][0], "%s: %ld", key, e2e_int(p, key));
+		cr_expect_eq(e2e_int(p, key), want[i][0], "%s: %ld", key, e2e_int(p, key));
 		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
-		cr_expect_eq(e2e_int(p, key), expected[i][1], "%s: %ld", key, e2e_int(p, key));
+		cr_expect_eq(e2e_int(p, key), want[i][1], "%s: %ld", key, e2e_int(p, key));
 	}
 }
 
@@ -42,7 +43,7 @@ Test(leaks, classes_as_memcheck_finds_them)
 {
 	json_t *doc = profile_report(e2e_tmpdir(), "leak_classes");
 	json_t *p = e2e_process(doc, 0);
-	expect_leak_classes(p);
+	expect_leak_classes(p, expected);
 	/* leaked_bytes keeps its meaning: everything in use at exit. */
 	cr_expect_eq(e2e_int(p, "heap.leaked_bytes"), 94 + 224 + 84 + 74);
 	json_decref(doc);
@@ -63,7 +64,7 @@ Test(leaks, classes_without_process_vm_readv)
 	cr_assert_eq(e2e_run(argv, NULL, NULL, NULL), 0);
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
-	expect_leak_classes(e2e_process(doc, 0));
+	expect_leak_classes(e2e_process(doc, 0), expected);
 	json_decref(doc);
 }
 
@@ -402,15 +403,8 @@ Test(leaks, sparse_and_shared_memory_as_memcheck_sees_it)
 {
 	const char *dir = e2e_tmpdir();
 	json_t *doc = profile_report(dir, "leak_sparse");
-	json_t *p = e2e_process(doc, 0);
 	const long want[4][2] = { { 208, 1 }, { 0, 0 }, { 0, 0 }, { (64l << 20) + 48 + 80 + 112 + 144, 5 } };
-	for (int i = 0; i < 4; i++) {
-		char key[64];
-		snprintf(key, sizeof(key), "heap.leak_classes.%s.bytes", class_keys[i]);
-		cr_expect_eq(e2e_int(p, key), want[i][0], "%s: %ld", key, e2e_int(p, key));
-		snprintf(key, sizeof(key), "heap.leak_classes.%s.blocks", class_keys[i]);
-		cr_expect_eq(e2e_int(p, key), want[i][1], "%s: %ld", key, e2e_int(p, key));
-	}
+	expect_leak_classes(e2e_process(doc, 0), want);
 	json_decref(doc);
 	const char *args[] = { "dump", dir, NULL };
 	char *text = e2e_prof_text(dir, args);
