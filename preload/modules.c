@@ -240,7 +240,8 @@ static void rescan_locked(void)
 			r->pad = 0;
 			prof_commit(r, PROF_REC_MODULE_UNLOAD, 0, sizeof(*r), prof_now());
 		}
-	}	segs_rebuild();
+	}
+	segs_rebuild();
 }
 
 /* Never waits: the caller may be inside dlopen, holding the loader lock that a rescan in

@@ -113,7 +113,8 @@ struct prof_thread {
 	uint32_t heap_tally;  /* heap_tally.c: the thread's tally slot + 1, 0 before it has one */
 	uint64_t own_ns;
 	volatile uint64_t own_sig_ns;  /* the same, of CPU samples taken inside (cpu.c): only the
-					* signal handler writes it, so no update is lost */	uint64_t unwind_saved_mask;  /* stacks.c: the signal mask before an unwind blocked all */
+					* signal handler writes it, so no update is lost */
+	uint64_t unwind_saved_mask;  /* stacks.c: the signal mask before an unwind blocked all */
 	uintptr_t unwind_lo, unwind_hi;  /* stacks.c: in an unwind, the live stack (else 0, 0) */
 };
 extern __thread struct prof_thread prof_self;
