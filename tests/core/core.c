@@ -121,9 +121,12 @@ static void remove_dir(void)
 
 void core_open(uint64_t max_size)
 {
+	if (dir[0])
+		remove_dir();  /* a test that opens one trace after another */
+	else
+		atexit(remove_dir);
 	snprintf(dir, sizeof(dir), "/tmp/prof-core-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	atexit(remove_dir);
 	snprintf(prof_cfg.output, sizeof(prof_cfg.output), "%s/core.trace", dir);
 	if (max_size)
 		prof_cfg.max_size = max_size;
