@@ -60,6 +60,9 @@ const char *e2e_tmpdir(void)
 	if (!mkdtemp(d))
 		return NULL;
 	ntmpdirs++;
+	static int at_exit;
+	if (!at_exit++)
+		atexit(e2e_cleanup);  /* for suites without a fini, and tests that stop early */
 	return d;
 }
 
