@@ -211,6 +211,8 @@ static inline uint64_t *prediction(struct prof_thread *th, uintptr_t call_site)
 
 static uint32_t intern(struct prof_thread *th, void *const *frames, int n, uint64_t h);
 static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_site, uint64_t *guess);
+static int backtrace_frames(struct prof_thread *th, uintptr_t call_site,
+			    void *buf[PROF_MAX_STACK_DEPTH + 16], void ***frames);
 
 /* ---- The stack cache ----------------------------------------------------------------------
  * Most calls come again from a call path already seen, at the same depth. Unwinding, which
@@ -231,7 +233,7 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 
 #define INDEX_BITS 14           /* per thread: chains of entries, by call site, sp0, callers */
 #define INDEX_SLOTS (1u << INDEX_BITS)
-#define RULE_SLOTS 1024         /* per thread: frame rules learned, by code address */
+#define RULE_SLOTS 16384        /* per thread: frame rules learned, by code address */
 #define CHAIN_MAX 16            /* entries tried per lookup */
 #define CHAIN_CLOSED UINT32_MAX /* an index slot whose calls go uncached (cache_find) */
 #define CACHE_STACK_NEEDED (64u << 10)  /* stack left for a recording unwind */
@@ -263,9 +265,19 @@ struct frame_rule {
 	int32_t ra_at;    /* offset of the return address from the frame's sp, or RA_AT_RBP */
 	uint32_t suffix;  /* the frames above ip in the unwinds made (a tag of their hash), or
 			   * SUFFIX_NONE, SUFFIX_VARIES */
+	int32_t bp_at;    /* where the frame saved its caller's rbp, from its CFA, or BP_KEPT */
+	uint32_t flags;   /* RULE_* */
 };
 #define RA_AT_RBP (-1)            /* the frame's CFA is rbp + 16 */
 #define RA_AT_VARIES INT32_MIN    /* seen both ways, or at two offsets: a realigned frame */
+#define BP_KEPT INT32_MIN         /* the caller's rbp is the frame's own (not saved) */
+/* A frame's whole rule (rules_walk()) is known once an unwind stepped past ip (RULE_STEP) or
+ * ended there with no return address (RULE_END: _start, clone3). RULE_ODD: one that cannot be
+ * walked from its rule: a signal frame, a CFA that is not where the return address ends, the
+ * caller's rbp read from elsewhere than the frame or seen in two places. */
+#define RULE_STEP 1u
+#define RULE_END 2u
+#define RULE_ODD 4u
 /* Where every unwind through ip went on alike above it (a thread's start_thread and clone3,
  * main's libc start-up), the frames above tell no two call paths apart: the key stops at
  * ip, short of reading them. A second suffix seen there makes it SUFFIX_VARIES for good. */
@@ -274,13 +286,15 @@ struct frame_rule {
 
 /* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
  * masks signals on every step) costs up to ten unw_backtrace calls, so it is spent only where
- * it will be paid back. A call is recorded the second time its key is seen (a bit per key in
+ * it will be paid back; a recording by the rules its frames are known to follow (rules_walk(),
+ * with the unw_backtrace that checks it) costs little more than one. A call is recorded the second time its key is seen (a bit per key in
  * seen[], the first sighting unwinds fast): a call path that comes once is never recorded.
  * Once the arena has overflowed (a working set of stacks larger than it, where entries are
  * dropped before they pay) a thread records only as long as its hits pay for that: otherwise
  * one miss in RECORD_EVERY times the debt in units of DEBT_MAX, so the cache still fills
  * where it will pay later and records ever less where it does not. */
 #define RECORD_COST 16    /* hits a recording must be paid back with */
+#define RULES_COST 2      /* ... one made by rules_walk() */
 #define DEBT_MAX 1024
 #define RECORD_EVERY 16
 #define SEEN_BITS (1u << 16)
@@ -342,6 +356,7 @@ struct stack_cache {
 	uint32_t epoch;               /* arena resets: a proof of an earlier one is void */
 	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
 	uint64_t hits, recorded, first_seen, throttled, closed, py_hits;  /* said with PROF_DEBUG=1 */
+	uint64_t by_steps, by_rules, walks_wrong;  /* recordings made each way; walks unlike */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
 	struct site_memo sites[SITE_SLOTS];
 	struct key_ahead ahead;
@@ -413,24 +428,58 @@ static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
 /* An unwind found the return address of the frame at ip, sp at ra, its CFA rsp- or rbp-based:
  * the same holds for every frame at ip, unless it realigns its stack. A new ip takes a free
  * way of its set, else one picked by its address. */
-static void frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp, uintptr_t ra,
-			int rsp_based)
+static struct frame_rule *rule_claim(struct stack_cache *c, uintptr_t ip, int32_t ra_at)
+{
+	struct frame_rule *set = rule_set(c, ip), *r = &set[(ip >> 4) % RULE_WAYS];
+	for (int i = 0; i < RULE_WAYS; i++)
+		if (!set[i].ip) {
+			r = &set[i];
+			break;
+		}
+	*r = (struct frame_rule){ ip, ra_at, SUFFIX_NONE, BP_KEPT, 0 };
+	return r;
+}
+
+static struct frame_rule *frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp,
+				      uintptr_t ra, int rsp_based)
 {
 	intptr_t off = (intptr_t)(ra - sp);
 	int32_t at = !rsp_based ? RA_AT_RBP : off >= 0 && off <= INT32_MAX ? (int32_t)off : RA_AT_VARIES;
 	struct frame_rule *r = frame_rule(c, ip);
-	if (!r) {
-		struct frame_rule *set = rule_set(c, ip);
-		r = &set[(ip >> 4) % RULE_WAYS];
-		for (int i = 0; i < RULE_WAYS; i++)
-			if (!set[i].ip) {
-				r = &set[i];
-				break;
-			}
-		*r = (struct frame_rule){ ip, at, SUFFIX_NONE };
-	} else if (r->ra_at != at) {
+	if (!r)
+		r = rule_claim(c, ip, at);
+	else if (r->ra_at != at)
 		r->ra_at = RA_AT_VARIES;
-	}
+	return r;
+}
+
+/* An unwind stepped past the frame of rule r to one with stack pointer cfa, return address
+ * read at ra and rbp read at bp_loc (0: not in memory) or, where the frame saved none, kept. */
+static void step_learn(struct frame_rule *r, uintptr_t cfa, uintptr_t ra, uintptr_t bp_loc,
+		       int kept)
+{
+	int odd = ra + 8 != cfa;
+	int32_t bp_at = BP_KEPT;
+	intptr_t d = (intptr_t)(bp_loc - cfa);
+	if (!kept && bp_loc && d > INT32_MIN && d <= INT32_MAX)
+		bp_at = (int32_t)d;
+	else if (!kept)
+		odd = 1;
+	if (((r->flags & RULE_STEP) && r->bp_at != bp_at) || (r->flags & RULE_END))
+		odd = 1;
+	r->bp_at = bp_at;
+	r->flags |= RULE_STEP | (odd ? RULE_ODD : 0);
+}
+
+/* An unwind ended at ip, with no return address read (its rule says there is none). */
+static void end_learn(struct stack_cache *c, uintptr_t ip)
+{
+	struct frame_rule *r = frame_rule(c, ip);
+	if (!r)
+		r = rule_claim(c, ip, RA_AT_VARIES);
+	r->flags |= RULE_END;
+	if (r->flags & RULE_STEP)
+		r->flags |= RULE_ODD;  /* ended here and went past here: not the rule alone */
 }
 
 /* A whole unwind (to the stack's end) of n frames: what lies above each of its frames. */
@@ -810,11 +859,13 @@ void prof_stacks_thread_done(struct prof_thread *th)
 		if (prof_cfg.debug)
 			prof_log("stack cache of thread %d: %llu hits, %llu recorded, %llu first seen, "
 				 "%llu throttled, %llu closed, %u KiB, %llu hits with other Python "
-				 "frames", th->tid,
+				 "frames, %llu recorded by steps, %llu by rules, %llu walks wrong", th->tid,
 				 (unsigned long long)c->hits, (unsigned long long)c->recorded,
 				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
 				 (unsigned long long)c->closed, c->used >> 10,
-				 (unsigned long long)c->py_hits);
+				 (unsigned long long)c->py_hits,
+				 (unsigned long long)c->by_steps, (unsigned long long)c->by_rules,
+				 (unsigned long long)c->walks_wrong);
 		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
 		if (i >= (size_t)atomic_load(&cache_fit)) {
 			munmap(c, CACHE_STRIDE);  /* past a lowered limit's share: never again */
@@ -1009,7 +1060,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	unw_cursor_t c;
 	if (unw_getcontext(&uc) < 0 || unw_init_local(&c, &uc) < 0)
 		return 0;
-	int n = 0, ok = 1, step = 1;
+	int n = 0, ok = 1, step = 1, sig = 0, past_sig = 0;
 	/* Where each frame's rbp came from: -1 the call's own rbp (bp0), else the word that holds
 	 * it. A saved rbp is checked only where a frame above takes its CFA from it: elsewhere it
 	 * is the program's data (rbp as a general register), which changes from call to call. */
@@ -1035,21 +1086,31 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 				need_bp = 1;
 			else if (rbp_based)
 				keep[prev_src] = 1;
-			if ((at = read_from(&c, UNW_REG_IP, sp0))) {
+			struct frame_rule *r = NULL;
+			uintptr_t ra = read_from(&c, UNW_REG_IP, sp0);
+			if (ra) {
 				keep[w] = 1;
-				e->word[w++] = (typeof(e->word[0])){ at, ip };
-				frame_learn(sc, prev_ip, prev_sp, at, !rbp_based);
+				e->word[w++] = (typeof(e->word[0])){ ra, ip };
+				r = frame_learn(sc, prev_ip, prev_sp, ra, !rbp_based);
 			} else {
 				ok = 0;
 			}
-			if ((at = read_from(&c, UNW_X86_64_RBP, sp0)) && at != bp_at) {
+			int saved = (at = read_from(&c, UNW_X86_64_RBP, sp0)) && at != bp_at;
+			if (saved) {
 				keep[w] = 0;
 				bp_src = (int)w;
 				e->word[w++] = (typeof(e->word[0])){ at, bp };
 				bp_at = at;
 			}
+			/* A signal frame's registers come from its ucontext, not from a rule; the
+			 * frames past it are where the signal came, not return addresses. */
+			if (r && sig)
+				r->flags |= RULE_ODD;
+			else if (r && !past_sig)
+				step_learn(r, sp, ra, saved ? at : 0, !saved && bp == prev_bp);
+			past_sig |= sig;
 		}
-		if (unw_is_signal_frame(&c) > 0)
+		if ((sig = unw_is_signal_frame(&c) > 0))
 			ok = 0;
 		frames[n++] = (void *)ip;
 		prev_ip = ip;
@@ -1067,6 +1128,8 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 		if (at) {
 			keep[w] = 1;
 			e->word[w++] = (typeof(e->word[0])){ at, *(uintptr_t *)at };
+		} else if (ok) {
+			end_learn(sc, prev_ip);
 		}
 		if (prev_src < 0)
 			need_bp = 1;
@@ -1078,6 +1141,72 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 		if (keep[i])
 			e->word[kept++] = e->word[i];
 	e->n = ok ? kept : 0;
+	e->need_bp = need_bp;
+	return n;
+}
+
+/* The unwind of a call by the rules earlier unwinds learned for its frames (the same for every
+ * frame at a code address: a CFA that is rsp or rbp plus a constant, the return address just
+ * below it, the caller's rbp saved at a fixed offset from it or not at all), and in e the words
+ * it read, as unwind_recording() notes them; *whole: it went to the stack's end. Reads only the
+ * thread's stack above sp0. Returns the frame count, 0 where some frame's rule is not known. */
+static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t call_site,
+		      uintptr_t sp0, uintptr_t bp0, struct cached_stack *e, int *whole)
+{
+	uintptr_t hi = c->stack_hi, ip = call_site, sp = sp0, bp = bp0;
+	if (!c->stack_lo || sp0 < c->stack_lo || sp0 >= hi)
+		return 0;
+	int n = 0, bp_src = -1;  /* where the rbp in use was read, -1: the call's own */
+	uint32_t w = 0, need_bp = 0;
+	uint8_t keep[2 * PROF_MAX_STACK_DEPTH + 2];
+	for (;;) {
+		const struct frame_rule *r = frame_rule(c, ip);
+		if (!r || (r->flags & RULE_ODD))
+			return 0;
+		frames[n++] = (void *)ip;
+		if (n == max)
+			break;
+		if (r->flags & RULE_END) {
+			if (bp_src < 0)
+				need_bp = 1;
+			else
+				keep[bp_src] = 1;
+			*whole = 1;
+			break;
+		}
+		if (!(r->flags & RULE_STEP) || r->ra_at == RA_AT_VARIES)
+			return 0;
+		uintptr_t ra;
+		if (r->ra_at == RA_AT_RBP) {
+			if (bp_src < 0)
+				need_bp = 1;
+			else
+				keep[bp_src] = 1;
+			ra = bp + 8;
+		} else {
+			ra = sp + (uint32_t)r->ra_at;
+		}
+		if (ra < sp || ra > hi - 16 || (ra & 7))
+			return 0;
+		ip = *(volatile uintptr_t *)ra;
+		keep[w] = 1;
+		e->word[w++] = (typeof(e->word[0])){ ra, ip };
+		sp = ra + 8;
+		if (r->bp_at != BP_KEPT) {
+			uintptr_t at = sp + (uintptr_t)(intptr_t)r->bp_at;
+			if (at < sp0 || at > hi - 8 || (at & 7))
+				return 0;
+			bp = *(volatile uintptr_t *)at;
+			keep[w] = 0;
+			bp_src = (int)w;
+			e->word[w++] = (typeof(e->word[0])){ at, bp };
+		}
+	}
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < w; i++)
+		if (keep[i])
+			e->word[kept++] = e->word[i];
+	e->n = kept;
 	e->need_bp = need_bp;
 	return n;
 }
@@ -1170,35 +1299,66 @@ static inline void proof_of(const struct stack_cache *c, const struct cached_sta
 						    c->epoch };
 }
 
-/* A miss: unwind with libunwind's steps, noting the words each read (unwind_recording()),
- * into entry e. Out of prof_stack_proven(): the unwind's cursor, context and frames take some
- * 5 KiB of stack, which every hit would otherwise reserve too. */
+/* A recording by the rules learned (rules_walk()), its frames checked against libunwind's fast
+ * backtrace: into buf, *frames pointing at the first. The frame count, 0 if the rules did not
+ * make the recording (some frame's not known, or the walk and the backtrace differ). */
+static int record_by_rules(struct prof_thread *th, struct cached_stack *e, uintptr_t call_site,
+			   uintptr_t sp0, uintptr_t bp0, void *buf[PROF_MAX_STACK_DEPTH + 16],
+			   void ***frames)
+{
+	struct stack_cache *c = th->stack_cache;
+	void *walked[PROF_MAX_STACK_DEPTH];
+	int whole = 0;
+	int n = rules_walk(c, walked, (int)prof_cfg.stack_depth, call_site, sp0, bp0, e, &whole);
+	if (n <= 0)
+		return 0;
+	if (backtrace_frames(th, call_site, buf, frames) != n ||
+	    memcmp(*frames, walked, (size_t)n * sizeof(walked[0]))) {
+		c->walks_wrong++;
+		return 0;
+	}
+	if (whole)
+		suffixes_learn(c, walked, n);
+	c->recorded++;
+	c->by_rules++;
+	c->debt += RULES_COST;
+	return n;
+}
+
+/* A miss, recorded into entry e: by the rules where every frame's is known, else with
+ * libunwind's steps, noting the words each read (unwind_recording()). Out of
+ * prof_stack_proven(): the unwind's cursor, context and frames take some 5 KiB of stack,
+ * which every hit would otherwise reserve too. */
 static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 						       struct cached_stack *e, uintptr_t call_site,
 						       uintptr_t sp0, uintptr_t bp0, uint64_t *guess,
 						       struct prof_stack_proof *proof)
 {
 	struct stack_cache *c = th->stack_cache;
-	if (!recording_begin())
-		return prof_stack_at_uncached(th, call_site, guess);
-	c->debt += RECORD_COST;
-	c->recorded++;
 	if (table && *guess)
 		__builtin_prefetch(slot_at(*guess, 0, 0));
-	void *buf[PROF_MAX_STACK_DEPTH];
-	th->hook_site = call_site;
-	prof_unwind_begin(th, (uintptr_t)__builtin_frame_address(0));
-	int n = unwind_recording(th->stack_cache, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0,
-				 e);
-	prof_unwind_end(th);
-	recording_end();
+	void *buf[PROF_MAX_STACK_DEPTH + 16], **frames = buf;
+	int n = record_by_rules(th, e, call_site, sp0, bp0, buf, &frames);
+	if (!n) {
+		if (!recording_begin())
+			return prof_stack_at_uncached(th, call_site, guess);
+		c->debt += RECORD_COST;
+		c->recorded++;
+		c->by_steps++;
+		th->hook_site = call_site;
+		prof_unwind_begin(th, (uintptr_t)__builtin_frame_address(0));
+		n = unwind_recording(c, buf, (int)prof_cfg.stack_depth, call_site, sp0, bp0, e);
+		prof_unwind_end(th);
+		recording_end();
+		frames = buf;
+	}
 	atomic_fetch_add_explicit(&cache_misses, 1, memory_order_relaxed);
 	if (n <= 0)
 		return 0;
 	uint64_t pychain;
-	n = prof_py_splice(th, buf, n, PROF_MAX_STACK_DEPTH, &pychain);
-	*guess = hash_frames(buf, n);
-	uint32_t id = intern(th, buf, n, *guess);
+	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16 - (int)(frames - buf), &pychain);
+	*guess = hash_frames(frames, n);
+	uint32_t id = intern(th, frames, n, *guess);
 	if (id && id != ID_FAILED && e->n) {
 		e->hash = *guess;
 		e->pychain = pychain;
@@ -1311,13 +1471,11 @@ static __attribute__((noinline)) uint32_t call_site_alone(struct prof_thread *th
 	return intern(th, &frame, 1, *guess);
 }
 
-/* The stack by libunwind's fast backtrace (unw_backtrace()), without the cache. */
-static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, uintptr_t call_site,
-						      uint64_t *guess)
+/* The frames of the call at call_site by libunwind's fast backtrace (unw_backtrace()), ours
+ * left out, at most the configured depth: *frames points into buf. Their count. */
+static int backtrace_frames(struct prof_thread *th, uintptr_t call_site,
+			    void *buf[PROF_MAX_STACK_DEPTH + 16], void ***frames)
 {
-	if (table && *guess && call_site)
-		__builtin_prefetch(slot_at(*guess, 0, 0));
-	void *buf[PROF_MAX_STACK_DEPTH + 16];
 	/* A CPU sample taken meanwhile must not unwind too (libunwind's per-thread cache). */
 	th->hook_site = call_site;
 	prof_unwind_begin(th, (uintptr_t)__builtin_frame_address(0));
@@ -1326,14 +1484,23 @@ static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, ui
 	int skip = 0;
 	while (skip < n && prof_addr_is_ours((uintptr_t)buf[skip]))
 		skip++;
-	void **frames = buf + skip;
+	*frames = buf + skip;
 	n -= skip;
-	if (n > (int)prof_cfg.stack_depth)
-		n = (int)prof_cfg.stack_depth;
+	return n > (int)prof_cfg.stack_depth ? (int)prof_cfg.stack_depth : n;
+}
+
+/* The stack by libunwind's fast backtrace, without the cache. */
+static __attribute__((noinline)) uint32_t unwind_fast(struct prof_thread *th, uintptr_t call_site,
+						      uint64_t *guess)
+{
+	if (table && *guess && call_site)
+		__builtin_prefetch(slot_at(*guess, 0, 0));
+	void *buf[PROF_MAX_STACK_DEPTH + 16], **frames;
+	int n = backtrace_frames(th, call_site, buf, &frames);
 	if (n <= 0)
 		return 0;
 	uint64_t pychain;
-	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16 - skip, &pychain);
+	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16 - (int)(frames - buf), &pychain);
 	*guess = hash_frames(frames, n);
 	return intern(th, frames, n, *guess);
 }

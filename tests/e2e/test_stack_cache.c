@@ -81,20 +81,35 @@ static void mostly_hits(const char *prog)
 	char *text = e2e_read_file(err);
 	cr_assert_not_null(text);
 	unsigned long long hits = 0, recorded = 0, first = 0, throttled = 0, closed = 0, h, r, f, t, c;
+	unsigned long long by_steps = 0, by_rules = 0, walks_wrong = 0, s, u, w;
+	int threads = 0;
 	for (const char *p = text; (p = strstr(p, "stack cache of thread ")); p++)
 		if (sscanf(p, "stack cache of thread %*d: %llu hits, %llu recorded, %llu first seen, "
-			      "%llu throttled, %llu closed", &h, &r, &f, &t, &c) == 5) {
+			      "%llu throttled, %llu closed, %*u KiB, %*u hits with other Python frames, "
+			      "%llu recorded by steps, %llu by rules, %llu walks wrong",
+			   &h, &r, &f, &t, &c, &s, &u, &w) == 8) {
 			hits += h;
 			recorded += r;
 			first += f;
 			throttled += t;
 			closed += c;
+			by_steps += s;
+			by_rules += u;
+			walks_wrong += w;
+			threads++;
 		}
+	cr_assert_eq(threads, 2, "%s", text);
 	unsigned long long lookups = hits + recorded + first + throttled + closed;
 	/* 2 x 60,000 allocations from 3,000 paths: at most two misses per path and thread */
 	cr_expect_geq(lookups, 120000, "%s", text);
 	cr_expect_geq(hits, lookups - 2 * 2 * 3000 - 100, "%s: %llu hits of %llu:\n%s", prog,
 		      hits, lookups, text);
+	/* The paths go through four functions: once a thread has stepped through each (and so
+	 * learned its frame's rule), its recordings are walks by those rules, each the same as
+	 * libunwind's backtrace. */
+	cr_expect_eq(by_steps + by_rules, recorded, "%s", text);
+	cr_expect_leq(by_steps, 2 * 20, "%s: %llu recordings by steps:\n%s", prog, by_steps, text);
+	cr_expect_eq(walks_wrong, 0, "%s", text);
 	free(text);
 }
 
