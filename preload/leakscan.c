@@ -480,12 +480,14 @@ static void push(size_t i)
  * read(2) of it back. Without either, no block could be told reachable: no leak classes. */
 static int mem_pipe[2] = { -1, -1 };  /* [1] written, [0] read; -1: process_vm_readv */
 static size_t mem_pipe_room;
+static pid_t self;  /* getpid() is a system call each time: thousands of reads at exit */
 
 static int readers_ready(void)
 {
 	uint64_t probe = 0x5a17, copy = 0;
 	struct iovec local = { &copy, 8 }, remote = { &probe, 8 };
-	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 8 && copy == probe)
+	self = getpid();
+	if (process_vm_readv(self, &local, 1, &remote, 1, 0) == 8 && copy == probe)
 		return 0;
 	if (mem_pipe[0] < 0 && pipe2(mem_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -1;
@@ -501,7 +503,7 @@ static size_t read_mem(void *dst, uint64_t addr, size_t n)
 {
 	if (mem_pipe[0] < 0) {
 		struct iovec local = { dst, n }, remote = { (void *)(uintptr_t)addr, n };
-		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
+		ssize_t got = process_vm_readv(self, &local, 1, &remote, 1, 0);
 		return got > 0 ? (size_t)got : 0;
 	}
 	size_t done = 0;
@@ -525,7 +527,7 @@ static int read_ranges(const struct iovec *local, const struct iovec *remote, si
 		       size_t bytes)
 {
 	if (mem_pipe[0] < 0)
-		return process_vm_readv(getpid(), local, n, remote, n, 0) == (ssize_t)bytes ? 0 : -1;
+		return process_vm_readv(self, local, n, remote, n, 0) == (ssize_t)bytes ? 0 : -1;
 	if (bytes > mem_pipe_room)
 		return -1;
 	ssize_t put = writev(mem_pipe[1], remote, (int)n);  /* the ranges in one call */
