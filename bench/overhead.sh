@@ -88,6 +88,12 @@ JAVA
 		names+=(java)
 	fi
 fi
+# A compiler, where installed: tens of thousands of distinct call stacks, most seen a few
+# times, where the stack cache's recordings cost the most (one file of ours, optimised).
+if command -v clang >/dev/null; then
+	cmd[clang_O2]="clang -O2 -I$root/analyzer -I$root/shared -c $root/analyzer/cuda.c -o $out/cuda.o"
+	names+=(clang_O2)
+fi
 modes=(none libprof sample512k)
 [[ -z ${BENCH_CACHE_OFF:-} ]] || modes+=(cache_off)
 base_lib=${BENCH_BASE_LIB:-}
