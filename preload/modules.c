@@ -158,6 +158,7 @@ static struct seg segs[2][SEGS_MAX];
 static uint32_t nsegs[2];
 static _Atomic uint32_t seg_gen;  /* 0: never built */
 static _Atomic int dlcloses;      /* in progress */
+_Atomic uint32_t prof_code_unloads;
 static _Atomic uint32_t seg_hint; /* the index of the segment found last: looked at first */
 
 static int collect_segs(struct dl_phdr_info *info, size_t size, void *arg)
@@ -377,6 +378,7 @@ PROF_EXPORT int dlclose(void *handle)
 	atomic_fetch_add(&dlcloses, 1);
 	segs_withdraw();
 	int rc = real(handle);
+	atomic_fetch_add(&prof_code_unloads, 1);
 	atomic_fetch_sub(&dlcloses, 1);
 	if (atomic_load(&prof_active)) {
 		int saved = errno;

@@ -432,6 +432,8 @@ int prof_addr_known(uintptr_t ip);
 /* Whether [addr, addr + len) lies in a loaded object's segment (as of the latest rescan, none
  * while a dlclose runs): readable without a check. */
 int prof_addr_in_objects(uintptr_t addr, size_t len);
+/* dlcloses so far: code that was at an address may have gone, and other code come there. */
+extern _Atomic uint32_t prof_code_unloads;
 int prof_tls_modules_added(void);
 int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi);
 

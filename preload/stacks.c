@@ -274,7 +274,9 @@ struct frame_rule {
 /* A frame's whole rule (rules_walk()) is known once an unwind stepped past ip (RULE_STEP) or
  * ended there with no return address (RULE_END: _start, clone3). RULE_ODD: one that cannot be
  * walked from its rule: a signal frame, a CFA that is not where the return address ends, the
- * caller's rbp read from elsewhere than the frame or seen in two places. */
+ * caller's rbp read from elsewhere than the frame or seen in two places. Whole rules are
+ * learned for code in a loaded object only (generated code may be replaced by other code at
+ * the same address) and forgotten after a dlclose (another object may be loaded where it was). */
 #define RULE_STEP 1u
 #define RULE_END 2u
 #define RULE_ODD 4u
@@ -357,6 +359,8 @@ struct stack_cache {
 	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
 	uint64_t hits, recorded, first_seen, throttled, closed, py_hits;  /* said with PROF_DEBUG=1 */
 	uint64_t by_steps, by_rules, walks_wrong;  /* recordings made each way; walks unlike */
+	uint32_t rules_unloads;       /* prof_code_unloads when the rules were learned */
+	uint32_t rules_forgotten;     /* times they were forgotten for a dlclose */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
 	struct site_memo sites[SITE_SLOTS];
 	struct key_ahead ahead;
@@ -816,6 +820,7 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 		}
 		th->stack_cache = c;
 		stack_bounds(th, c);
+		c->rules_unloads = atomic_load(&prof_code_unloads);  /* no rules yet to forget */
 	}
 	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
 	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
@@ -859,13 +864,14 @@ void prof_stacks_thread_done(struct prof_thread *th)
 		if (prof_cfg.debug)
 			prof_log("stack cache of thread %d: %llu hits, %llu recorded, %llu first seen, "
 				 "%llu throttled, %llu closed, %u KiB, %llu hits with other Python "
-				 "frames, %llu recorded by steps, %llu by rules, %llu walks wrong", th->tid,
+				 "frames, %llu recorded by steps, %llu by rules, %llu walks wrong, rules "
+				 "forgotten %u times", th->tid,
 				 (unsigned long long)c->hits, (unsigned long long)c->recorded,
 				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
 				 (unsigned long long)c->closed, c->used >> 10,
 				 (unsigned long long)c->py_hits,
 				 (unsigned long long)c->by_steps, (unsigned long long)c->by_rules,
-				 (unsigned long long)c->walks_wrong);
+				 (unsigned long long)c->walks_wrong, c->rules_forgotten);
 		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
 		if (i >= (size_t)atomic_load(&cache_fit)) {
 			munmap(c, CACHE_STRIDE);  /* past a lowered limit's share: never again */
@@ -1106,7 +1112,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 			 * frames past it are where the signal came, not return addresses. */
 			if (r && sig)
 				r->flags |= RULE_ODD;
-			else if (r && !past_sig)
+			else if (r && !past_sig && prof_addr_in_objects(prev_ip, 1))
 				step_learn(r, sp, ra, saved ? at : 0, !saved && bp == prev_bp);
 			past_sig |= sig;
 		}
@@ -1128,7 +1134,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 		if (at) {
 			keep[w] = 1;
 			e->word[w++] = (typeof(e->word[0])){ at, *(uintptr_t *)at };
-		} else if (ok) {
+		} else if (ok && prof_addr_in_objects(prev_ip, 1)) {
 			end_learn(sc, prev_ip);
 		}
 		if (prev_src < 0)
@@ -1307,6 +1313,12 @@ static int record_by_rules(struct prof_thread *th, struct cached_stack *e, uintp
 			   void ***frames)
 {
 	struct stack_cache *c = th->stack_cache;
+	uint32_t unloads = atomic_load_explicit(&prof_code_unloads, memory_order_relaxed);
+	if (unlikely(c->rules_unloads != unloads)) {
+		memset(c->rules, 0, sizeof(c->rules));
+		c->rules_unloads = unloads;
+		c->rules_forgotten++;
+	}
 	void *walked[PROF_MAX_STACK_DEPTH];
 	int whole = 0;
 	int n = rules_walk(c, walked, (int)prof_cfg.stack_depth, call_site, sp0, bp0, e, &whole);

@@ -61,6 +61,8 @@ int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 	return 0;
 }
 
+_Atomic uint32_t prof_code_unloads;
+
 int prof_addr_in_objects(uintptr_t addr, size_t len)
 {
 	(void)addr;

@@ -139,6 +139,42 @@ Test(stack_cache, thread_end_leaves_other_caches)
 }
 Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); }
 
+/* A dlclose may take code away and let other code come at its addresses: the frame rules a
+ * thread learned before it are forgotten, learned again by steps, and the paths recorded
+ * after it (at new depths) are still exact. */
+Test(stack_cache, rules_forgotten_after_dlclose)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog("many_paths_O2"), "unload", NULL };
+	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	unsigned long long steps = 0, rules = 0, wrong_walks = 1;
+	unsigned forgotten = 0;
+	const char *p = strstr(text, "stack cache of thread ");
+	cr_assert_not_null(p, "%s", text);
+	p = strstr(p, " recorded by steps");
+	cr_assert_not_null(p, "%s", text);
+	while (p > text && p[-1] != ' ')
+		p--;
+	cr_assert_eq(sscanf(p, "%llu recorded by steps, %llu by rules, %llu walks wrong, rules "
+			       "forgotten %u times", &steps, &rules, &wrong_walks, &forgotten), 4,
+		     "%s", text);
+	cr_expect_eq(forgotten, 1, "%s", text);
+	cr_expect_gt(rules, 3000, "%s", text);
+	cr_expect_eq(wrong_walks, 0, "%s", text);
+	long hits = 0, wrong = -1;
+	for (p = text; (p = strstr(p, "stack cache: ")); p++)
+		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
+			hits = 0;
+	cr_expect_gt(hits, 50000, "%ld hits checked:\n%s", hits, text);
+	cr_expect_eq(wrong, 0, "%s", text);
+	free(text);
+}
+
 /* One allocation site reached at one depth through frames of other sizes (tests/progs/
  * stack_layouts.c): the layout a site's key was last read by does not fit the next call's
  * frames, and the cache must still give each call the stack an unwind gives. */

@@ -7,8 +7,11 @@
  * that its stack cache is given back while the other's is in use.
  * `many_paths loader`: another thread spends its CPU time inside dl_iterate_phdr callbacks
  * (holding the loader's lock, as an exception's table lookup or a dlclose does) while the
- * paths are walked and unwound: a CPU sample of that thread must not unwind (cpu.c). */
+ * paths are walked and unwound: a CPU sample of that thread must not unwind (cpu.c).
+ * `many_paths unload`: the first thread walks the paths, dlopens and dlcloses libm, then
+ * walks them again one frame deeper (new stack pointers: each path is recorded again). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -121,8 +124,26 @@ static void *walker(void *arg)
 	return NULL;
 }
 
+/* run() from a frame of its own, 256 bytes deeper. */
+static __attribute__((noinline)) uintptr_t run_deeper(void *seed)
+{
+	volatile char pad[256];
+	pad[0] = 1;
+	uintptr_t sum = (uintptr_t)run(seed);
+	return sum + (uintptr_t)pad[0];
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && argv[1][0] == 'u') {
+		uintptr_t sum = (uintptr_t)run((void *)88172645463325252ull);
+		void *m = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
+		if (!m || dlclose(m) != 0)
+			return 1;
+		sum ^= run_deeper((void *)0x9e3779b97f4a7c15ull);
+		printf("%lu\n", (unsigned long)sum);
+		return 0;
+	}
 	if (argc > 1 && argv[1][0] == 'l') {
 		pthread_t w;
 		if (pthread_create(&w, NULL, walker, NULL) != 0)
