@@ -116,8 +116,11 @@ struct addr_event {
 #define SHADOW(a) ((a)->key & 1)
 #define ORDER(a) ((a)->key >> 1)
 
+#define PREFETCH_FROM (1u << 17)  /* slots (3 MiB) of a table that outgrows the caches */
+
 /* Open addressing by ptr, linear probes, at most a quarter full (at three quarters, with
- * removals, probes ran long). */
+ * removals, probes ran long); half full from PREFETCH_FROM slots on, where the table's
+ * pages (faulted in, zeroed) cost more than the probes. */
 struct addr_table {
 	struct addr_event *slot;
 	size_t cap, n;
@@ -140,11 +143,14 @@ static size_t at_slot(const struct addr_table *t, uint64_t ptr)
 
 static struct addr_event *at_map(size_t cap, int own)
 {
-	if (own)
-		return scratch(cap * sizeof(struct addr_event));
-	void *p = mmap(NULL, cap * sizeof(struct addr_event), PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
+	size_t bytes = cap * sizeof(struct addr_event);
+	void *p = own ? scratch(bytes) : mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!p || p == MAP_FAILED)
+		return NULL;
+	if (bytes >= (1u << 20))  /* one call maps it all: not a page fault every 4 KiB */
+		madvise(p, bytes, MADV_POPULATE_WRITE);
+	return p;
 }
 
 static void at_release(struct addr_table *t)
@@ -179,7 +185,8 @@ static __attribute__((noinline)) int at_grow(struct addr_table *t)
 /* Room for one more entry: 0, or -1 when no memory could be had. */
 static inline int at_room(struct addr_table *t)
 {
-	return likely(t->slot && (t->n + 1) * 4 <= t->cap) ? 0 : at_grow(t);
+	size_t fill = t->cap < PREFETCH_FROM ? 4 : 2;
+	return likely(t->slot && (t->n + 1) * fill <= t->cap) ? 0 : at_grow(t);
 }
 
 /* Empties slot i, moving back the entries after it that would no longer be found. */
@@ -336,10 +343,50 @@ static inline int stream_apply(struct addr_table *t, uint64_t ptr, uint64_t size
 	return 0;
 }
 
+/* Events are decoded a batch at a time, then applied in order: where the table outgrew the
+ * caches (a program that held a million blocks at once), the slot of each event a few ahead
+ * is prefetched as one is applied. */
+#define BATCH_EVENTS 512
+#define PREFETCH_AHEAD 8
+
+struct event_batch {
+	uint64_t ptr[BATCH_EVENTS], size[BATCH_EVENTS], time[BATCH_EVENTS];
+	uint8_t alloc[BATCH_EVENTS];
+	unsigned n;
+};
+
+static int batch_apply(struct addr_table *t, struct event_batch *b)
+{
+	unsigned n = b->n;
+	b->n = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (i + PREFETCH_AHEAD < n)
+			__builtin_prefetch(&t->slot[at_home(t, b->ptr[i + PREFETCH_AHEAD])], 1);
+		if (stream_apply(t, b->ptr[i], b->size[i], b->time[i], b->alloc[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static inline int batch_add(struct addr_table *t, struct event_batch *b, uint64_t ptr,
+			    uint64_t size, uint64_t time, int alloc)
+{
+	if (t->cap < PREFETCH_FROM)  /* the caches hold the table: applied at once (b->n is 0) */
+		return stream_apply(t, ptr, size, time, alloc);
+	unsigned i = b->n++;
+	b->ptr[i] = ptr;
+	b->size[i] = size;
+	b->time[i] = time;
+	b->alloc[i] = (uint8_t)alloc;
+	return b->n < BATCH_EVENTS ? 0 : batch_apply(t, b);
+}
+
 /* One stream's ALLOC and FREE records into its own table t. A chunk is read up to its first
  * record not (yet) committed; its reading position and short records' base stay in locals. */
 static int stream_replay(struct cursor *c, struct addr_table *t)
 {
+	static struct event_batch batch;  /* 13 KiB: not on an exiting thread's stack */
+	batch.n = 0;
 	for (;;) {
 		const char *p = c->p, *end = c->end;
 		struct prof_short_base base = c->base;
@@ -353,7 +400,7 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 					break;
 				p += len;
 				int alloc = a.h.type == PROF_REC_ALLOC;
-				if (stream_apply(t, a.ptr, alloc ? a.size : 0, a.h.time, alloc) < 0)
+				if (batch_add(t, &batch, a.ptr, alloc ? a.size : 0, a.h.time, alloc) < 0)
 					return -1;
 				continue;
 			}
@@ -365,12 +412,12 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 			if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
 				const struct prof_rec_alloc *a = (const void *)r;  /* ptr first in both */
 				int alloc = r->type == PROF_REC_ALLOC;
-				if (stream_apply(t, a->ptr, alloc ? a->size : 0, r->time, alloc) < 0)
+				if (batch_add(t, &batch, a->ptr, alloc ? a->size : 0, r->time, alloc) < 0)
 					return -1;
 			}
 		}
 		if (c->chunk == c->last)
-			return 0;
+			return batch_apply(t, &batch);
 		c->chunk++;
 		cursor_enter(c);
 	}
@@ -450,14 +497,36 @@ static size_t blocks_upto(uint64_t v)
 	return lo;
 }
 
+/* The block found last for a page of addresses: a program's memory points into the same few
+ * blocks again and again (an interpreter's arenas), and a binary search of a million blocks
+ * is some twenty cache misses. Emptied for each scan (near_forget()). */
+#define NEAR_SLOTS 4096
+static struct near {
+	uint64_t page;  /* 1 + the page's number, 0: none */
+	uint32_t block;
+} near[NEAR_SLOTS];
+
+static void near_forget(void)
+{
+	memset(near, 0, sizeof(near));
+}
+
+static inline int block_holds(const struct block *b, uint64_t v)
+{
+	return v >= b->ptr && (v < b->ptr + b->size || v == b->ptr);
+}
+
 /* The block holding address v (start or interior), or -1. */
 static ssize_t block_at(uint64_t v)
 {
+	struct near *c = &near[(v >> 12) % NEAR_SLOTS];
+	if (c->page == (v >> 12) + 1 && block_holds(&tab[c->block], v))
+		return c->block;
 	size_t n = blocks_upto(v);
-	if (n == 0)
+	if (n == 0 || !block_holds(&tab[n - 1], v))
 		return -1;
-	const struct block *b = &tab[n - 1];
-	return v < b->ptr + b->size || v == b->ptr ? (ssize_t)(n - 1) : -1;
+	*c = (struct near){ (v >> 12) + 1, (uint32_t)(n - 1) };
+	return (ssize_t)(n - 1);
 }
 
 /* ---- marking ----------------------------------------------------------------------------- */
@@ -986,6 +1055,7 @@ void prof_leak_scan(uintptr_t stack_from)
 	dl_iterate_phdr(own_segments, NULL);
 	if (read_trace() < 0)
 		return;
+	near_forget();
 	work_cap = 3 * nblocks + 16;
 	if (!(work = scratch(work_cap * sizeof(*work))))
 		return;

@@ -422,3 +422,15 @@ Test(leaks, sparse_and_shared_memory_as_memcheck_sees_it)
 				     vg.leak[i][1]);
 	}
 }
+
+/* A program that held 100,000 blocks at once (tests/progs/leak_many.c): the replay's table
+ * outgrows the caches and is read ahead a batch at a time, and the marking finds many blocks
+ * to a page; the classes are memcheck's all the same. */
+Test(leaks, many_blocks_held_at_once_as_memcheck_sees_them)
+{
+	json_t *doc = profile_report(e2e_tmpdir(), "leak_many");
+	json_t *p = e2e_process(doc, 0);
+	static const long want[4][2] = { { 16000, 500 }, { 24000, 500 }, { 0, 0 }, { 16000, 500 } };
+	expect_leak_classes(p, want);
+	json_decref(doc);
+}
