@@ -233,7 +233,8 @@ static int backtrace_frames(struct prof_thread *th, uintptr_t call_site,
 
 #define INDEX_BITS 14           /* per thread: chains of entries, by call site, sp0, callers */
 #define INDEX_SLOTS (1u << INDEX_BITS)
-#define RULE_SLOTS 16384        /* per thread: frame rules learned, by code address */
+#define RULE_SLOTS 16384        /* per thread: frame rules learned, by code address, at most */
+#define RULE_SLOTS_FIRST 1024   /* ... at first (rules_grow()) */
 #define CHAIN_MAX 16            /* entries tried per lookup */
 #define CHAIN_CLOSED UINT32_MAX /* an index slot whose calls go uncached (cache_find) */
 #define CACHE_STACK_NEEDED (64u << 10)  /* stack left for a recording unwind */
@@ -361,6 +362,8 @@ struct stack_cache {
 	uint64_t by_steps, by_rules, walks_wrong;  /* recordings made each way; walks unlike */
 	uint32_t rules_unloads;       /* prof_code_unloads when the rules were learned */
 	uint32_t rules_forgotten;     /* times they were forgotten for a dlclose */
+	uint32_t rule_slots;          /* of rules[] in use: RULE_SLOTS_FIRST and up */
+	uint32_t rule_evictions;      /* since rule_slots last grew */
 	uintptr_t stack_lo, stack_hi;  /* the thread's own stack; 0, 0 if not known */
 	struct site_memo sites[SITE_SLOTS];
 	struct key_ahead ahead;
@@ -414,10 +417,38 @@ static void tail_remember(struct stack_cache *c, uint32_t id, void *const *frame
  * of every key. */
 #define RULE_WAYS 4
 
-static struct frame_rule *rule_set(struct stack_cache *c, uintptr_t ip)
+static inline uint32_t rule_index(const struct stack_cache *c, uintptr_t ip)
 {
 	uint64_t h = (uint64_t)ip * 0x9e3779b97f4a7c15ull;
-	return &c->rules[(h >> 40) & (RULE_SLOTS - RULE_WAYS)];
+	return (uint32_t)(h >> 40) & (c->rule_slots - RULE_WAYS);
+}
+
+static struct frame_rule *rule_set(struct stack_cache *c, uintptr_t ip)
+{
+	return &c->rules[rule_index(c, ip)];
+}
+
+/* A program with more call sites than the rules in use (a compiler's tens of thousands) evicts
+ * them from full sets: twice the slots, up to RULE_SLOTS. A small program touches the first
+ * pages of the table only. A set's index gains one bit: each rule stays in its set or moves
+ * to the same set of the new half. */
+static void rules_grow(struct stack_cache *c)
+{
+	uint32_t old = c->rule_slots;
+	c->rule_slots = old * 2;
+	c->rule_evictions = 0;
+	for (uint32_t i = 0; i < old; i++) {
+		struct frame_rule *r = &c->rules[i];
+		uint32_t at = r->ip ? rule_index(c, r->ip) : 0;
+		if (at < old)
+			continue;
+		for (int w = 0; w < RULE_WAYS; w++)
+			if (!c->rules[at + w].ip) {
+				c->rules[at + w] = *r;
+				break;
+			}
+		*r = (struct frame_rule){ 0 };
+	}
 }
 
 static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
@@ -434,14 +465,20 @@ static struct frame_rule *frame_rule(struct stack_cache *c, uintptr_t ip)
  * way of its set, else one picked by its address. */
 static struct frame_rule *rule_claim(struct stack_cache *c, uintptr_t ip, int32_t ra_at)
 {
-	struct frame_rule *set = rule_set(c, ip), *r = &set[(ip >> 4) % RULE_WAYS];
-	for (int i = 0; i < RULE_WAYS; i++)
-		if (!set[i].ip) {
-			r = &set[i];
-			break;
+	for (;;) {
+		struct frame_rule *set = rule_set(c, ip), *r = NULL;
+		for (int i = 0; i < RULE_WAYS && !r; i++)
+			if (!set[i].ip)
+				r = &set[i];
+		if (!r && c->rule_slots < RULE_SLOTS && ++c->rule_evictions > c->rule_slots / 8) {
+			rules_grow(c);
+			continue;
 		}
-	*r = (struct frame_rule){ ip, ra_at, SUFFIX_NONE, BP_KEPT, 0 };
-	return r;
+		if (!r)
+			r = &set[(ip >> 4) % RULE_WAYS];
+		*r = (struct frame_rule){ ip, ra_at, SUFFIX_NONE, BP_KEPT, 0 };
+		return r;
+	}
 }
 
 static struct frame_rule *frame_learn(struct stack_cache *c, uintptr_t ip, uintptr_t sp,
@@ -821,6 +858,7 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 		th->stack_cache = c;
 		stack_bounds(th, c);
 		c->rules_unloads = atomic_load(&prof_code_unloads);  /* no rules yet to forget */
+		c->rule_slots = RULE_SLOTS_FIRST;
 	}
 	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
 	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
@@ -1315,7 +1353,7 @@ static int record_by_rules(struct prof_thread *th, struct cached_stack *e, uintp
 	struct stack_cache *c = th->stack_cache;
 	uint32_t unloads = atomic_load_explicit(&prof_code_unloads, memory_order_relaxed);
 	if (unlikely(c->rules_unloads != unloads)) {
-		memset(c->rules, 0, sizeof(c->rules));
+		memset(c->rules, 0, c->rule_slots * sizeof(c->rules[0]));
 		c->rules_unloads = unloads;
 		c->rules_forgotten++;
 	}

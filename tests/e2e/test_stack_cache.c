@@ -139,6 +139,42 @@ Test(stack_cache, thread_end_leaves_other_caches)
 }
 Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); }
 
+/* A program with more call sites than the first table of frame rules (tests/progs/many_sites.c:
+ * 2,048 functions that allocate): the table grows, each function's rule is learned once by
+ * steps and its paths are recorded by rules from then on, each hit exact. With the table kept
+ * at its first size, rules evicted each other: over twice the recordings by steps, and the
+ * keys that follow the callers, broken, closed their chains. */
+Test(stack_cache, rules_outgrow_their_first_table)
+{
+	const char *dir = e2e_tmpdir();
+	char err[PATH_MAX];
+	snprintf(err, sizeof(err), "%s/err.txt", dir);
+	const char *argv[] = { e2e_prog("many_sites"), NULL };
+	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
+	char *text = e2e_read_file(err);
+	cr_assert_not_null(text);
+	unsigned long long hits, recorded, first, throttled, closed, steps, rules, wrong_walks;
+	const char *p = strstr(text, "stack cache of thread ");
+	cr_assert_not_null(p, "%s", text);
+	cr_assert_eq(sscanf(p, "stack cache of thread %*d: %llu hits, %llu recorded, %llu first seen, "
+			       "%llu throttled, %llu closed, %*u KiB, %*u hits with other Python "
+			       "frames, %llu recorded by steps, %llu by rules, %llu walks wrong",
+			    &hits, &recorded, &first, &throttled, &closed, &steps, &rules,
+			    &wrong_walks), 8, "%s", text);
+	cr_expect_leq(steps, 3000, "%s", text);
+	cr_expect_geq(rules, 2 * steps, "%s", text);
+	cr_expect_eq(wrong_walks, 0, "%s", text);
+	cr_expect_lt(closed, 1000, "%s", text);
+	long checked = 0, wrong = -1;
+	for (p = text; (p = strstr(p, "stack cache: ")); p++)
+		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &checked, &wrong) != 2)
+			checked = 0;
+	cr_expect_gt(checked, 100000, "%ld hits checked:\n%s", checked, text);
+	cr_expect_eq(wrong, 0, "%s", text);
+	free(text);
+}
+
 /* A dlclose may take code away and let other code come at its addresses: the frame rules a
  * thread learned before it are forgotten, learned again by steps, and the paths recorded
  * after it (at new depths) are still exact. */
