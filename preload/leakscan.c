@@ -499,17 +499,14 @@ static size_t blocks_upto(uint64_t v)
 
 /* The block found last for a page of addresses: a program's memory points into the same few
  * blocks again and again (an interpreter's arenas), and a binary search of a million blocks
- * is some twenty cache misses. Emptied for each scan (near_forget()). */
+ * is some twenty cache misses. An entry is only a guess, checked against the block it names
+ * (so one left from an earlier scan does no harm, and none needs clearing: 64 KiB of pages
+ * at every exit). */
 #define NEAR_SLOTS 4096
 static struct near {
 	uint64_t page;  /* 1 + the page's number, 0: none */
 	uint32_t block;
 } near[NEAR_SLOTS];
-
-static void near_forget(void)
-{
-	memset(near, 0, sizeof(near));
-}
 
 static inline int block_holds(const struct block *b, uint64_t v)
 {
@@ -520,7 +517,7 @@ static inline int block_holds(const struct block *b, uint64_t v)
 static ssize_t block_at(uint64_t v)
 {
 	struct near *c = &near[(v >> 12) % NEAR_SLOTS];
-	if (c->page == (v >> 12) + 1 && block_holds(&tab[c->block], v))
+	if (c->page == (v >> 12) + 1 && c->block < nblocks && block_holds(&tab[c->block], v))
 		return c->block;
 	size_t n = blocks_upto(v);
 	if (n == 0 || !block_holds(&tab[n - 1], v))
@@ -1055,7 +1052,6 @@ void prof_leak_scan(uintptr_t stack_from)
 	dl_iterate_phdr(own_segments, NULL);
 	if (read_trace() < 0)
 		return;
-	near_forget();
 	work_cap = 3 * nblocks + 16;
 	if (!(work = scratch(work_cap * sizeof(*work))))
 		return;
