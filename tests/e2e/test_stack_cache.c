@@ -13,12 +13,14 @@
 
 TestSuite(stack_cache, .fini = e2e_cleanup);
 
-static void checked_run(const char *prog)
+/* tests/progs/PROG (with ARG, if given) under PROF_STACK_CACHE=check: every hit unwound
+ * again and compared. At least min_hits hits, none wrong; the PROF_DEBUG=1 lines, to free. */
+static char *checked_hits(const char *prog, const char *arg, long min_hits)
 {
 	const char *dir = e2e_tmpdir();
 	char err[PATH_MAX];
 	snprintf(err, sizeof(err), "%s/err.txt", dir);
-	const char *argv[] = { e2e_prog(prog), NULL };
+	const char *argv[] = { e2e_prog(prog), arg, NULL };
 	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
 	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
 	char *text = e2e_read_file(err);
@@ -28,9 +30,14 @@ static void checked_run(const char *prog)
 	for (const char *p = text; (p = strstr(p, "stack cache: ")); p++)
 		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
 			hits = 0;
-	cr_expect_gt(hits, 1000, "%s: %ld hits checked:\n%s", prog, hits, text);
+	cr_expect_gt(hits, min_hits, "%s: %ld hits checked:\n%s", prog, hits, text);
 	cr_expect_eq(wrong, 0, "%s", text);
-	free(text);
+	return text;
+}
+
+static void checked_run(const char *prog)
+{
+	free(checked_hits(prog, NULL, 1000));
 }
 
 static char *flame(const char *prog, const char *cache, long *tails)
@@ -120,22 +127,7 @@ Test(stack_cache, mostly_hits_optimised) { mostly_hits("many_paths_O2"); }
  * once shared pages at their edges, and giving one back cleared the start of the next. */
 Test(stack_cache, thread_end_leaves_other_caches)
 {
-	const char *dir = e2e_tmpdir();
-	char err[PATH_MAX];
-	snprintf(err, sizeof(err), "%s/err.txt", dir);
-	const char *argv[] = { e2e_prog("many_paths"), "handoff", NULL };
-	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
-	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
-	char *text = e2e_read_file(err);
-	cr_assert_not_null(text);
-	cr_expect_null(strstr(text, "gave stack"), "the cache and an unwind differ:\n%s", text);
-	long hits = 0, wrong = -1;
-	for (const char *p = text; (p = strstr(p, "stack cache: ")); p++)
-		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
-			hits = 0;
-	cr_expect_gt(hits, 50000, "%ld hits checked:\n%s", hits, text);
-	cr_expect_eq(wrong, 0, "%s", text);
-	free(text);
+	free(checked_hits("many_paths", "handoff", 50000));
 }
 Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); }
 
@@ -146,14 +138,7 @@ Test(stack_cache, mostly_hits_with_frame_pointers) { mostly_hits("many_paths"); 
  * keys that follow the callers, broken, closed their chains. */
 Test(stack_cache, rules_outgrow_their_first_table)
 {
-	const char *dir = e2e_tmpdir();
-	char err[PATH_MAX];
-	snprintf(err, sizeof(err), "%s/err.txt", dir);
-	const char *argv[] = { e2e_prog("many_sites"), NULL };
-	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
-	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
-	char *text = e2e_read_file(err);
-	cr_assert_not_null(text);
+	char *text = checked_hits("many_sites", NULL, 100000);
 	unsigned long long hits, recorded, first, throttled, closed, steps, rules, wrong_walks;
 	const char *p = strstr(text, "stack cache of thread ");
 	cr_assert_not_null(p, "%s", text);
@@ -166,12 +151,6 @@ Test(stack_cache, rules_outgrow_their_first_table)
 	cr_expect_geq(rules, 2 * steps, "%s", text);
 	cr_expect_eq(wrong_walks, 0, "%s", text);
 	cr_expect_lt(closed, 1000, "%s", text);
-	long checked = 0, wrong = -1;
-	for (p = text; (p = strstr(p, "stack cache: ")); p++)
-		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &checked, &wrong) != 2)
-			checked = 0;
-	cr_expect_gt(checked, 100000, "%ld hits checked:\n%s", checked, text);
-	cr_expect_eq(wrong, 0, "%s", text);
 	free(text);
 }
 
@@ -180,14 +159,7 @@ Test(stack_cache, rules_outgrow_their_first_table)
  * after it (at new depths) are still exact. */
 Test(stack_cache, rules_forgotten_after_dlclose)
 {
-	const char *dir = e2e_tmpdir();
-	char err[PATH_MAX];
-	snprintf(err, sizeof(err), "%s/err.txt", dir);
-	const char *argv[] = { e2e_prog("many_paths_O2"), "unload", NULL };
-	const char *env[] = { "PROF_STACK_CACHE=check", "PROF_DEBUG=1", NULL };
-	cr_assert_eq(e2e_profile(dir, argv, env, NULL, err), 0);
-	char *text = e2e_read_file(err);
-	cr_assert_not_null(text);
+	char *text = checked_hits("many_paths_O2", "unload", 50000);
 	unsigned long long steps = 0, rules = 0, wrong_walks = 1;
 	unsigned forgotten = 0;
 	const char *p = strstr(text, "stack cache of thread ");
@@ -202,12 +174,6 @@ Test(stack_cache, rules_forgotten_after_dlclose)
 	cr_expect_eq(forgotten, 1, "%s", text);
 	cr_expect_gt(rules, 3000, "%s", text);
 	cr_expect_eq(wrong_walks, 0, "%s", text);
-	long hits = 0, wrong = -1;
-	for (p = text; (p = strstr(p, "stack cache: ")); p++)
-		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
-			hits = 0;
-	cr_expect_gt(hits, 50000, "%ld hits checked:\n%s", hits, text);
-	cr_expect_eq(wrong, 0, "%s", text);
 	free(text);
 }
 
