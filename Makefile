@@ -241,6 +241,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/overhead.sh
 	bench/breakdown.sh
 	bench/many.sh
+	bench/leakscan.sh
 	BUILD=$(BUILD) bench/tracesize.sh
 	bench/python.sh
 	BUILD=$(BUILD) bench/symbols.sh

@@ -183,10 +183,24 @@ static __attribute__((noinline)) int at_grow(struct addr_table *t)
 }
 
 /* Room for one more entry: 0, or -1 when no memory could be had. */
-static inline int at_room(struct addr_table *t)
+static inline int at_has_room(const struct addr_table *t, size_t n)
 {
 	size_t fill = t->cap < PREFETCH_FROM ? 4 : 2;
-	return likely(t->slot && (t->n + 1) * fill <= t->cap) ? 0 : at_grow(t);
+	return t->slot && (n + 1) * fill <= t->cap;
+}
+
+static inline int at_room(struct addr_table *t)
+{
+	return likely(at_has_room(t, t->n)) ? 0 : at_grow(t);
+}
+
+/* Room for n entries in all: 0, or -1. */
+static int at_reserve(struct addr_table *t, size_t n)
+{
+	while (!at_has_room(t, n))
+		if (at_grow(t) < 0)
+			return -1;
+	return 0;
 }
 
 /* Empties slot i, moving back the entries after it that would no longer be found. */
@@ -423,15 +437,18 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 	}
 }
 
-/* Folds a stream's table into `latest`: per address, the later event wins. */
+/* Folds a stream's table into `latest`: per address, the later event wins. `latest` is made
+ * big enough first: entries come in the order of their slots, so a table that grew as they
+ * came had them all in its first slots, one cluster that every insertion probed through
+ * (a million blocks left at exit took seconds). */
 static int fold(const struct addr_table *t)
 {
+	if (at_reserve(&latest, latest.n + t->n) < 0)
+		return -1;
 	for (size_t i = 0; i < t->cap; i++) {
 		const struct addr_event *a = &t->slot[i];
 		if (!a->ptr)
 			continue;
-		if (at_room(&latest) < 0)
-			return -1;
 		struct addr_event *l = &latest.slot[at_slot(&latest, a->ptr)];
 		if (!l->ptr)
 			latest.n++;
@@ -517,8 +534,13 @@ static inline int block_holds(const struct block *b, uint64_t v)
 static ssize_t block_at(uint64_t v)
 {
 	struct near *c = &near[(v >> 12) % NEAR_SLOTS];
-	if (c->page == (v >> 12) + 1 && c->block < nblocks && block_holds(&tab[c->block], v))
-		return c->block;
+	if (c->page == (v >> 12) + 1 && c->block < nblocks) {
+		if (block_holds(&tab[c->block], v))
+			return c->block;
+		/* the next block: an array of pointers to blocks allocated one after another */
+		if (c->block + 1 < nblocks && block_holds(&tab[c->block + 1], v))
+			return ++c->block;
+	}
 	size_t n = blocks_upto(v);
 	if (n == 0 || !block_holds(&tab[n - 1], v))
 		return -1;
@@ -1079,11 +1101,13 @@ void prof_leak_scan(uintptr_t stack_from)
 	 * that order; in address order, which glibc's reuse of freed chunks decides, a part
 	 * led as often, and the classes changed with the program's environment. */
 	uint32_t *by_age = scratch((nblocks ? nblocks : 1) * sizeof(*by_age));
+	size_t nlost = by_age ? 0 : nblocks;  /* by_age: the blocks not reached, oldest first */
 	for (size_t i = 0; by_age && i < nblocks; i++)
-		by_age[i] = (uint32_t)i;
+		if (tab[i].state == UNREACHED)
+			by_age[nlost++] = (uint32_t)i;
 	if (by_age)
-		heap_sort(by_age, nblocks, sizeof(*by_age), allocated_after);
-	for (size_t k = 0; k < nblocks; k++) {
+		heap_sort(by_age, nlost, sizeof(*by_age), allocated_after);
+	for (size_t k = 0; k < nlost; k++) {
 		size_t i = by_age ? by_age[k] : k;
 		if (tab[i].state != UNREACHED)
 			continue;
