@@ -182,13 +182,14 @@ static __attribute__((noinline)) int at_grow(struct addr_table *t)
 	return 0;
 }
 
-/* Room for one more entry: 0, or -1 when no memory could be had. */
+/* Whether t holds one entry more than n within its fill. */
 static inline int at_has_room(const struct addr_table *t, size_t n)
 {
 	size_t fill = t->cap < PREFETCH_FROM ? 4 : 2;
 	return t->slot && (n + 1) * fill <= t->cap;
 }
 
+/* Room for one more entry: 0, or -1 when no memory could be had. */
 static inline int at_room(struct addr_table *t)
 {
 	return likely(at_has_room(t, t->n)) ? 0 : at_grow(t);
@@ -597,10 +598,11 @@ static void push(size_t i)
 }
 
 /* ---- reading the program's memory without faulting --------------------------------------
- * process_vm_readv() on our own process; where a seccomp filter refuses it (Docker's default
- * profile does, to a container without CAP_SYS_PTRACE), through a pipe: write(2) of the
- * memory, which the kernel copies as far as it is mapped (EFAULT where nothing is), then
- * read(2) of it back. Without either, no block could be told reachable: no leak classes. */
+ * process_vm_readv() on our own process, and a pipe: write(2) of the memory, which the kernel
+ * copies as far as it is mapped (EFAULT where nothing is), then read(2) of it back. Where a
+ * seccomp filter refuses process_vm_readv (Docker's default profile does, to a container
+ * without CAP_SYS_PTRACE), the pipe alone. Without either, no block could be told reachable:
+ * no leak classes. */
 static int mem_pipe[2] = { -1, -1 };  /* [1] written, [0] read; -1: none */
 static size_t mem_pipe_room;
 static int vm_readv_ok;
