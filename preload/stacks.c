@@ -290,8 +290,9 @@ struct frame_rule {
 /* A recording unwind (unw_step: libunwind's DWARF cache is small and, in Debian's build,
  * masks signals on every step) costs up to ten unw_backtrace calls, so it is spent only where
  * it will be paid back; a recording by the rules its frames are known to follow (rules_walk(),
- * with the unw_backtrace that checks it) costs little more than one. A call is recorded the second time its key is seen (a bit per key in
- * seen[], the first sighting unwinds fast): a call path that comes once is never recorded.
+ * with the unw_backtrace that checks it) costs little more than one. A call is recorded the
+ * second time its key is seen (a bit per key in seen[], the first sighting unwinds fast): a
+ * call path that comes once is never recorded.
  * Once the arena has overflowed (a working set of stacks larger than it, where entries are
  * dropped before they pay) a thread records only as long as its hits pay for that: otherwise
  * one miss in RECORD_EVERY times the debt in units of DEBT_MAX, so the cache still fills
