@@ -1096,8 +1096,7 @@ static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
-/* Runs in the exiting thread after libc freed its own blocks, before EXIT is written. */
-void prof_leak_scan(uintptr_t stack_from)
+static void scan_all(uintptr_t stack_from)
 {
 	struct prof_thread *th = prof_thread_get();
 	if (!prof_cfg.leak_check || !(prof_cfg.events & PROF_EV_ALLOC) || prof_writer_disabled())
@@ -1168,4 +1167,17 @@ void prof_leak_scan(uintptr_t stack_from)
 	r->listed = listed;
 	prof_commit(r, PROF_REC_LEAK_SCAN, whole_stacks ? PROF_LEAK_OTHER_THREADS : 0, sizeof(*r),
 		    prof_now());
+}
+
+/* Runs in the exiting thread after libc freed its own blocks, before EXIT is written. */
+void prof_leak_scan(uintptr_t stack_from)
+{
+	scan_all(stack_from);
+	/* The pipe's descriptors are the program's again: a program that had closed its stdout
+	 * and writes to it later must not write into our pipe. */
+	if (mem_pipe[0] >= 0) {
+		close(mem_pipe[0]);
+		close(mem_pipe[1]);
+		mem_pipe[0] = mem_pipe[1] = -1;
+	}
 }
