@@ -20,9 +20,7 @@ positive BENCH_OPS "$OPS"
 lib=$root/$BUILD/libprof.so
 [[ -f $lib ]] || die "$lib not found (run make first)"
 unset_prof_env PROF_STACK_CACHE PROF_HEAP_SAMPLE PROF_LEAK_CHECK
-out=$root/$BUILD/bench/breakdown
-mkdir -p "$out"
-trap 'rm -rf "$out/traces"' EXIT
+work_dir breakdown
 ${CC:-cc} -O2 -g -std=gnu11 -pthread bench/alloc_bench.c -o "$out/alloc_bench"
 
 # name|environment ("-": uninstrumented)|the step it is measured against|what it adds there

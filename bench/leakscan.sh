@@ -14,17 +14,11 @@ positive BENCH_BLOCKS "$BLOCKS"
 lib=$root/$BUILD/libprof.so
 [[ -f $lib ]] || die "$lib not found (run make first)"
 unset_prof_env PROF_LEAK_CHECK PROF_HEAP_SAMPLE PROF_STACK_CACHE
-out=$root/$BUILD/bench/leakscan
-mkdir -p "$out"
-trap 'rm -rf "$out/traces"' EXIT
+work_dir leakscan
 ${CC:-cc} -O2 -g -std=gnu11 bench/held_bench.c -o "$out/held_bench"
 libs=(libprof)
-base_lib=${BENCH_BASE_LIB:-}
-if [[ -n $base_lib ]]; then
-	[[ -f $base_lib ]] || die "BENCH_BASE_LIB: $base_lib not found"
-	base_lib=$(readlink -f "$base_lib")
-	libs+=(base)
-fi
+base_lib_from_env
+[[ -z $base_lib ]] || libs+=(base)
 
 # run NAME LIB CHECK: one run's wall time in ms into $out/NAME.ms.
 run() {

@@ -37,3 +37,20 @@ median() { sort -g "$@" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1)
 # the numbers, so an integer stays an integer.
 # shellcheck disable=SC2120  # the files are optional
 median_low() { sort -g "$@" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# work_dir NAME: $out, $BUILD/bench/NAME, made; the traces it runs leave in $out/traces go
+# at exit.
+work_dir() {
+	out=$root/$BUILD/bench/$1
+	mkdir -p "$out"
+	trap 'rm -rf "$out/traces"' EXIT
+}
+
+# base_lib_from_env: $base_lib, the full path of BENCH_BASE_LIB (another build's libprof.so,
+# run beside this one), or empty where it is not set.
+base_lib_from_env() {
+	base_lib=${BENCH_BASE_LIB:-}
+	[[ -z $base_lib ]] && return 0
+	[[ -f $base_lib ]] || die "BENCH_BASE_LIB: $base_lib not found"
+	base_lib=$(readlink -f "$base_lib")
+}

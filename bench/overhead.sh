@@ -15,9 +15,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 lib=$root/$BUILD/libprof.so
 [[ -f $lib ]] || die "$lib not found (run make first)"
 unset_prof_env PROF_STACK_CACHE PROF_HEAP_SAMPLE PROF_HEAP_SAMPLE_SEED PROF_LEAK_CHECK PROF_CUDA_TIMING
-out=$root/$BUILD/bench/overhead
-mkdir -p "$out"
-trap 'rm -rf "$out/traces"' EXIT
+work_dir overhead
 ${CC:-cc} -O2 -g -std=gnu11 -pthread bench/alloc_bench.c -o "$out/alloc_bench"
 ${CC:-cc} -O2 -g -std=gnu11 -pthread bench/lock_bench.c -o "$out/lock_bench"
 ${CC:-cc} -O2 -g -std=gnu11 bench/io_bench.c -o "$out/io_bench"
@@ -96,12 +94,8 @@ if command -v clang >/dev/null; then
 fi
 modes=(none libprof sample512k)
 [[ -z ${BENCH_CACHE_OFF:-} ]] || modes+=(cache_off)
-base_lib=${BENCH_BASE_LIB:-}
-if [[ -n $base_lib ]]; then
-	[[ -f $base_lib ]] || die "BENCH_BASE_LIB: $base_lib not found"
-	base_lib=$(readlink -f "$base_lib")
-	modes+=(base)
-fi
+base_lib_from_env
+[[ -z $base_lib ]] || modes+=(base)
 [[ ${BENCH_NO_HEAPTRACK:-} ]] || ! command -v heaptrack >/dev/null || modes+=(heaptrack)
 traced() {  # env... command: under libprof, traces in $out/traces
 	PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib "$@"
