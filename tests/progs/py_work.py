@@ -85,18 +85,29 @@ def numpy_alloc():
     return float(a.sum())
 
 
-def locked_work(lock, start):
-    start.wait()  # both at once: a thread slow to start would find the lock free
-    for _ in range(10):
-        with lock:  # LOCK-LINE
-            time.sleep(0.004)
+def locked_work(lock, turn, holds):
+    # Each round, one thread takes the lock, then both pass the barrier and the other asks
+    # for it while the first holds it 100 ms: a wait however late the asking thread is
+    # scheduled (on a loaded machine a thread woken by the barrier ran 40 ms late, after a
+    # lock held 4 ms at a time had been let go for good).
+    for _ in range(3):
+        if holds:
+            lock.acquire()
+            turn.wait()
+            time.sleep(0.1)
+            lock.release()
+        else:
+            turn.wait()
+            with lock:  # LOCK-LINE
+                pass
+        turn.wait()  # the round is over: the next one takes the lock afresh
 
 
 def contend():
     import threading
     lock = threading.Lock()
-    start = threading.Barrier(2)
-    ts = [threading.Thread(target=locked_work, args=(lock, start)) for _ in range(2)]
+    turn = threading.Barrier(2)
+    ts = [threading.Thread(target=locked_work, args=(lock, turn, holds)) for holds in (True, False)]
     for t in ts:
         t.start()
     for t in ts:
