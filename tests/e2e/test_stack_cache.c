@@ -171,7 +171,7 @@ Test(stack_cache, rules_forgotten_after_dlclose)
 	cr_assert_eq(sscanf(p, "%llu recorded by steps, %llu by rules, %llu walks wrong, rules "
 			       "forgotten %u times", &steps, &rules, &wrong_walks, &forgotten), 4,
 		     "%s", text);
-	cr_expect_eq(forgotten, 1, "%s", text);
+	cr_expect_geq(forgotten, 1, "%s", text);  /* the libm dlclose (and any of libc's own) */
 	cr_expect_gt(rules, 3000, "%s", text);
 	cr_expect_eq(wrong_walks, 0, "%s", text);
 	free(text);
