@@ -4,7 +4,14 @@
 # subprocess, lock waits and file I/O.
 # Usage: py_work.py [cpu SECONDS] [alloc] [threads] [gen] [exc] [numpy] [sub] [locks] [io]
 import sys
+import threading
 import time
+
+# The lock contend() waits for, made before any thread starts: libprof knows a lock by its
+# address, and a lock made later could take the address of one that a thread had waited for
+# and freed (threading.Event's, in threads()), whose entry, first wait's stack included, it
+# would then go on (libprof does not see locks destroyed).
+CONTEND_LOCK = threading.Lock()
 
 
 def spin(seconds):
@@ -39,7 +46,6 @@ def thread_work():
 
 
 def threads():
-    import threading
     ts = [threading.Thread(target=thread_work) for _ in range(3)]
     for t in ts:
         t.start()
@@ -104,10 +110,9 @@ def locked_work(lock, turn, holds):
 
 
 def contend():
-    import threading
-    lock = threading.Lock()
     turn = threading.Barrier(2)
-    ts = [threading.Thread(target=locked_work, args=(lock, turn, holds)) for holds in (True, False)]
+    ts = [threading.Thread(target=locked_work, args=(CONTEND_LOCK, turn, holds))
+          for holds in (True, False)]
     for t in ts:
         t.start()
     for t in ts:
