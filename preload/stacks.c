@@ -689,21 +689,28 @@ uintptr_t prof_main_stack_lo(void)
 	return top - rl.rlim_cur;
 }
 
-/* The thread's own stack, where [sp, stack_hi) is mapped for any sp inside it: for the first
- * thread, the rlimit below where it began; for one started through pthread_create, what glibc
- * said as it started (th->stack_lo, threads.c) up to its descriptor, which glibc puts at the
- * stack's top. Async-signal-safe. */
-static void stack_bounds(struct prof_thread *th, struct stack_cache *c)
+/* The calling thread's own stack, if sp lies in it: [*lo, *hi), where [sp, *hi) is mapped for
+ * any sp inside it. From th->stack_lo (the first thread's rlimit below where it began, or what
+ * glibc said as a thread started through pthread_create began, threads.c) up to the thread's
+ * descriptor, which glibc puts at its stack's top, or for the first thread up to where its
+ * stack began. 0, 0 where not known. Async-signal-safe. */
+static void own_stack(const struct prof_thread *th, uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 {
 	extern void *__libc_stack_end;
-	if (th->tid != (uint32_t)getpid()) {
-		if (th->stack_lo) {
-			c->stack_lo = th->stack_lo;
-			c->stack_hi = (uintptr_t)pthread_self();
-		}
-	} else if ((c->stack_lo = prof_main_stack_lo())) {
-		c->stack_hi = (uintptr_t)__libc_stack_end;
-	}
+	uintptr_t l = th->stack_lo, h = (uintptr_t)pthread_self();
+	if (!(l <= sp && sp < h))
+		h = (uintptr_t)__libc_stack_end;  /* the first thread's */
+	if (!(l && l <= sp && sp < h))
+		l = h = 0;
+	*lo = l;
+	*hi = h;
+}
+
+/* The thread's own stack, for the cache's walks: own_stack() from its floor, so wherever the
+ * thread runs now (a handler on an alternate stack). */
+static void stack_bounds(struct prof_thread *th, struct stack_cache *c)
+{
+	own_stack(th, th->stack_lo, &c->stack_lo, &c->stack_hi);
 }
 
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp);
@@ -993,13 +1000,11 @@ int prof_unwind_masks(struct prof_thread *th, uintptr_t caller)
 
 void prof_unwind_begin(struct prof_thread *th, uintptr_t sp)
 {
-	extern void *__libc_stack_end;
-	uintptr_t top = (uintptr_t)pthread_self(), lo = th->stack_lo;
-	if (!(sp < top && lo <= sp))  /* glibc puts a thread's descriptor at its stack's top */
-		top = (uintptr_t)__libc_stack_end;  /* the first thread's */
-	if (lo && lo <= sp && sp < top) {
+	uintptr_t lo, hi;
+	own_stack(th, sp, &lo, &hi);
+	if (lo) {
 		th->unwind_lo = sp;
-		th->unwind_hi = top;
+		th->unwind_hi = hi;
 	}
 	th->unwinding = UNWINDING_LAZY;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -1052,6 +1057,26 @@ static void unwind_reads_install(void)
 		libunwind_read = a->access_mem;
 		a->access_mem = unwind_read;
 	}
+}
+
+/* The rbp a frame's CFA was taken from, read from word src of an entry (-1: the call's own
+ * rbp), decides the unwind: that word is checked (keep), or the call's rbp (need_bp). */
+static inline void rbp_decides(uint8_t *keep, int src, uint32_t *need_bp)
+{
+	if (src < 0)
+		*need_bp = 1;
+	else
+		keep[src] = 1;
+}
+
+/* e's words, w of them: the kept ones, in order. Their count. */
+static uint32_t words_kept(struct cached_stack *e, const uint8_t *keep, uint32_t w)
+{
+	uint32_t kept = 0;
+	for (uint32_t i = 0; i < w; i++)
+		if (keep[i])
+			e->word[kept++] = e->word[i];
+	return kept;
 }
 
 /* A fork while another thread is inside unw_step (a recording unwind) leaves libunwind's lock
@@ -1127,10 +1152,8 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 			ok &= ip == call_site && sp == sp0 && bp == bp0;
 		} else {
 			int rbp_based = sp == prev_bp + 16;  /* the frame below, as far as we can tell */
-			if (rbp_based && prev_src < 0)
-				need_bp = 1;
-			else if (rbp_based)
-				keep[prev_src] = 1;
+			if (rbp_based)
+				rbp_decides(keep, prev_src, &need_bp);
 			struct frame_rule *r = NULL;
 			uintptr_t ra = read_from(&c, UNW_REG_IP, sp0);
 			if (ra) {
@@ -1176,15 +1199,9 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 		} else if (ok && prof_addr_in_objects(prev_ip, 1)) {
 			end_learn(sc, prev_ip);
 		}
-		if (prev_src < 0)
-			need_bp = 1;
-		else
-			keep[prev_src] = 1;
+		rbp_decides(keep, prev_src, &need_bp);
 	}
-	uint32_t kept = 0;
-	for (uint32_t i = 0; i < w; i++)
-		if (keep[i])
-			e->word[kept++] = e->word[i];
+	uint32_t kept = words_kept(e, keep, w);
 	e->n = ok ? kept : 0;
 	e->need_bp = need_bp;
 	return n;
@@ -1212,10 +1229,7 @@ static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t c
 		if (n == max)
 			break;
 		if (r->flags & RULE_END) {
-			if (bp_src < 0)
-				need_bp = 1;
-			else
-				keep[bp_src] = 1;
+			rbp_decides(keep, bp_src, &need_bp);
 			*whole = 1;
 			break;
 		}
@@ -1223,10 +1237,7 @@ static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t c
 			return 0;
 		uintptr_t ra;
 		if (r->ra_at == RA_AT_RBP) {
-			if (bp_src < 0)
-				need_bp = 1;
-			else
-				keep[bp_src] = 1;
+			rbp_decides(keep, bp_src, &need_bp);
 			ra = bp + 8;
 		} else {
 			ra = sp + (uint32_t)r->ra_at;
@@ -1247,11 +1258,7 @@ static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t c
 			e->word[w++] = (typeof(e->word[0])){ at, bp };
 		}
 	}
-	uint32_t kept = 0;
-	for (uint32_t i = 0; i < w; i++)
-		if (keep[i])
-			e->word[kept++] = e->word[i];
-	e->n = kept;
+	e->n = words_kept(e, keep, w);
 	e->need_bp = need_bp;
 	return n;
 }
