@@ -70,7 +70,8 @@ $(BUILD)/prof: $(BUILD)/obj/analyzer/main.o $(ANALYZER_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(ANALYZER_LIBS)
 
 # Test programs: no optimisation so leak sites keep their lines; threads for the MT ones.
-$(BUILD)/progs/%: tests/progs/%.c tests/progs/clear_stack.h tests/progs/code_range.h
+$(BUILD)/progs/%: tests/progs/%.c tests/progs/clear_stack.h tests/progs/code_range.h \
+		tests/progs/alloc_leaf.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O0 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 # Database clients link their library (the profiler itself never does).
@@ -105,14 +106,14 @@ $(BUILD)/progs/stack_paths_O2: tests/progs/stack_paths.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) -g -O2 -Wall -Wextra -Werror $< -o $@ -lpthread
 # Many call paths, optimised (no frame pointers) and with frame pointers.
-$(BUILD)/progs/many_paths_O2: tests/progs/many_paths.c
+$(BUILD)/progs/many_paths_O2: tests/progs/many_paths.c tests/progs/alloc_leaf.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O2 -Wall -Wextra -Werror -pthread $< -o $@
 # Frames of other sizes at one depth, optimised too (rsp-based frames, no frame pointers).
 $(BUILD)/progs/stack_layouts_O2: tests/progs/stack_layouts.c
 	@mkdir -p $(dir $@)
 	$(CC) -g -O2 -Wall -Wextra -Werror $< -o $@
-$(BUILD)/progs/many_paths: tests/progs/many_paths.c
+$(BUILD)/progs/many_paths: tests/progs/many_paths.c tests/progs/alloc_leaf.h
 	@mkdir -p $(dir $@)
 	$(CC) -g -O2 -fno-omit-frame-pointer -Wall -Wextra -Werror -pthread $< -o $@
 $(BUILD)/progs/%: examples/%.c

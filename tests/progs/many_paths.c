@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alloc_leaf.h"
+
 #define PATHS 3000u
 #define ROUNDS 20u
 
@@ -36,21 +38,11 @@ static unsigned hash(unsigned a, unsigned b)
 	return h ^ (h >> 16);
 }
 
-static __attribute__((noinline)) uintptr_t leaf(unsigned path)
-{
-	char *p = malloc(16 + path % 200);
-	if (!p)
-		exit(1);
-	p[0] = (char)path;
-	uintptr_t v = (uintptr_t)p[0];
-	free(p);
-	return v;
-}
 
 static inline uintptr_t next(unsigned path, int level, int depth)
 {
 	if (level >= depth)
-		return leaf(path);
+		return leaf(path, 200);
 	return steps[hash(path, (unsigned)level) & 3](path, level + 1, depth);
 }
 

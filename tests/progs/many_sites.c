@@ -6,21 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static __attribute__((noinline)) uintptr_t leaf(unsigned k)
-{
-	char *p = malloc(16 + k % 64);
-	if (!p)
-		exit(1);
-	p[0] = (char)k;
-	uintptr_t v = (uintptr_t)p[0];
-	free(p);
-	return v;
-}
+#include "alloc_leaf.h"
+
 
 #define F(n)                                                                          \
 	static __attribute__((noinline, noclone)) uintptr_t f##n(unsigned k)           \
 	{                                                                             \
-		uintptr_t r = leaf(k + n);                                             \
+		uintptr_t r = leaf(k + n, 64);                                         \
 		__asm__ volatile("" : "+r"(r));                                       \
 		return r + n;                                                         \
 	}
