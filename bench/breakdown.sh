@@ -17,8 +17,7 @@ OPS=${BENCH_OPS:-500000}
 positive BENCH_ROUNDS "$ROUNDS"
 positive BENCH_THREADS "$THREADS"
 positive BENCH_OPS "$OPS"
-lib=$root/$BUILD/libprof.so
-[[ -f $lib ]] || die "$lib not found (run make first)"
+built_lib
 unset_prof_env PROF_STACK_CACHE PROF_HEAP_SAMPLE PROF_LEAK_CHECK
 work_dir breakdown
 ${CC:-cc} -O2 -g -std=gnu11 -pthread bench/alloc_bench.c -o "$out/alloc_bench"

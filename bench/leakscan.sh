@@ -11,8 +11,7 @@ ROUNDS=${BENCH_ROUNDS:-5}
 BLOCKS=${BENCH_BLOCKS:-1000000}
 positive BENCH_ROUNDS "$ROUNDS"
 positive BENCH_BLOCKS "$BLOCKS"
-lib=$root/$BUILD/libprof.so
-[[ -f $lib ]] || die "$lib not found (run make first)"
+built_lib
 unset_prof_env PROF_LEAK_CHECK PROF_HEAP_SAMPLE PROF_STACK_CACHE
 work_dir leakscan
 ${CC:-cc} -O2 -g -std=gnu11 bench/held_bench.c -o "$out/held_bench"

@@ -38,6 +38,12 @@ median() { sort -g "$@" | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1)
 # shellcheck disable=SC2120  # the files are optional
 median_low() { sort -g "$@" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# built_lib: $lib, this build's libprof.so, which must exist.
+built_lib() {
+	lib=$root/$BUILD/libprof.so
+	[[ -f $lib ]] || die "$lib not found (run make first)"
+}
+
 # work_dir NAME: $out, $BUILD/bench/NAME, made; the traces it runs leave in $out/traces go
 # at exit.
 work_dir() {

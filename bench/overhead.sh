@@ -12,8 +12,7 @@
 # shellcheck source=bench/lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-3}
-lib=$root/$BUILD/libprof.so
-[[ -f $lib ]] || die "$lib not found (run make first)"
+built_lib
 unset_prof_env PROF_STACK_CACHE PROF_HEAP_SAMPLE PROF_HEAP_SAMPLE_SEED PROF_LEAK_CHECK PROF_CUDA_TIMING
 work_dir overhead
 ${CC:-cc} -O2 -g -std=gnu11 -pthread bench/alloc_bench.c -o "$out/alloc_bench"
