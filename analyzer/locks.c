@@ -6,7 +6,11 @@
  * blocked (exact: counts, totals, maxima and the first contended stack), and LOCK_STATS
  * snapshots of the writer's counters (cumulative; the one with the most acquisitions is the
  * latest): acquisitions, hold times, owner changes. When wait records were lost, the
- * snapshot's totals are used if they are larger. */
+ * snapshot's totals are used if they are larger.
+ *
+ * A lock's address is its name until its last snapshot (a lock destroyed or initialized
+ * again): the lock then moves to a key of its own, and the next records about the address,
+ * which come later in time, make a new lock. */
 #include "exports.h"
 #include "locks.h"
 #include "family.h"
@@ -83,11 +87,35 @@ static int on_wait(struct process *p, const struct trace_event *ev)
 	return 0;
 }
 
+/* The key an ended lock moves to: a user-space address never has bit 63 set, and the
+ * ordinal of the record that ended it is unique. */
+static uint64_t ended_key(const struct lock_stats *s)
+{
+	return 1ull << 63 | s->records;
+}
+
+static int end_lock(struct lock_stats *s, uint64_t addr)
+{
+	struct lock_info l;
+	if (!u64map_del(&s->locks, addr, &l))
+		return 0;
+	int created;
+	struct lock_info *moved = u64map_put(&s->locks, ended_key(s), &created);
+	if (!moved)
+		return -1;
+	*moved = l;
+	return 0;
+}
+
 static int on_stats(struct process *p, const struct prof_rec_lock_stats *r)
 {
 	struct lock_info *l = lock_at(locks_of(p), r->lock, r->kind);
 	if (!l)
 		return -1;
+	if (r->h.flags & PROF_LOCK_STATS_LAST) {  /* its final counts, whatever came before */
+		l->have_stats = 0;
+		l->acquisitions = 0;
+	}
 	/* Cumulative: a snapshot with fewer acquisitions is older (streams interleave). */
 	if (l->have_stats && r->acquisitions < l->acquisitions)
 		return 0;
@@ -108,7 +136,7 @@ static int on_stats(struct process *p, const struct prof_rec_lock_stats *r)
 	if (r->first_stack)
 		l->first_stack = r->first_stack;
 	l->hold_sample = r->hold_sample;
-	return 0;
+	return r->h.flags & PROF_LOCK_STATS_LAST ? end_lock(locks_of(p), r->lock) : 0;
 }
 
 static void on_name(struct process *p, const struct prof_rec_thread_name *r)
@@ -468,7 +496,7 @@ const struct family locks_family = {
 	.state_size = sizeof(struct lock_stats),
 	.init = locks_init,
 	.free = locks_free,
-	.sum_version = 1,
+	.sum_version = 2,  /* 2: ended locks kept apart */
 	.sum_write = locks_sum_write,
 	.sum_read = locks_sum_read,
 	.on_record = locks_on_record,

@@ -9,7 +9,9 @@
  * stores suffice: the lock itself orders them. Shared holds (read locks, semaphores, condition
  * variables, barriers) use atomic adds. Counters reach the trace as cumulative LOCK_STATS
  * snapshots: at the lock's first use, as its acquisitions reach 2^k (k <= 12) and every 4096
- * after, and at exit, so a SIGKILL loses at most the last 4096 acquisitions of a lock.
+ * after, and at exit, so a SIGKILL loses at most the last 4096 acquisitions of a lock. A lock
+ * destroyed or initialized again has its last snapshot written then, and its entry starts over
+ * for the next lock made at that address (lock_ended()).
  *
  * Hold times need a clock read at acquisition and at release. Two clock reads cost more than
  * the whole uncontended lock/unlock pair, so only the first HOLD_EXACT holds of each lock are
@@ -56,6 +58,19 @@ static struct {
 	int (*sem_trywait)(sem_t *);
 	int (*sem_timedwait)(sem_t *, const struct timespec *);
 	int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+	/* Lifetimes: where a lock's entry ends (lock_ended()). */
+	int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+	int (*mutex_destroy)(pthread_mutex_t *);
+	int (*rwlock_init)(pthread_rwlock_t *, const pthread_rwlockattr_t *);
+	int (*rwlock_destroy)(pthread_rwlock_t *);
+	int (*spin_init)(pthread_spinlock_t *, int);
+	int (*spin_destroy)(pthread_spinlock_t *);
+	int (*cond_init)(pthread_cond_t *, const pthread_condattr_t *);
+	int (*cond_destroy)(pthread_cond_t *);
+	int (*barrier_init)(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
+	int (*barrier_destroy)(pthread_barrier_t *);
+	int (*sem_init)(sem_t *, int, unsigned);
+	int (*sem_destroy)(sem_t *);
 } real;
 
 /* Resolves every real function once. Condition variables exist in two ABIs (GLIBC_2.2.5 and
@@ -97,6 +112,18 @@ static noinline void resolve(void)
 	RESOLVE(sem_trywait, "sem_trywait");
 	RESOLVE(sem_timedwait, "sem_timedwait");
 	RESOLVE(sem_clockwait, "sem_clockwait");
+	RESOLVE(mutex_init, "pthread_mutex_init");
+	RESOLVE(mutex_destroy, "pthread_mutex_destroy");
+	RESOLVE(rwlock_init, "pthread_rwlock_init");
+	RESOLVE(rwlock_destroy, "pthread_rwlock_destroy");
+	RESOLVE(spin_init, "pthread_spin_init");
+	RESOLVE(spin_destroy, "pthread_spin_destroy");
+	RESOLVE_COND(cond_init, "pthread_cond_init");
+	RESOLVE_COND(cond_destroy, "pthread_cond_destroy");
+	RESOLVE(barrier_init, "pthread_barrier_init");
+	RESOLVE(barrier_destroy, "pthread_barrier_destroy");
+	RESOLVE(sem_init, "sem_init");
+	RESOLVE(sem_destroy, "sem_destroy");
 	RESOLVE(mutex_lock, "pthread_mutex_lock");  /* last: hooks test it to know all are set */
 #undef RESOLVE
 #undef RESOLVE_COND
@@ -260,23 +287,39 @@ static uint32_t wait_stack(struct prof_thread *th, uintptr_t site, uint64_t *t0)
 	return stack;
 }
 
-static noinline void snapshot(struct prof_thread *th, struct lock_entry *e);
+static noinline void snapshot(struct prof_thread *th, struct lock_entry *e, unsigned flags);
 
-/* First use of a lock: claim slot s, note the kind and where it was first used. The unwind
- * happens before the lock is taken, so it never lengthens a hold. */
+/* First use of a lock (of its entry e, new or started over by lock_ended()): note the kind
+ * and where it was first used. The unwind happens before the lock is taken, so it never
+ * lengthens a hold. */
+static void first_use(struct prof_thread *th, struct lock_entry *e, unsigned kind, uintptr_t site)
+{
+	ST(e->kind, (uint16_t)kind);
+	/* its locks are ours */
+	ST(e->ignored, prof_addr_is_ours(site) || prof_addr_in_unwinder(site));
+	ST(e->first_stack, stack_here(th, site));
+}
+
+/* A lock not yet acquired: if lock_ended() started its entry over, this is the first use of
+ * the lock now at its address. */
+static noinline void first_use_again(struct prof_thread *th, struct lock_entry *e, unsigned kind,
+				     uintptr_t site)
+{
+	if (!LD(e->first_stack))
+		first_use(th, e, kind, site);
+}
+
+/* The first use of a lock with no entry: claim slot s. */
 static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct lock_entry *s,
 					      uintptr_t a, unsigned kind, uintptr_t site)
 {
 	uintptr_t expected = 0;
 	if (!atomic_compare_exchange_strong(&s->addr, &expected, a))
 		return expected == a ? s : NULL;  /* NULL: someone else took it, probe on */
-	ST(s->kind, (uint16_t)kind);
-	if (prof_addr_is_ours(site) || prof_addr_in_unwinder(site))  /* its locks are ours */
-		ST(s->ignored, 1);
 	uint32_t n = atomic_fetch_add(&nused, 1);
 	if (n < lock_slots())
 		atomic_store(&used[n], (uint32_t)(s - table));
-	ST(s->first_stack, stack_here(th, site));
+	first_use(th, s, kind, site);
 	return s;
 }
 
@@ -302,8 +345,11 @@ static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lo
 		return NULL;
 	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & lock_mask) {
 		uintptr_t k = LD(t[i].addr);
-		if (likely(k == a))
+		if (likely(k == a)) {
+			if (unlikely(LD(t[i].acquisitions) == 0))
+				first_use_again(th, &t[i], kind, site);
 			return &t[i];
+		}
 		if (k == 0) {
 			struct lock_entry *e = lock_claim(th, &t[i], a, kind, site);
 			if (e)
@@ -390,7 +436,7 @@ static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 		}
 	}
 	if (unlikely(snapshot_due(n)))
-		snapshot(th, e);
+		snapshot(th, e, 0);
 }
 
 /* Out of line: most holds are not timed, and the fast path then saves fewer registers. */
@@ -444,7 +490,7 @@ static inline void acquired_shared(struct prof_thread *th, struct lock_entry *e,
 		h->w = n <= HOLD_EXACT ? 1 : hold_sample;
 	}
 	if (unlikely(snapshot_due(n)))
-		snapshot(th, e);
+		snapshot(th, e, 0);
 }
 
 static inline void released_shared(struct prof_thread *th, struct lock_entry *e, uintptr_t lock)
@@ -556,7 +602,7 @@ static int blocked_rc(int rc)
 	return acquired_rc(rc) || rc == ETIMEDOUT || rc == EINTR;
 }
 
-static noinline void snapshot(struct prof_thread *th, struct lock_entry *e)
+static noinline void snapshot(struct prof_thread *th, struct lock_entry *e, unsigned flags)
 {
 	if (LD(e->ignored))
 		return;
@@ -578,7 +624,7 @@ static noinline void snapshot(struct prof_thread *th, struct lock_entry *e)
 		r->first_stack = LD(e->first_stack);
 		r->kind = LD(e->kind);
 		r->hold_sample = (uint16_t)hold_sample;
-		prof_commit(r, PROF_REC_LOCK_STATS, 0, sizeof(*r), prof_now());
+		prof_commit(r, PROF_REC_LOCK_STATS, flags, sizeof(*r), prof_now());
 	}
 	th->in_hook--;
 	prof_own_end(th, own);
@@ -634,9 +680,56 @@ void prof_locks_flush(void)
 	for (uint32_t i = 0; i < n; i++) {
 		struct lock_entry *e = &table[atomic_load(&used[i])];
 		if (LD(e->addr) && (LD(e->acquisitions) || LD(e->contended) || LD(e->busy)))
-			snapshot(th, e);
+			snapshot(th, e, 0);
 	}
 }
+
+/* A lock destroyed, or initialized again: the entry's counts are written as the lock's last
+ * snapshot and the entry starts over, so a lock made later at the same address (its memory
+ * freed and allocated again) is counted as a lock of its own, with its own first use. Done
+ * after the real call succeeded: a lock that glibc refuses to destroy (EBUSY) lives on. */
+static noinline void lock_ended(const void *lock)
+{
+	struct prof_thread *th = lock_thread();
+	struct lock_entry *e = th ? lock_find(lock) : NULL;
+	if (!e)
+		return;
+	after_release(th);
+	if (LD(e->acquisitions) || LD(e->contended) || LD(e->busy))
+		snapshot(th, e, PROF_LOCK_STATS_LAST);
+	/* Nobody else may use a lock being destroyed or initialized: no other writer. */
+	memset((char *)e + sizeof(e->addr), 0, sizeof(*e) - sizeof(e->addr));
+}
+
+/* The init and destroy calls of every kind of lock. */
+#define LIFETIME_HOOK(field, name, params, args, lock) \
+	PROF_EXPORT int name params                    \
+	{                                              \
+		RESOLVED(mutex_lock);                  \
+		int rc = real.field args;              \
+		if (rc == 0)                           \
+			lock_ended(lock);              \
+		return rc;                             \
+	}
+LIFETIME_HOOK(mutex_init, pthread_mutex_init,
+	      (pthread_mutex_t *m, const pthread_mutexattr_t *a), (m, a), m)
+LIFETIME_HOOK(mutex_destroy, pthread_mutex_destroy, (pthread_mutex_t *m), (m), m)
+LIFETIME_HOOK(rwlock_init, pthread_rwlock_init,
+	      (pthread_rwlock_t *l, const pthread_rwlockattr_t *a), (l, a), l)
+LIFETIME_HOOK(rwlock_destroy, pthread_rwlock_destroy, (pthread_rwlock_t *l), (l), l)
+LIFETIME_HOOK(spin_init, pthread_spin_init, (pthread_spinlock_t *s, int shared), (s, shared),
+	      (const void *)(uintptr_t)s)
+LIFETIME_HOOK(spin_destroy, pthread_spin_destroy, (pthread_spinlock_t *s), (s),
+	      (const void *)(uintptr_t)s)
+LIFETIME_HOOK(cond_init, pthread_cond_init, (pthread_cond_t *c, const pthread_condattr_t *a),
+	      (c, a), c)
+LIFETIME_HOOK(cond_destroy, pthread_cond_destroy, (pthread_cond_t *c), (c), c)
+LIFETIME_HOOK(barrier_init, pthread_barrier_init,
+	      (pthread_barrier_t *b, const pthread_barrierattr_t *a, unsigned n), (b, a, n), b)
+LIFETIME_HOOK(barrier_destroy, pthread_barrier_destroy, (pthread_barrier_t *b), (b), b)
+LIFETIME_HOOK(sem_init, sem_init, (sem_t *s, int shared, unsigned value), (s, shared, value), s)
+LIFETIME_HOOK(sem_destroy, sem_destroy, (sem_t *s), (s), s)
+#undef LIFETIME_HOOK
 
 /* ---- mutexes ------------------------------------------------------------------------------ */
 

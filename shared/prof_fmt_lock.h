@@ -68,11 +68,14 @@ struct prof_rec_lock_wait {
 	int16_t result;     /* 0: acquired (or woken); else the errno value returned (ETIMEDOUT) */
 };
 
-/* LOCK_STATS: cumulative counters of one lock since the process started (each snapshot
- * supersedes the earlier ones: the reader keeps the one with the most acquisitions). Written
- * at the lock's first use (with its stack), as its count of acquisitions grows, and at exit. */
+/* LOCK_STATS: cumulative counters of one lock since its first use (each snapshot supersedes
+ * the earlier ones: the reader keeps the one with the most acquisitions). Written at the
+ * lock's first use (with its stack), as its count of acquisitions grows, at exit, and when the
+ * lock is destroyed or initialized again (flag PROF_LOCK_STATS_LAST: its final counts; records
+ * about the same address after it are about a new lock). */
+#define PROF_LOCK_STATS_LAST 1u
 struct prof_rec_lock_stats {
-	struct prof_rec h;
+	struct prof_rec h;  /* flags: PROF_LOCK_STATS_LAST or 0 */
 	uint64_t lock;
 	uint64_t acquisitions;   /* successful lock/trylock/wait calls (incl. contended ones) */
 	uint64_t contended;      /* of them, those that had to wait */

@@ -261,6 +261,55 @@ Test(locks, lock_semantics_unchanged)
 	free(b);
 }
 
+/* The lock at addr whose acquisitions are n (several locks may share an address), or NULL. */
+static json_t *lock_with(json_t *proc, const char *addr, long n)
+{
+	size_t i;
+	json_t *l;
+	json_array_foreach(json_object_get(proc, "locks"), i, l)
+		if (!strcmp(json_string_value(json_object_get(l, "address")), addr) &&
+		    e2e_int(l, "acquisitions") == n)
+			return l;
+	return NULL;
+}
+
+/* Locks that take the address of a lock destroyed (or freed and initialized again) before
+ * them are locks of their own, each with its counts and its first stack, not one lock with
+ * the sum (tests/progs/lock_lifetimes.c). */
+Test(locks, a_lock_made_where_one_ended_is_a_new_lock)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_lifetimes"), NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_lifetimes failed: %d", st);
+	json_t *p = e2e_process(doc, 0);
+	char first[64];
+	snprintf(first, sizeof(first), "%s", printed_addr(dir, "mutex1"));
+	if (strcmp(first, printed_addr(dir, "mutex2")) || strcmp(first, printed_addr(dir, "reinit2")))
+		cr_skip_test("malloc did not give the same block back");
+
+	json_t *l = lock_with(p, first, 2);
+	cr_assert_not_null(l, "the destroyed mutex is not a lock of its own");
+	cr_expect_eq(e2e_int(l, "contended"), 1);
+	cr_expect(stack_has(l, "wait_for_first_mutex"));
+	l = lock_with(p, first, 1000);
+	cr_assert_not_null(l, "the mutex made after it is not a lock of its own");
+	cr_expect_eq(e2e_int(l, "contended"), 0);
+	cr_expect_str_eq(json_string_value(json_object_get(l, "stack_is")), "first_use");
+	cr_expect(stack_has(l, "take_second_mutex"), "its stack is the first one's");
+	cr_expect(!stack_has(l, "wait_for_first_mutex"));
+
+	/* freed without a destroy, then initialized again */
+	cr_expect_not_null(lock_with(p, first, 30));
+	cr_expect_not_null(lock_with(p, first, 40));
+
+	const char *sem = printed_addr(dir, "sem1");
+	cr_expect_not_null(lock_with(p, sem, 10));
+	cr_expect_not_null(lock_with(p, sem, 20));
+	json_decref(doc);
+}
+
 static json_t *thread_named(json_t *proc, const char *name)
 {
 	size_t i;

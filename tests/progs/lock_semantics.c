@@ -1,6 +1,7 @@
 /* Return codes and errno of lock calls, printed one per line; the same with and without
  * libprof: recursive and error-checking mutexes (EDEADLK, EPERM, EBUSY), timed locks that
- * time out (ETIMEDOUT) or get a bad timeout (EINVAL), rwlocks, spinlocks, semaphores. */
+ * time out (ETIMEDOUT) or get a bad timeout (EINVAL), rwlocks, spinlocks, semaphores, and
+ * destroying them (EBUSY for a held mutex). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -114,6 +115,18 @@ int main(void)
 	show_errno("sem_timedwait bad timeout (1)", sem_timedwait(&sem, &ts));
 	errno = 77;
 	show_errno("sem_wait (1)", sem_wait(&sem));
+	printf("errno still %d\n", errno);
+
+	pthread_mutex_t doomed;
+	show("mutex init", pthread_mutex_init(&doomed, NULL));
+	pthread_mutex_lock(&doomed);
+	show("destroy held mutex", pthread_mutex_destroy(&doomed));
+	show("unlock after refused destroy", pthread_mutex_unlock(&doomed));
+	show("destroy", pthread_mutex_destroy(&doomed));
+	show("rwlock destroy", pthread_rwlock_destroy(&rw));
+	show("spin destroy", pthread_spin_destroy(&s));
+	errno = 55;
+	show_errno("sem_destroy", sem_destroy(&sem));
 	printf("errno still %d\n", errno);
 	return 0;
 }

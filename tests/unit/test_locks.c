@@ -38,9 +38,9 @@ static void wait_rec(struct tg *tg, uint32_t stream, uint64_t t, uint64_t lock, 
 	tg_rec(tg, stream, PROF_REC_LOCK_WAIT, (uint16_t)op, t, PAYLOAD(r));
 }
 
-static void stats_rec(struct tg *tg, uint32_t stream, uint64_t t, uint64_t lock, unsigned kind,
-		      uint64_t acq, uint64_t contended, uint64_t wait_ns, uint64_t hold_ns,
-		      uint64_t changes, uint32_t first_stack)
+static void stats_rec_flags(struct tg *tg, uint32_t stream, uint64_t t, uint64_t lock,
+			    unsigned kind, uint64_t acq, uint64_t contended, uint64_t wait_ns,
+			    uint64_t hold_ns, uint64_t changes, uint32_t first_stack, unsigned flags)
 {
 	struct prof_rec_lock_stats r = { .lock = lock, .acquisitions = acq, .contended = contended,
 					 .wait_ns = wait_ns, .max_wait_ns = contended ? wait_ns / contended : 0,
@@ -48,7 +48,15 @@ static void stats_rec(struct tg *tg, uint32_t stream, uint64_t t, uint64_t lock,
 					 .max_hold_ns = hold_ns / (acq ? acq : 1), .holds_timed = acq,
 					 .owner_changes = changes, .first_stack = first_stack,
 					 .kind = (uint16_t)kind, .hold_sample = 64 };
-	tg_rec(tg, stream, PROF_REC_LOCK_STATS, 0, t, PAYLOAD(r));
+	tg_rec(tg, stream, PROF_REC_LOCK_STATS, (uint16_t)flags, t, PAYLOAD(r));
+}
+
+static void stats_rec(struct tg *tg, uint32_t stream, uint64_t t, uint64_t lock, unsigned kind,
+		      uint64_t acq, uint64_t contended, uint64_t wait_ns, uint64_t hold_ns,
+		      uint64_t changes, uint32_t first_stack)
+{
+	stats_rec_flags(tg, stream, t, lock, kind, acq, contended, wait_ns, hold_ns, changes,
+			first_stack, 0);
 }
 
 static void name_rec(struct tg *tg, uint32_t stream, uint64_t t, uint32_t serial, const char *name)
@@ -134,6 +142,36 @@ Test(lock_analysis, sorted_by_wait_then_acquisitions)
 	cr_expect(!v[2].stack_contended);
 	free(v);
 	cr_expect(!p.complete);
+	process_free(&p);
+}
+
+/* After a lock's last snapshot (destroyed), its address names a new lock: two rows, each with
+ * its own counts, waits and stack. */
+Test(lock_analysis, a_last_snapshot_ends_the_lock_at_its_address)
+{
+	struct tg *tg = two_threads();
+	stats_rec(tg, 2, T0 + 10, 0xa000, PROF_LOCK_MUTEX, 1, 0, 0, 0, 0, 7);
+	wait_rec(tg, 4, T0 + 20, 0xa000, PROF_LOCK_MUTEX, PROF_LOCK_OP_LOCK, 500, 8, 0);
+	stats_rec_flags(tg, 2, T0 + 30, 0xa000, PROF_LOCK_MUTEX, 2, 1, 500, 60, 1, 7,
+			PROF_LOCK_STATS_LAST);
+	stats_rec(tg, 4, T0 + 40, 0xa000, PROF_LOCK_SEM, 1, 0, 0, 0, 0, 9);
+	stats_rec(tg, 4, T0 + 50, 0xa000, PROF_LOCK_SEM, 1000, 0, 0, 0, 0, 9);
+	struct process p;
+	load(tg, &p);
+	size_t n;
+	struct lock_summary *v = locks_sorted(&p, &n);
+	cr_assert_eq(n, 2);
+	cr_expect_eq(v[0].addr, 0xa000);
+	cr_expect_str_eq(v[0].kind, "mutex");
+	cr_expect_eq(v[0].acquisitions, 2);
+	cr_expect_eq(v[0].contended, 1);
+	cr_expect_eq(v[0].stack, 8);
+	cr_expect_eq(v[1].addr, 0xa000);
+	cr_expect_str_eq(v[1].kind, "sem");
+	cr_expect_eq(v[1].acquisitions, 1000);
+	cr_expect_eq(v[1].contended, 0);
+	cr_expect_eq(v[1].stack, 9);
+	free(v);
 	process_free(&p);
 }
 
