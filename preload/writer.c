@@ -32,10 +32,15 @@
 #define CHUNK_HDR ((uint32_t)sizeof(struct prof_chunk_header_run))
 #define POOL_SLOTS 64u              /* unit ranges given back by streams */
 #define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
-#define GROW_MIN (1ull << 20)       /* file growth steps, bytes */
+/* Space is reserved ahead of the writers (fallocate). A short process (a shell's subshell)
+ * writes a few KiB: reserving a MiB for it, which tmpfs allocates and zeroes and the close
+ * gives back, cost more than the rest of its trace. So the file starts small and grows by
+ * an eighth of its size, at least GROW_MIN. */
+#define FIRST_DATA (128u << 10)     /* data space of a new trace, bytes */
+#define GROW_MIN (256ull << 10)     /* file growth steps, bytes */
 #define MAP_MIN (2u << 20)          /* the least address space a trace is given */
 #define TRACE_VM_SHARE 16           /* of an address-space limit, the most the trace takes */
-_Static_assert(HEADER_AREA + GROW_MIN <= MAP_MIN, "the first size of a trace fits its least map");
+_Static_assert(HEADER_AREA + FIRST_DATA <= MAP_MIN, "the first size of a trace fits its least map");
 #define GROW_MAX (64ull << 20)
 
 static struct {
@@ -827,7 +832,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	 * run at a time anyway (next_chunk()). */
 	madvise(w.base, w.map_size, MADV_RANDOM);
 	/* The first size, within the file size limit (a smaller trace fills sooner, and says so) */
-	uint64_t first = HEADER_AREA + GROW_MIN, limit = file_size_limit();
+	uint64_t first = HEADER_AREA + FIRST_DATA, limit = file_size_limit();
 	if (limit < first)
 		first = limit / UNIT * UNIT;
 	if (first < HEADER_AREA + 4 * UNIT) {
