@@ -722,6 +722,7 @@ static void child_anew(int was_active)
 	prof_locks_fork_child();
 	prof_threads_fork_child();
 	heap_tally_fork_child();
+	prof_leak_fork_child();
 	if (was_active && wanted())
 		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
 }

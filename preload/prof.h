@@ -474,6 +474,7 @@ void prof_heap_init(void);
  * stack (init.c); 0: from the scan's own frame. */
 void prof_leak_scan(uintptr_t stack_from);
 void prof_own_memory(const void *p, size_t len);
+void prof_leak_fork_child(void);  /* the heap holds the parent's blocks, unknown to the trace */
 
 /* Another thread is at work for us (a few loads and stores): spin a little, then let it run.
  * spins counts the calls, from 0. */
