@@ -480,14 +480,10 @@ void heap_tally_flush_all(struct prof_thread *th)
 
 void heap_tally_fork_child(void)
 {
-	for (unsigned i = 0; i < TALLY_SLOTS / 64; i++)
-		atomic_store(&tallies_taken[i], 0);
+	prof_clear(tallies_taken, sizeof(tallies_taken));
 	atomic_store(&shared_used, 0);
 	atomic_store(&tallied_in_use, 0);
-	for (size_t c = 0; c < HEAP_ROUNDED_CLASSES; c++) {
-		atomic_store(&class_means[c].allocs, 0);
-		atomic_store(&class_means[c].asked, 0);
-	}
+	prof_clear(class_means, sizeof(class_means));
 	atomic_store(&rec.owner, 0);
 	atomic_store(&rec.seq, 0);
 }

@@ -707,18 +707,15 @@ static void child_anew(int was_active)
 	th->stack_lo = stack_lo;
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
-	for (unsigned i = 0; i < LIVE_SLOTS; i++)  /* the parent's; the child's one runs on */
-		atomic_store(&live[i], 0);
-	for (unsigned i = 0; i < LIVE_SLOTS / 64; i++)
-		atomic_store(&live_taken[i], 0);
+	prof_clear(live, sizeof(live));  /* the parent's; the child's one runs on */
+	prof_clear(live_taken, sizeof(live_taken));
 	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
 	atomic_store(&prof_tight_io, 0);
 	atomic_store(&prof_hooks_left, 0);
 	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
 	 * holding libunwind's lock, when the parent forked: the child unwinds as before only. */
 	prof_cfg.stack_cache = 0;
-	prof_stacks_reset();
-	prof_modules_reset();
+	prof_modules_reset();  /* the stack table is emptied as recording starts */
 	prof_locks_fork_child();
 	prof_threads_fork_child();
 	heap_tally_fork_child();

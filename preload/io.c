@@ -1065,7 +1065,8 @@ void prof_io_batches_fork_child(void)
 	for (unsigned i = 0; all && i < BATCH_THREADS; i++)
 		if (prof_slot_taken(batch_taken, i))
 			for (int k = 0; k < BATCH_SLOTS; k++)
-				atomic_store(&all[i * BATCH_SLOTS + k].calls, 0);
+				if (atomic_load(&all[i * BATCH_SLOTS + k].calls))  /* no page copied */
+					atomic_store(&all[i * BATCH_SLOTS + k].calls, 0);
 	for (unsigned i = 0; i < BATCH_THREADS / 64; i++)
 		atomic_store(&batch_taken[i], 0);
 	io_batches = NULL;

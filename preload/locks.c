@@ -653,16 +653,20 @@ void prof_locks_init(void)
 
 void prof_locks_fork_child(void)
 {
-	/* The parent's counters went to the parent's trace; other threads' holds died with them. */
-	if (table)
-		munmap(table, table_bytes());
-	table = NULL;
+	/* The parent's counters went to the parent's trace; other threads' holds died with them.
+	 * The table is emptied in place (private memory: zero-filled again). */
+	if (table) {
+		madvise(table, table_bytes(), MADV_DONTNEED);
+		atomic_store(&nused, 0);
+		atomic_store(&table_full, 0);
+	}
 	nread_holds = 0;
 	pending.set = 0;
 	last_entry = NULL;
 	prof_self.timed = 0;  /* the holds it counted died with the parent's table */
 	memset(site_stacks, 0, sizeof(site_stacks));  /* the child numbers its stacks anew */
-	table_map();
+	if (!table)
+		table_map();
 }
 
 void prof_locks_flush(void)

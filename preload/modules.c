@@ -265,8 +265,10 @@ void prof_modules_mark_stale(void)
 
 void prof_modules_init(void)
 {
-	ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
-	exe_path[n > 0 ? n : 0] = '\0';
+	if (!exe_path[0]) {  /* a fork child knows its parent's, the same file */
+		ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
+		exe_path[n > 0 ? n : 0] = '\0';
+	}
 	pthread_mutex_lock(&rescan_lock);
 	rescan_locked();
 	pthread_mutex_unlock(&rescan_lock);

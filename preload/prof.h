@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -513,6 +514,24 @@ static inline int prof_slot_claim(_Atomic uint64_t *words, unsigned n)
 static inline void prof_slot_give(_Atomic uint64_t *words, unsigned i)
 {
 	atomic_fetch_and(&words[i / 64], ~(1ull << (i % 64)));
+}
+
+/* Zeroes the n bytes at p (8-byte aligned, n a multiple of 8) 4 KiB at a time, skipping the
+ * pieces that are zero already. For a fork child emptying a table it inherited: writing
+ * would copy (or allocate) every page of the table, where reading copies nothing. Nobody else
+ * may use the table meanwhile. */
+static inline void prof_clear(void *p, size_t n)
+{
+	uint64_t *w = p;
+	for (size_t at = 0, words = n / 8; at < words;) {
+		size_t end = at + 512 < words ? at + 512 : words;
+		uint64_t any = 0;
+		for (size_t i = at; i < end; i++)
+			any |= w[i];
+		if (any)
+			memset(w + at, 0, (end - at) * 8);
+		at = end;
+	}
 }
 
 static inline int prof_slot_taken(_Atomic uint64_t *words, unsigned i)

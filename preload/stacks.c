@@ -114,6 +114,12 @@ void prof_stacks_reset(void)
 	if (!unwinder_hi)
 		prof_module_range((uintptr_t)unw_backtrace, &unwinder_lo, &unwinder_hi);
 	unwind_reads_install();
+	/* libunwind's settings, once per address space: a fork child has its parent's (and the
+	 * calls again cost a child a tenth of a millisecond). */
+	static int unwinder_set;
+	if (unwinder_set)
+		return;
+	unwinder_set = 1;
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
 	/* The stack cache's misses step through frames (unw_step), each looked up in this cache:
 	 * its default 128 entries are too few for a program's call sites. */

@@ -379,7 +379,7 @@ void prof_threads_init(void)
 /* Fork child: only the forking thread lives on; the others' pthread_t mean nothing now. */
 void prof_threads_fork_child(void)
 {
-	memset(registry, 0, sizeof(registry));
+	prof_clear(registry, sizeof(registry));
 	for (uint32_t i = 0; i < POOL_BLOCKS; i++)
 		atomic_store(&pool_busy[i], 0);
 }

@@ -785,9 +785,11 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 /* Starts this process's trace. Returns 0, or -1 after saying why once on stderr. */
 int prof_writer_open(uint32_t ppid, int argc, char **argv)
 {
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
+	static char exe[PATH_MAX];  /* a fork child's is its parent's, the same file */
+	if (!exe[0]) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = '\0';
+	}
 	const char *prog = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 	struct utsname un;
 	if (uname(&un) < 0)
