@@ -750,8 +750,9 @@ static int pagemap_fd = -1;
 static uint64_t page_size = 4096;
 static uint64_t pm[PM_WINDOW], pm_first, pm_n;  /* entries of pages pm_first.. */
 
-/* Whether page p (an index) may hold data; *run: the pages from p, up to `last`, that
- * answer the same (at least 1). */
+/* Whether page p (an index) may hold data: 1 it does (in memory or swapped out), 0 not, 2
+ * unknown (pagemap unreadable there); *run: the pages from p, up to `last`, that answer the
+ * same (at least 1). */
 static int page_has_data(uint64_t p, uint64_t last, uint64_t *run)
 {
 	if (p < pm_first || p >= pm_first + pm_n) {
@@ -760,7 +761,7 @@ static int page_has_data(uint64_t p, uint64_t last, uint64_t *run)
 		if (got < 8) {
 			pm_n = 0;
 			*run = last - p + 1;
-			return 1;  /* unknown: read it */
+			return 2;
 		}
 		pm_first = p;
 		pm_n = (uint64_t)got / 8;
@@ -774,11 +775,31 @@ static int page_has_data(uint64_t p, uint64_t last, uint64_t *run)
 	return data;
 }
 
-/* Every aligned word of [lo, hi) that may hold data: of private memory (shared says not),
- * the pages in memory or swapped out only. Returns the bytes looked at. */
-static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared)
+/* Reading in place. process_vm_readv() pins each page it reads, and pinning a page shared
+ * with another process copies it first (since Linux 5.19: a fork child's pages are its
+ * parent's until written), which was most of a bash subshell's scan. Pages pagemap says are
+ * in memory, of private anonymous mappings, are read in place while no other thread of ours
+ * runs (all stopped): nothing can unmap them meanwhile, and a page in memory is no guard
+ * page (MADV_GUARD_INSTALL) and no missing userfaultfd page. Files' pages are not: another
+ * process may truncate the file. */
+static int in_place_ok;
+
+static void scan_in_place(uint64_t lo, uint64_t hi, int definite)
 {
-	if (shared || pagemap_fd < 0 || hi - lo < 2 * page_size) {
+	for (lo = (lo + 7) & ~7ull; lo + 8 <= hi; lo += 8) {
+		uint64_t v;
+		memcpy(&v, (const void *)(uintptr_t)lo, 8);
+		found(v, definite);
+	}
+}
+
+/* Every aligned word of [lo, hi) that may hold data: of private memory (shared says not),
+ * the pages in memory or swapped out only. anon: of a private anonymous mapping, which
+ * may be read in place. Returns the bytes looked at. */
+static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared, int anon)
+{
+	int in_place = anon && !shared && in_place_ok && pagemap_fd >= 0;
+	if (shared || pagemap_fd < 0 || (hi - lo < 2 * page_size && !in_place)) {
 		scan_words(lo, hi, definite);
 		return hi - lo;
 	}
@@ -789,7 +810,10 @@ static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared)
 		uint64_t run, p = lo / page_size;
 		int data = page_has_data(p, last, &run);
 		uint64_t end = (p + run) * page_size < hi ? (p + run) * page_size : hi;
-		if (data) {
+		if (data == 1 && in_place) {
+			scan_in_place(lo, end, definite);
+			looked += end - lo;
+		} else if (data) {
 			scan_words(lo, end, definite);
 			looked += end - lo;
 		}
@@ -821,7 +845,7 @@ static void drain(void)
 		}
 		if (n == 0) {  /* one block larger than the batch buffer */
 			const struct block *b = &tab[work[--nwork]];
-			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE, 0);
+			scan(b->ptr, b->ptr + b->size, leader < 0 && b->state == REACHABLE, 0, 0);
 			continue;
 		}
 		int whole = read_ranges(local, remote, n, bytes) == 0;
@@ -829,7 +853,7 @@ static void drain(void)
 			const struct block *b = &tab[ids[i]];
 			int definite = leader < 0 && b->state == REACHABLE;
 			if (!whole) {
-				scan(b->ptr, b->ptr + b->size, definite, 0);
+				scan(b->ptr, b->ptr + b->size, definite, 0, 0);
 				continue;
 			}
 			const uint64_t *w = local[i].iov_base;
@@ -841,14 +865,14 @@ static void drain(void)
 
 /* A root range (of a shared mapping, or not): what is neither libprof's own nor a live
  * block. */
-static void scan_root(uint64_t lo, uint64_t hi, int shared, int from)
+static void scan_root(uint64_t lo, uint64_t hi, int shared, int anon, int from)
 {
 	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
 		if (own[i].lo < hi && own[i].hi > lo) {
 			if (own[i].lo > lo)
-				scan_root(lo, own[i].lo, shared, i + 1);
+				scan_root(lo, own[i].lo, shared, anon, i + 1);
 			if (own[i].hi < hi)
-				scan_root(own[i].hi, hi, shared, i + 1);
+				scan_root(own[i].hi, hi, shared, anon, i + 1);
 			return;
 		}
 	size_t k = blocks_upto(lo);
@@ -857,7 +881,7 @@ static void scan_root(uint64_t lo, uint64_t hi, int shared, int from)
 	while (lo < hi) {
 		uint64_t end = k < nblocks && tab[k].ptr < hi ? tab[k].ptr : hi;
 		if (end > lo)
-			root_bytes += scan(lo, end, 1, shared);
+			root_bytes += scan(lo, end, 1, shared, anon);
 		if (k >= nblocks || tab[k].ptr >= hi)
 			return;
 		if (tab[k].ptr + tab[k].size > lo)
@@ -1065,7 +1089,8 @@ static void scan_maps(uint64_t sp)
 		    !heap_mapping(lo, hi, name)) {
 			/* A thread's stack: the live part only (this thread's, a stopped one's). */
 			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
-			scan_root(lo, hi, perms[3] == 's', 0);
+			int anon = !*name || (name[0] == '[' && strncmp(name, "[vsyscall]", 10));
+			scan_root(lo, hi, perms[3] == 's', anon, 0);
 		}
 		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
 		memmove(text, text + used, have - used);
@@ -1108,7 +1133,7 @@ static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 {
 	ucontext_t uc;  /* the registers the program's code may have left pointers in */
 	getcontext(&uc);
-	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 0);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 0, 0);
 	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
@@ -1139,6 +1164,7 @@ static void scan_all(uintptr_t stack_from)
 	if (sig && sigaction(sig, &sa, NULL) < 0)
 		sig = 0;
 	int whole_stacks = stop_others(sig);
+	in_place_ok = !whole_stacks;  /* every other thread is stopped (or there is none) */
 	char path[48];
 	snprintf(path, sizeof(path), "%s/pagemap", prof_proc_self());
 	pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
