@@ -45,6 +45,10 @@ WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x<200000)
 CREATE INDEX ib ON t(b);
 SELECT count(*), sum(length(b)) FROM t WHERE b > '8';
 SQL
+# A shell script that forks: 300 subshells, each a process with a trace of its own.
+cat > "$out/subshells.sh" <<'SH'
+for i in $(seq 300); do x=$(echo "$i"); done
+SH
 short="env ALLOC_BENCH_DEPTH=2-6"
 declare -A cmd=(
 	[alloc_short_1t]="$short $out/alloc_bench 1 500000"
@@ -54,8 +58,9 @@ declare -A cmd=(
 	[sqlite3]="sqlite3 :memory: -init $out/table.sql .quit"
 	[python3_4t]="$(python3 -c "import sys; print(sys.executable)") $out/threads.py"
 	[git_log]="git -C $root log -p -n 300"
+	[bash_subshells]="bash $out/subshells.sh"
 )
-names=(alloc_short_1t alloc_short_2t alloc_deep_1t cxx_4t sqlite3 python3_4t git_log)
+names=(alloc_short_1t alloc_short_2t alloc_deep_1t cxx_4t sqlite3 python3_4t git_log bash_subshells)
 # JIT runtimes, where installed: their generated code has no unwind info, which costs libunwind
 # the most (signal masks, address checks) in each unwind that goes through it.
 if command -v node >/dev/null; then
