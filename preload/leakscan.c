@@ -744,16 +744,29 @@ static void scan_words(uint64_t lo, uint64_t hi, int definite)
  * read. */
 #define PM_PRESENT (1ull << 63)
 #define PM_SWAPPED (1ull << 62)
+#define PM_FILE (1ull << 61)    /* a file's page (or shared anonymous memory) */
 #define PM_WINDOW 512  /* entries read at once: 2 MiB of 4 KiB pages */
 
 static int pagemap_fd = -1;
 static uint64_t page_size = 4096;
 static uint64_t pm[PM_WINDOW], pm_first, pm_n;  /* entries of pages pm_first.. */
 
-/* Whether page p (an index) may hold data: 1 it does (in memory or swapped out), 0 not, 2
- * unknown (pagemap unreadable there); *run: the pages from p, up to `last`, that answer the
- * same (at least 1). */
-static int page_has_data(uint64_t p, uint64_t last, uint64_t *run)
+/* What a page holds, as pagemap tells. */
+enum { PAGE_EMPTY, PAGE_ANON, PAGE_OTHER };
+
+static int page_kind_of(uint64_t e)
+{
+	if (!(e & (PM_PRESENT | PM_SWAPPED)))
+		return PAGE_EMPTY;
+	return e & PM_FILE ? PAGE_OTHER : PAGE_ANON;
+}
+
+/* The kind of page p (an index): PAGE_EMPTY (neither in memory nor swapped out), PAGE_ANON
+ * (the process's own memory), PAGE_OTHER (a file's page, or unknown: pagemap unreadable
+ * there); *run: the pages from p, up to `last`, of that kind (at least 1). Entries read for
+ * earlier ranges are used again: a page that came in since (read through the kernel, a zero
+ * page) holds nothing. */
+static int page_kind(uint64_t p, uint64_t last, uint64_t *run)
 {
 	if (p < pm_first || p >= pm_first + pm_n) {
 		uint64_t n = last - p + 1 < PM_WINDOW ? last - p + 1 : PM_WINDOW;
@@ -761,26 +774,25 @@ static int page_has_data(uint64_t p, uint64_t last, uint64_t *run)
 		if (got < 8) {
 			pm_n = 0;
 			*run = last - p + 1;
-			return 2;
+			return PAGE_OTHER;
 		}
 		pm_first = p;
 		pm_n = (uint64_t)got / 8;
 	}
-	int data = (pm[p - pm_first] & (PM_PRESENT | PM_SWAPPED)) != 0;
+	int kind = page_kind_of(pm[p - pm_first]);
 	uint64_t q = p + 1;
-	while (q <= last && q < pm_first + pm_n &&
-	       ((pm[q - pm_first] & (PM_PRESENT | PM_SWAPPED)) != 0) == data)
+	while (q <= last && q < pm_first + pm_n && page_kind_of(pm[q - pm_first]) == kind)
 		q++;
 	*run = q - p;
-	return data;
+	return kind;
 }
 
 /* Reading in place. process_vm_readv() pins each page it reads, and pinning a page shared
  * with another process copies it first (since Linux 5.19: a fork child's pages are its
- * parent's until written), which was most of a bash subshell's scan. Pages pagemap says are
- * in memory, of private anonymous mappings, are read in place while no other thread of ours
- * runs (all stopped): nothing can unmap them meanwhile, and a page in memory is no guard
- * page (MADV_GUARD_INSTALL) and no missing userfaultfd page. Files' pages are not: another
+ * parent's until written), which was most of a bash subshell's scan. The process's own pages
+ * (PAGE_ANON) of private mappings are read in place while no other thread of ours runs (all
+ * stopped): nothing can unmap them meanwhile, and a page in memory is no guard page
+ * (MADV_GUARD_INSTALL) and no missing userfaultfd page. A file's pages are not: another
  * process may truncate the file. */
 static int in_place_ok;
 
@@ -794,26 +806,26 @@ static void scan_in_place(uint64_t lo, uint64_t hi, int definite)
 }
 
 /* Every aligned word of [lo, hi) that may hold data: of private memory (shared says not),
- * the pages in memory or swapped out only. anon: of a private anonymous mapping, which
- * may be read in place. Returns the bytes looked at. */
-static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared, int anon)
+ * the pages in memory or swapped out only. rw: the range is of a mapping /proc/self/maps
+ * says is readable and writable (a root), which may be read in place; a block's memory may
+ * have been made unreadable by the program (mprotect). Returns the bytes looked at. */
+static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared, int rw)
 {
-	int in_place = anon && !shared && in_place_ok && pagemap_fd >= 0;
+	int in_place = rw && !shared && in_place_ok && pagemap_fd >= 0;
 	if (shared || pagemap_fd < 0 || (hi - lo < 2 * page_size && !in_place)) {
 		scan_words(lo, hi, definite);
 		return hi - lo;
 	}
 	uint64_t looked = 0;
-	pm_n = 0;  /* read anew: pages may have come in since */
 	uint64_t last = (hi - 1) / page_size;
 	while (lo < hi) {
 		uint64_t run, p = lo / page_size;
-		int data = page_has_data(p, last, &run);
+		int kind = page_kind(p, last, &run);
 		uint64_t end = (p + run) * page_size < hi ? (p + run) * page_size : hi;
-		if (data == 1 && in_place) {
+		if (kind == PAGE_ANON && in_place) {
 			scan_in_place(lo, end, definite);
 			looked += end - lo;
-		} else if (data) {
+		} else if (kind != PAGE_EMPTY) {
 			scan_words(lo, end, definite);
 			looked += end - lo;
 		}
@@ -865,14 +877,14 @@ static void drain(void)
 
 /* A root range (of a shared mapping, or not): what is neither libprof's own nor a live
  * block. */
-static void scan_root(uint64_t lo, uint64_t hi, int shared, int anon, int from)
+static void scan_root(uint64_t lo, uint64_t hi, int shared, int from)
 {
 	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
 		if (own[i].lo < hi && own[i].hi > lo) {
 			if (own[i].lo > lo)
-				scan_root(lo, own[i].lo, shared, anon, i + 1);
+				scan_root(lo, own[i].lo, shared, i + 1);
 			if (own[i].hi < hi)
-				scan_root(own[i].hi, hi, shared, anon, i + 1);
+				scan_root(own[i].hi, hi, shared, i + 1);
 			return;
 		}
 	size_t k = blocks_upto(lo);
@@ -881,7 +893,7 @@ static void scan_root(uint64_t lo, uint64_t hi, int shared, int anon, int from)
 	while (lo < hi) {
 		uint64_t end = k < nblocks && tab[k].ptr < hi ? tab[k].ptr : hi;
 		if (end > lo)
-			root_bytes += scan(lo, end, 1, shared, anon);
+			root_bytes += scan(lo, end, 1, shared, 1);
 		if (k >= nblocks || tab[k].ptr >= hi)
 			return;
 		if (tab[k].ptr + tab[k].size > lo)
@@ -1089,8 +1101,7 @@ static void scan_maps(uint64_t sp)
 		    !heap_mapping(lo, hi, name)) {
 			/* A thread's stack: the live part only (this thread's, a stopped one's). */
 			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
-			int anon = !*name || (name[0] == '[' && strncmp(name, "[vsyscall]", 10));
-			scan_root(lo, hi, perms[3] == 's', anon, 0);
+			scan_root(lo, hi, perms[3] == 's', 0);
 		}
 		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
 		memmove(text, text + used, have - used);
@@ -1133,7 +1144,7 @@ static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 {
 	ucontext_t uc;  /* the registers the program's code may have left pointers in */
 	getcontext(&uc);
-	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 0, 0);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 0);
 	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
@@ -1168,6 +1179,7 @@ static void scan_all(uintptr_t stack_from)
 	char path[48];
 	snprintf(path, sizeof(path), "%s/pagemap", prof_proc_self());
 	pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
+	pm_n = 0;
 	long ps = sysconf(_SC_PAGESIZE);
 	page_size = ps > 0 ? (uint64_t)ps : 4096;
 	scan_with_registers(stack_from);
