@@ -5,7 +5,10 @@
  * block from malloc (glibc maps it on its own) likewise holds the one pointer to block
  * `in_big_block`; a shared anonymous mapping (named "/dev/zero (deleted)") and a file of
  * /dev/shm, mapped shared and unlinked, hold the one pointers to blocks `in_shared` and
- * `in_shm`. All four are still reachable, as memcheck says. Block `lost` is pointed to by nothing: definitely lost.
+ * `in_shm`; a file mapped private holds the one pointers to block `in_cow`, in a page the
+ * program wrote (its own copy now), and to block `in_file`, in a page it only read (the
+ * file's page, written to the file before). All six are still reachable, as memcheck says.
+ * Block `lost` is pointed to by nothing: definitely lost.
  * The leak scan need not read the untouched pages to know that (it reads the pages in memory
  * or swapped out), and reading them would map each one in. */
 #include "clear_stack.h"
@@ -21,7 +24,7 @@
 #define MAPPING (512ul << 20)
 #define BIG_BLOCK (64ul << 20)
 
-static void **sparse, **big, **shared, **shm;
+static void **sparse, **big, **shared, **shm, **file;
 
 __attribute__((noinline)) static void keep(void)
 {
@@ -36,6 +39,22 @@ __attribute__((noinline)) static void keep(void)
 	shm = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	shm_unlink(name);
 	close(fd);
+	char path[] = "/tmp/leak_sparse.XXXXXX";
+	if ((fd = mkstemp(path)) < 0 || ftruncate(fd, 2 << 12) < 0)
+		exit(1);
+	void *in_file = malloc(72);
+	if (pwrite(fd, &in_file, sizeof(in_file), (1 << 12) + 16) != sizeof(in_file))
+		exit(1);
+	in_file = NULL;
+	file = mmap(NULL, 2 << 12, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	unlink(path);
+	close(fd);
+	if (file == MAP_FAILED)
+		exit(1);
+	void *volatile seen = file[(1 << 12) / sizeof(void *) + 2];  /* read, not written */
+	(void)seen;
+	seen = NULL;
+	file[3] = malloc(56);                                          /* in_cow */
 	big = malloc(BIG_BLOCK);  /* not calloc: its pages stay untouched */
 	if (sparse == MAP_FAILED || shared == MAP_FAILED || shm == MAP_FAILED || !big)
 		exit(1);
