@@ -670,7 +670,7 @@ static int wanted(void);
 static _Atomic int fork_handler_set;
 /* A fork child that went on inside a hook: child_anew() at its first call after it. */
 static _Atomic int fork_deferred;
-static void child_anew(int was_active);
+static void child_anew(int was_active, int in_hook);
 
 /* Fork child: everything of the parent's trace is dropped; the child starts its own. */
 void prof_fork_child(void)
@@ -690,21 +690,30 @@ void prof_fork_child(void)
 		}
 		return;
 	}
-	child_anew(atomic_exchange(&prof_active, 0));
+	child_anew(atomic_exchange(&prof_active, 0), 0);
 }
 
 /* The fork child's part of prof_fork_child(): every family forgets the parent's state, and
- * recording starts anew if it was on. */
-static void child_anew(int was_active)
+ * recording starts anew if it was on. in_hook: the fork was made inside a hook of ours (by a
+ * signal handler), which went on before this. */
+static void child_anew(int was_active, int in_hook)
 {
 	prof_io_fork_child();
 	prof_io_batches_fork_child();
 	prof_cuda_fork_child();
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
+	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
+	 * holding libunwind's lock, when the parent forked: the child then unwinds as before
+	 * only. A child of a process with no other thread (a prefork server's worker, a shell's
+	 * subshell) keeps the forking thread's cache: its stacks name the parent's trace and are
+	 * void (prof_stacks_reset()), what it learned of the code holds. */
+	int alone = !in_hook && atomic_load(&threads_alive) == (th->serial ? 1 : 0);
+	struct stack_cache *cache = alone ? th->stack_cache : NULL;
 	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
 	memset(th, 0, sizeof(*th));
 	th->stack_lo = stack_lo;
+	prof_stacks_fork_child(th, cache);
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
 	prof_clear(live, sizeof(live));  /* the parent's; the child's one runs on */
@@ -712,9 +721,8 @@ static void child_anew(int was_active)
 	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
 	atomic_store(&prof_tight_io, 0);
 	atomic_store(&prof_hooks_left, 0);
-	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
-	 * holding libunwind's lock, when the parent forked: the child unwinds as before only. */
-	prof_cfg.stack_cache = 0;
+	if (!alone)
+		prof_cfg.stack_cache = 0;
 	prof_modules_reset();  /* the stack table is emptied as recording starts */
 	prof_locks_fork_child();
 	prof_threads_fork_child();
@@ -783,7 +791,7 @@ void prof_start(void)
 		if (prof_self.in_hook || !atomic_exchange(&fork_deferred, 0))
 			return;
 		atomic_store(&prof_start_state, 1);  /* the calls it makes find it starting */
-		child_anew(1);
+		child_anew(1, 1);
 		atomic_store(&prof_start_state, 2);
 		return;
 	}

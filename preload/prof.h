@@ -415,6 +415,9 @@ int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_
 /* Before a hook's real call: starts fetching what prof_stack_from() will read for that call. */
 void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
 void prof_stacks_reset(void);
+/* A fork child's thread keeps its cache (cache, or NULL: the child goes without); the
+ * counts PROF_DEBUG=1 says start over. */
+void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache);
 void prof_stacks_thread_done(struct prof_thread *th);  /* unmaps the thread's stack cache */
 
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */

@@ -907,6 +907,19 @@ static int cache_keep(struct prof_thread *th, struct cached_stack *e)
 	return 1;
 }
 
+void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache)
+{
+	th->stack_cache = cache;
+	if (cache) {
+		cache->hits = cache->recorded = cache->first_seen = cache->throttled = 0;
+		cache->closed = cache->py_hits = cache->by_steps = cache->by_rules = 0;
+		cache->walks_wrong = 0;
+	}
+	atomic_store(&cache_hits, 0);
+	atomic_store(&cache_misses, 0);
+	atomic_store(&cache_wrong, 0);
+}
+
 void prof_stacks_thread_done(struct prof_thread *th)
 {
 	struct stack_cache *c = th->stack_cache, *all = atomic_load(&caches);

@@ -9,8 +9,12 @@
  * (holding the loader's lock, as an exception's table lookup or a dlclose does) while the
  * paths are walked and unwound: a CPU sample of that thread must not unwind (cpu.c).
  * `many_paths unload`: the first thread walks the paths, dlopens and dlcloses libm, then
- * walks them again one frame deeper (new stack pointers: each path is recorded again). */
+ * walks them again one frame deeper (new stack pointers: each path is recorded again).
+ * `many_paths fork`: the first thread walks the paths, forks, and the child walks them again
+ * and prints "child PID"; `many_paths fork-thread` does the same with another thread alive
+ * (asleep) when it forks. */
 #define _GNU_SOURCE
+#include <sys/wait.h>
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
@@ -125,8 +129,45 @@ static __attribute__((noinline)) uintptr_t run_deeper(void *seed)
 	return sum + (uintptr_t)pad[0];
 }
 
+static _Atomic int sleeper_up;
+
+static void *sleeper(void *arg)
+{
+	(void)arg;
+	sleeper_up = 1;
+	pause();  /* the process ends around it */
+	return NULL;
+}
+
+static int walk_then_fork(int with_thread)
+{
+	pthread_t t;
+	if (with_thread) {
+		if (pthread_create(&t, NULL, sleeper, NULL) != 0)
+			return 1;
+		while (!sleeper_up)
+			usleep(1000);
+	}
+	uintptr_t sum = (uintptr_t)run((void *)88172645463325252ull);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		return 1;
+	if (pid == 0) {
+		sum ^= (uintptr_t)run((void *)0x9e3779b97f4a7c15ull);
+		printf("child %d %lu\n", (int)getpid(), (unsigned long)sum);
+		exit(0);
+	}
+	int status;
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && argv[1][0] == 'f')
+		return walk_then_fork(argv[1][4] == '-');
 	if (argc > 1 && argv[1][0] == 'u') {
 		uintptr_t sum = (uintptr_t)run((void *)88172645463325252ull);
 		void *m = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
