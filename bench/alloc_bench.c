@@ -12,6 +12,8 @@
  * every thread frees its ring except the blocks in a few fixed slots (at most RING / LEAK_STRIDE
  * per thread), which leak on purpose. Output (stdout): one line with the leaks and a checksum,
  * the same for every run with the same arguments, whatever the thread scheduling.
+ * ALLOC_BENCH_FORK=1: all of it runs in a fork child (a prefork server's worker), which the
+ * process waits for.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #define DEFAULT_OPS 1000000L
 #define NPATHS 2048u            /* distinct call paths (each with 3 operation kinds) */
@@ -208,6 +212,22 @@ int main(int argc, char **argv)
 		   max_depth < min_depth || max_depth > 1000)) {
 		fprintf(stderr, "alloc_bench: ALLOC_BENCH_DEPTH=%s: want MIN-MAX (1 <= MIN <= MAX <= 1000)\n", dv);
 		return 2;
+	}
+
+	const char *fv = getenv("ALLOC_BENCH_FORK");
+	if (fv && !strcmp(fv, "1")) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0) {
+			perror("alloc_bench: fork");
+			return 1;
+		}
+		if (pid > 0) {
+			int status;
+			if (waitpid(pid, &status, 0) != pid)
+				return 1;
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+		}
 	}
 
 	struct worker *ws = calloc(nthreads, sizeof(*ws));

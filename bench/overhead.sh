@@ -54,13 +54,14 @@ declare -A cmd=(
 	[alloc_short_1t]="$short $out/alloc_bench 1 500000"
 	[alloc_short_2t]="$short $out/alloc_bench 2 500000"
 	[alloc_deep_1t]="env ALLOC_BENCH_DEPTH=40-80 $out/alloc_bench 1 500000"
+	[alloc_forked_1t]="$short ALLOC_BENCH_FORK=1 $out/alloc_bench 1 500000"
 	[cxx_4t]="$out/cxx_bench 4"
 	[sqlite3]="sqlite3 :memory: -init $out/table.sql .quit"
 	[python3_4t]="$(python3 -c "import sys; print(sys.executable)") $out/threads.py"
 	[git_log]="git -C $root log -p -n 300"
 	[bash_subshells]="bash $out/subshells.sh"
 )
-names=(alloc_short_1t alloc_short_2t alloc_deep_1t cxx_4t sqlite3 python3_4t git_log bash_subshells)
+names=(alloc_short_1t alloc_short_2t alloc_deep_1t alloc_forked_1t cxx_4t sqlite3 python3_4t git_log bash_subshells)
 # JIT runtimes, where installed: their generated code has no unwind info, which costs libunwind
 # the most (signal masks, address checks) in each unwind that goes through it.
 if command -v node >/dev/null; then
