@@ -703,12 +703,14 @@ static void child_anew(int was_active, int in_hook)
 	prof_cuda_fork_child();
 	prof_writer_forget();
 	struct prof_thread *th = &prof_self;
-	/* Another thread may have been inside unw_step (the stack cache's recording unwind),
-	 * holding libunwind's lock, when the parent forked: the child then unwinds as before
-	 * only. A child of a process with no other thread (a prefork server's worker, a shell's
-	 * subshell) keeps the forking thread's cache: its stacks name the parent's trace and are
-	 * void (prof_stacks_reset()), what it learned of the code holds. */
-	int alone = !in_hook && atomic_load(&threads_alive) == (th->serial ? 1 : 0);
+	/* The child keeps the forking thread's stack cache: its stacks name the parent's trace
+	 * and are void (prof_stacks_reset()), what it learned of the code holds. Unless another
+	 * thread may have been inside unw_step (a recording unwind), holding libunwind's lock,
+	 * when the process was copied: fork() waits until none is (stacks.c), the copies made
+	 * without its handlers do not, nor does a fork made inside one of our hooks. The child
+	 * then unwinds as before only. */
+	int safe = prof_stacks_fork_was_safe();
+	int alone = !in_hook && (safe || atomic_load(&threads_alive) == (th->serial ? 1 : 0));
 	struct stack_cache *cache = alone ? th->stack_cache : NULL;
 	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
 	memset(th, 0, sizeof(*th));

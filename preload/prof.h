@@ -418,6 +418,10 @@ void prof_stacks_reset(void);
 /* A fork child's thread keeps its cache (cache, or NULL: the child goes without); the
  * counts PROF_DEBUG=1 says start over. */
 void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache);
+/* In a fork child, once: 1 if the copy was made by fork(), whose handler waited until no
+ * thread was inside libunwind's steps (a recording unwind); 0 for copies made without the
+ * handlers (_Fork, clone, syscall: clone.c). */
+int prof_stacks_fork_was_safe(void);
 void prof_stacks_thread_done(struct prof_thread *th);  /* unmaps the thread's stack cache */
 
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */

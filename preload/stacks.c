@@ -1106,6 +1106,7 @@ static uint32_t words_kept(struct cached_stack *e, const uint8_t *keep, uint32_t
  * waiting on it (futex sleeps). A thread that finds another recording unwinds fast instead
  * and records the call when it comes again. */
 static _Atomic int recording_unwinds, forking;
+static _Atomic int fork_prepared;  /* fork_prepare() ran: no recording unwind under way */
 
 static int recording_begin(void)
 {
@@ -1127,6 +1128,7 @@ static void fork_prepare(void)
 	atomic_store(&forking, 1);
 	while (atomic_load(&recording_unwinds))
 		sched_yield();
+	atomic_store(&fork_prepared, 1);
 }
 
 static void fork_done(void)
@@ -1135,9 +1137,20 @@ static void fork_done(void)
 	atomic_store(&recording_unwinds, 0);  /* the child has only the forking thread */
 }
 
+static void fork_parent_done(void)
+{
+	atomic_store(&fork_prepared, 0);
+	fork_done();
+}
+
 __attribute__((constructor)) static void stacks_atfork(void)
 {
-	pthread_atfork(fork_prepare, fork_done, fork_done);
+	pthread_atfork(fork_prepare, fork_parent_done, fork_done);
+}
+
+int prof_stacks_fork_was_safe(void)
+{
+	return atomic_exchange(&fork_prepared, 0);
 }
 
 /* Unwinds frame by frame into frames (ours left out), and where e is given, records in it the

@@ -12,7 +12,8 @@
  * walks them again one frame deeper (new stack pointers: each path is recorded again).
  * `many_paths fork`: the first thread walks the paths, forks, and the child walks them again
  * and prints "child PID"; `many_paths fork-thread` does the same with another thread alive
- * (asleep) when it forks. */
+ * (asleep) when it forks, and `many_paths _Fork-thread` makes the child with _Fork(), which
+ * runs no fork handlers. */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 #include <dlfcn.h>
@@ -21,6 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,7 +141,7 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-static int walk_then_fork(int with_thread)
+static int walk_then_fork(int with_thread, int raw)
 {
 	pthread_t t;
 	if (with_thread) {
@@ -150,7 +152,7 @@ static int walk_then_fork(int with_thread)
 	}
 	uintptr_t sum = (uintptr_t)run((void *)88172645463325252ull);
 	fflush(stdout);
-	pid_t pid = fork();
+	pid_t pid = raw ? _Fork() : fork();
 	if (pid < 0)
 		return 1;
 	if (pid == 0) {
@@ -166,8 +168,8 @@ static int walk_then_fork(int with_thread)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && argv[1][0] == 'f')
-		return walk_then_fork(argv[1][4] == '-');
+	if (argc > 1 && (argv[1][0] == 'f' || argv[1][0] == '_'))
+		return walk_then_fork(strstr(argv[1], "thread") != NULL, argv[1][0] == '_');
 	if (argc > 1 && argv[1][0] == 'u') {
 		uintptr_t sum = (uintptr_t)run((void *)88172645463325252ull);
 		void *m = dlopen("libm.so.6", RTLD_NOW | RTLD_LOCAL);
