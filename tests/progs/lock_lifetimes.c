@@ -74,6 +74,27 @@ static struct object *object_new(void)
 	return o;
 }
 
+/* A semaphore's life in a new object: made, waited `waits` times, destroyed, freed. */
+static void sem_life(const char *name, int waits)
+{
+	struct object *o = object_new();
+	sem_init(&o->sem, 0, 1);
+	wait_sem(o, waits);
+	printf("%s %p\n", name, (void *)&o->sem);
+	sem_destroy(&o->sem);
+	free(o);
+}
+
+/* A mutex's life in a new object: made, taken `takes` times, freed with no destroy. */
+static void mutex_life_undestroyed(const char *name, int takes)
+{
+	struct object *o = object_new();
+	pthread_mutex_init(&o->lock, NULL);
+	take_mutex(o, takes);
+	printf("%s %p\n", name, (void *)&o->lock);
+	free(o);
+}
+
 int main(void)
 {
 	struct object *o = object_new();
@@ -95,30 +116,9 @@ int main(void)
 	pthread_mutex_destroy(&o->lock);
 	free(o);
 
-	o = object_new();
-	sem_init(&o->sem, 0, 1);
-	wait_sem(o, FIRST_SEM_WAITS);
-	printf("sem1 %p\n", (void *)&o->sem);
-	sem_destroy(&o->sem);
-	free(o);
-
-	o = object_new();
-	sem_init(&o->sem, 0, 1);
-	wait_sem(o, SECOND_SEM_WAITS);
-	printf("sem2 %p\n", (void *)&o->sem);
-	sem_destroy(&o->sem);
-	free(o);
-
-	o = object_new();
-	pthread_mutex_init(&o->lock, NULL);
-	take_mutex(o, REINIT_FIRST_TAKES);
-	printf("reinit1 %p\n", (void *)&o->lock);
-	free(o);  /* no destroy */
-
-	o = object_new();
-	pthread_mutex_init(&o->lock, NULL);
-	take_mutex(o, REINIT_SECOND_TAKES);
-	printf("reinit2 %p\n", (void *)&o->lock);
-	free(o);
+	sem_life("sem1", FIRST_SEM_WAITS);
+	sem_life("sem2", SECOND_SEM_WAITS);
+	mutex_life_undestroyed("reinit1", REINIT_FIRST_TAKES);
+	mutex_life_undestroyed("reinit2", REINIT_SECOND_TAKES);
 	return 0;
 }

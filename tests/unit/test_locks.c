@@ -73,6 +73,13 @@ static void load(struct tg *tg, struct process *p)
 	cr_assert_eq(tg_load(tg, dir, p, err, sizeof(err)), 0, "%s", err);
 }
 
+/* The trace tg loaded into p, and its locks sorted (*n of them). */
+static struct lock_summary *sorted_locks(struct tg *tg, struct process *p, size_t *n)
+{
+	load(tg, p);
+	return locks_sorted(p, n);
+}
+
 /* Two threads, serials 1 (stream 2) and 2 (stream 4). */
 static struct tg *two_threads(void)
 {
@@ -93,9 +100,8 @@ Test(lock_analysis, waits_and_latest_snapshot_are_merged)
 	stats_rec(tg, 2, T0 + 50, 0xa000, PROF_LOCK_MUTEX, 64, 1, 500, 10, 3, 7);
 	tg_exit(tg, 2, T0 + 60, 0, 0);
 	struct process p;
-	load(tg, &p);
 	size_t n;
-	struct lock_summary *v = locks_sorted(&p, &n);
+	struct lock_summary *v = sorted_locks(tg, &p, &n);
 	cr_assert_eq(n, 1);
 	cr_expect_str_eq(v[0].kind, "mutex");
 	cr_expect_eq(v[0].acquisitions, 100);
@@ -125,9 +131,8 @@ Test(lock_analysis, sorted_by_wait_then_acquisitions)
 	wait_rec(tg, 2, T0 + 13, 0x3000, PROF_LOCK_RWLOCK, PROF_LOCK_OP_WRLOCK, 10, 4, 0);
 	wait_rec(tg, 4, T0 + 14, 0x4000, PROF_LOCK_SEM, PROF_LOCK_OP_SEM_WAIT, 99, 5, 0);
 	struct process p;
-	load(tg, &p);
 	size_t n;
-	struct lock_summary *v = locks_sorted(&p, &n);
+	struct lock_summary *v = sorted_locks(tg, &p, &n);
 	cr_assert_eq(n, 4);
 	cr_expect_eq(v[0].addr, 0x4000);
 	cr_expect_eq(v[1].addr, 0x3000);
@@ -157,9 +162,8 @@ Test(lock_analysis, a_last_snapshot_ends_the_lock_at_its_address)
 	stats_rec(tg, 4, T0 + 40, 0xa000, PROF_LOCK_SEM, 1, 0, 0, 0, 0, 9);
 	stats_rec(tg, 4, T0 + 50, 0xa000, PROF_LOCK_SEM, 1000, 0, 0, 0, 0, 9);
 	struct process p;
-	load(tg, &p);
 	size_t n;
-	struct lock_summary *v = locks_sorted(&p, &n);
+	struct lock_summary *v = sorted_locks(tg, &p, &n);
 	cr_assert_eq(n, 2);
 	cr_expect_eq(v[0].addr, 0xa000);
 	cr_expect_str_eq(v[0].kind, "mutex");
@@ -181,9 +185,8 @@ Test(lock_analysis, lost_wait_records_fall_back_to_counters)
 	wait_rec(tg, 2, T0 + 10, 0xa000, PROF_LOCK_MUTEX, PROF_LOCK_OP_LOCK, 100, 1, 0);
 	stats_rec(tg, 2, T0 + 20, 0xa000, PROF_LOCK_MUTEX, 1000, 40, 7000, 0, 0, 1);
 	struct process p;
-	load(tg, &p);
 	size_t n;
-	struct lock_summary *v = locks_sorted(&p, &n);
+	struct lock_summary *v = sorted_locks(tg, &p, &n);
 	cr_assert_eq(n, 1);
 	cr_expect_eq(v[0].contended, 40);
 	cr_expect_eq(v[0].wait_ns, 7000);
@@ -202,9 +205,8 @@ Test(lock_analysis, cond_waits_timeouts_names_and_joins)
 	tg_rec(tg, 2, PROF_REC_THREAD_JOIN, PROF_THREAD_JOIN, T0 + 14, PAYLOAD(j));
 	tg_exit(tg, 2, T0 + 15, 0, 0);
 	struct process p;
-	load(tg, &p);
 	size_t n;
-	struct lock_summary *v = locks_sorted(&p, &n);
+	struct lock_summary *v = sorted_locks(tg, &p, &n);
 	cr_assert_eq(n, 1);
 	cr_expect_str_eq(v[0].kind, "cond");
 	cr_expect_eq(v[0].contended, 2);
@@ -232,9 +234,8 @@ Test(lock_analysis, cond_rows_never_show_more_contended_than_acquired)
 			 i % 2 ? 110 : 0);
 	tg_exit(tg, 2, T0 + 20, 0, 0);
 	struct process p;
-	load(tg, &p);
 	size_t n;
-	struct lock_summary *v = locks_sorted(&p, &n);
+	struct lock_summary *v = sorted_locks(tg, &p, &n);
 	cr_assert_eq(n, 1);
 	cr_expect_eq(v[0].contended, 5);
 	cr_expect_geq(v[0].acquisitions, v[0].contended);
