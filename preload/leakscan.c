@@ -876,15 +876,15 @@ static void drain(void)
 }
 
 /* A root range (of a shared mapping, or not): what is neither libprof's own nor a live
- * block. */
-static void scan_root(uint64_t lo, uint64_t hi, int shared, int from)
+ * block. rw: a readable and writable mapping that may be read in place (scan()). */
+static void scan_root(uint64_t lo, uint64_t hi, int shared, int rw, int from)
 {
 	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
 		if (own[i].lo < hi && own[i].hi > lo) {
 			if (own[i].lo > lo)
-				scan_root(lo, own[i].lo, shared, i + 1);
+				scan_root(lo, own[i].lo, shared, rw, i + 1);
 			if (own[i].hi < hi)
-				scan_root(own[i].hi, hi, shared, i + 1);
+				scan_root(own[i].hi, hi, shared, rw, i + 1);
 			return;
 		}
 	size_t k = blocks_upto(lo);
@@ -893,7 +893,7 @@ static void scan_root(uint64_t lo, uint64_t hi, int shared, int from)
 	while (lo < hi) {
 		uint64_t end = k < nblocks && tab[k].ptr < hi ? tab[k].ptr : hi;
 		if (end > lo)
-			root_bytes += scan(lo, end, 1, shared, 1);
+			root_bytes += scan(lo, end, 1, shared, rw);
 		if (k >= nblocks || tab[k].ptr >= hi)
 			return;
 		if (tab[k].ptr + tab[k].size > lo)
@@ -1101,7 +1101,9 @@ static void scan_maps(uint64_t sp)
 		    !heap_mapping(lo, hi, name)) {
 			/* A thread's stack: the live part only (this thread's, a stopped one's). */
 			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
-			scan_root(lo, hi, perms[3] == 's', 0);
+			/* A driver's mapping (anon_inode:...) may map device memory, which pagemap
+			 * shows as the process's own: read only through the kernel. */
+			scan_root(lo, hi, perms[3] == 's', strncmp(name, "anon_inode:", 11) != 0, 0);
 		}
 		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
 		memmove(text, text + used, have - used);
@@ -1144,7 +1146,7 @@ static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 {
 	ucontext_t uc;  /* the registers the program's code may have left pointers in */
 	getcontext(&uc);
-	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 0);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 1, 0);
 	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
