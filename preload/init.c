@@ -775,11 +775,9 @@ static int wanted(void)
 		return 0;
 	if (!prof_cfg.only[0])
 		return 1;
-	char exe[1024];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = 0;
+	const char *exe = prof_exe_path();
 	return (saved_argc > 0 && name_listed(prof_cfg.only, saved_argv[0])) ||
-	       (n > 0 && name_listed(prof_cfg.only, exe));
+	       (exe[0] && name_listed(prof_cfg.only, exe));
 }
 
 _Atomic int prof_start_state;  /* 0 not started, 1 starting, 2 done */

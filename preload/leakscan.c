@@ -811,7 +811,7 @@ static void scan_in_place(uint64_t lo, uint64_t hi, int definite)
  * have been made unreadable by the program (mprotect). Returns the bytes looked at. */
 static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared, int rw)
 {
-	int in_place = rw && !shared && in_place_ok && pagemap_fd >= 0;
+	int in_place = rw && in_place_ok && pagemap_fd >= 0;
 	if (shared || pagemap_fd < 0 || (hi - lo < 2 * page_size && !in_place)) {
 		scan_words(lo, hi, definite);
 		return hi - lo;

@@ -27,7 +27,6 @@ static _Atomic uint32_t module_count;
 static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int prof_modules_stale;  /* prof_modules_mark_stale() */
 static uintptr_t ours_start, ours_end;  /* set by a rescan, read by any thread: __atomic */
-static char exe_path[PATH_MAX];
 
 int prof_addr_is_ours(uintptr_t ip)
 {
@@ -118,7 +117,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 		return 0;
 	const char *path = info->dlpi_name;
 	if (!path || !*path)
-		path = exe_path;  /* the main program */
+		path = prof_exe_path();  /* the main program */
 	else if (!strncmp(path, "linux-vdso", 10) || !strncmp(path, "linux-gate", 10))
 		path = "[vdso]";
 	uint64_t nh = hash_str(path);
@@ -265,10 +264,7 @@ void prof_modules_mark_stale(void)
 
 void prof_modules_init(void)
 {
-	if (!exe_path[0]) {  /* a fork child knows its parent's, the same file */
-		ssize_t n = readlink("/proc/self/exe", exe_path, sizeof(exe_path) - 1);
-		exe_path[n > 0 ? n : 0] = '\0';
-	}
+	prof_exe_path();  /* read now, not inside the rescan's dl_iterate_phdr */
 	pthread_mutex_lock(&rescan_lock);
 	rescan_locked();
 	pthread_mutex_unlock(&rescan_lock);

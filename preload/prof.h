@@ -310,6 +310,9 @@ static inline struct prof_thread *prof_recording(unsigned family)
 
 /* writer.c: the trace file. */
 int prof_writer_open(uint32_t ppid, int argc, char **argv);
+/* The executable's path, for the trace's header and the modules: read once per address
+ * space (a fork child's is its parent's); "" where /proc cannot tell. */
+const char *prof_exe_path(void);
 void *prof_reserve(struct prof_thread *th, uint32_t size);
 /* Whether the trace can take no more chunks: see PROF_ACTIVE_FULL. */
 static inline int prof_writer_full(void)

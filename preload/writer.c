@@ -782,14 +782,20 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	return kept;
 }
 
-/* Starts this process's trace. Returns 0, or -1 after saying why once on stderr. */
-int prof_writer_open(uint32_t ppid, int argc, char **argv)
+const char *prof_exe_path(void)
 {
-	static char exe[PATH_MAX];  /* a fork child's is its parent's, the same file */
-	if (!exe[0]) {
+	static char exe[PATH_MAX];
+	if (!exe[0]) {  /* a fork child knows its parent's, the same file */
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
 	}
+	return exe;
+}
+
+/* Starts this process's trace. Returns 0, or -1 after saying why once on stderr. */
+int prof_writer_open(uint32_t ppid, int argc, char **argv)
+{
+	const char *exe = prof_exe_path();
 	const char *prog = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
 	struct utsname un;
 	if (uname(&un) < 0)
