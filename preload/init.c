@@ -496,9 +496,11 @@ static void exit_work(int status, uintptr_t stack_from)
 	prof_thread_end(th);
 	say_cuts();
 	write_exit(0, status);
-	prof_writer_set_state(PROF_STATE_EXITED);
 	atomic_store(&prof_active, 0);
 	prof_writer_close(others);
+	/* Last: a reader that sees the trace ended (prof pack, which then compresses it) finds
+	 * the file at its final size, not cut short while it reads. */
+	prof_writer_set_state(PROF_STATE_EXITED);
 	th->in_hook--;
 }
 
