@@ -411,8 +411,8 @@ struct prof_stack_proof {
 };
 uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
 			   struct prof_stack_proof *proof);
-/* 1: this call's stack is the one of the call that got proof, exactly (the entry still holds
- * word for word); 0: not known, take it anew. */
+/* 1: this call's stack is the one of the call that got proof, exactly (the entry's words
+ * still hold, cached_holds()); 0: not known, take it anew. */
 int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
 		     const struct prof_stack_proof *proof);
 /* Before a hook's real call: starts fetching what prof_stack_from() will read for that call. */

@@ -232,7 +232,10 @@ static int backtrace_frames(struct prof_thread *th, uintptr_t call_site,
  * caller's rbp as offsets from the CFA, fixed per code address. So if the call site, sp0 and
  * (where some frame took its CFA from the rbp the program had at the call) that rbp are the
  * same, and every word still holds its value, a full unwind reads the same words in the same
- * places and gives the same stack: the entry's. Stacks through a signal frame (whose registers
+ * places and gives the same stack: the entry's. The words are compared through a 64-bit hash
+ * of their values (ENTRY_CHECK), as the stack table compares stacks: an entry keeps 2
+ * bytes a word where it would keep 16 with the values, and a deep stack's entry, which
+ * missed the CPU's caches line after line, is one or two lines. Stacks through a signal frame (whose registers
  * libunwind reads from a ucontext) and unwinds that failed are not cached. Limit: a
  * stack-realigning (DRAP) function reads its CFA from its frame, a word not among those
  * checked. The program's sp0 and rbp at the call come from libprof's own frame pointers. */
@@ -247,14 +250,50 @@ static int backtrace_frames(struct prof_thread *th, uintptr_t call_site,
 #define ARENA_BYTES (16u << 20)  /* entries, appended; all dropped when it is full */
 
 struct cached_stack {
-	uintptr_t site, sp, bp;  /* key: call site, sp0; bp compared only if need_bp */
+	uintptr_t site, sp;      /* key: call site, sp0 */
+	uint64_t check;          /* ENTRY_CHECK: sp0, the rbp if need_bp, generation, words */
 	uint64_t hash;           /* of the frames: the thread's prediction (prof_stack_last_at) */
-	uint64_t pychain;        /* Python frames spliced in (prof_py_splice()), 0 if none */
-	uint32_t id, gen;        /* interned stack; prof_stacks_reset() generation it belongs to */
-	uint32_t n, need_bp;     /* words to check */
-	uint32_t next, pad;      /* 1 + offset of the next entry of the chain, 0 = none */
-	struct { uintptr_t addr, val; } word[];
+	uint32_t id;             /* interned stack */
+	uint32_t next;           /* 1 + offset of the next entry of the chain, 0 = none */
+	uint16_t n;              /* words to check */
+	uint8_t need_bp;         /* the call's rbp decides the unwind */
+	uint8_t python;          /* Python frames spliced in: entry_pychain() says which */
+	uint16_t off[];          /* where the words are: sp0 + 8 * off[i] */
 };
+
+/* While an unwind records, the words it read, as (address, value), from ENTRY_SCRATCH bytes
+ * into the entry: entry_seal() then turns them into off[] in place (off[i] ends before word
+ * i begins, so it overwrites only words already read). */
+struct entry_word {
+	uintptr_t addr, val;
+};
+#define ENTRY_SCRATCH 64u
+#define ENTRY_ALIGN 64u  /* an entry of up to 10 words is one cache line */
+_Static_assert(sizeof(struct cached_stack) + 2 <= ENTRY_SCRATCH, "off[0] ends before word 0");
+
+static inline struct entry_word *entry_words(struct cached_stack *e)
+{
+	return (struct entry_word *)((char *)e + ENTRY_SCRATCH);
+}
+
+/* The Python frames spliced in (prof_py_splice()), after off[]: 0 if none. */
+static inline uint64_t *entry_pychain_at(const struct cached_stack *e)
+{
+	return (uint64_t *)((char *)e + ((sizeof(*e) + 2u * e->n + 7u) & ~7u));
+}
+
+static inline uint64_t entry_pychain(const struct cached_stack *e)
+{
+	return e->python ? *entry_pychain_at(e) : 0;
+}
+
+static inline uint32_t entry_size(const struct cached_stack *e)
+{
+	uint32_t size = (uint32_t)sizeof(*e) + 2u * e->n;
+	if (e->python)
+		size = ((size + 7u) & ~7u) + 8u;
+	return (size + ENTRY_ALIGN - 1) & ~(ENTRY_ALIGN - 1);
+}
 
 /* Many call paths reach a call site at the same depth (a helper called from everywhere): the
  * callers' return addresses tell them apart. Chains are keyed by the first KEY_FRAMES of them,
@@ -379,7 +418,7 @@ struct stack_cache {
 	struct py_variant py_variants[PY_VARIANT_SLOTS];
 	uint32_t recent_next;
 	struct recent_stack recent[RECENT_STACKS];
-	_Alignas(16) char arena[ARENA_BYTES];
+	_Alignas(ENTRY_ALIGN) char arena[ARENA_BYTES];
 };
 
 static _Atomic uint64_t cache_hits, cache_misses, cache_wrong;  /* PROF_STACK_CACHE=check */
@@ -875,7 +914,7 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 		c->rule_slots = RULE_SLOTS_FIRST;
 	}
 	/* A return address and a saved rbp per frame, and the word that ended the unwind. */
-	size_t most = sizeof(struct cached_stack) + (2u * prof_cfg.stack_depth + 2u) * 16u;
+	size_t most = ENTRY_SCRATCH + (2u * prof_cfg.stack_depth + 2u) * sizeof(struct entry_word);
 	if (c->used + most > sizeof(c->arena)) {
 		memset(c->index, 0, sizeof(c->index));
 		memset(c->sites, 0, sizeof(c->sites));
@@ -887,12 +926,12 @@ static struct cached_stack *cache_room(struct prof_thread *th)
 }
 
 /* Adds e, just filled, to its chain; 0 if the chain is closed (e is then not kept). */
-static int cache_keep(struct prof_thread *th, struct cached_stack *e)
+static int cache_keep(struct prof_thread *th, struct cached_stack *e, uintptr_t bp)
 {
 	struct stack_cache *c = th->stack_cache;
 	uint64_t key;
 	struct key_layout lay;
-	uint32_t *chain = cache_chain_walk(c, e->site, e->sp, e->bp, &key, &lay);
+	uint32_t *chain = cache_chain_walk(c, e->site, e->sp, bp, &key, &lay);
 	if (*chain == CHAIN_CLOSED)
 		return 0;
 	e->next = *chain;
@@ -903,7 +942,7 @@ static int cache_keep(struct prof_thread *th, struct cached_stack *e)
 	else
 		*m = (struct site_memo){ .site = e->site, .sp = e->sp, .at = c->used + 1 };
 	layout_keep(m, e->site, e->sp, &lay);
-	c->used += (uint32_t)((sizeof(*e) + e->n * sizeof(e->word[0]) + 15) & ~(size_t)15);
+	c->used += entry_size(e);
 	return 1;
 }
 
@@ -971,14 +1010,57 @@ static __attribute__((noinline)) int hook_frame(uintptr_t call_site, uintptr_t *
 	return 0;
 }
 
+/* One step of ENTRY_CHECK: the mixing of hash_frames(). */
+static inline uint64_t check_mix(uint64_t h, uint64_t v)
+{
+	h = (h ^ v) * 0xff51afd7ed558ccdull;
+	return h ^ (h >> 32);
+}
+
+/* What an entry's words hold, with the rest of what decides its unwind, as one 64-bit value:
+ * the words at sp + 8 * off[i] (word(i)), sp, the rbp where it decides, the cache's
+ * generation. As exact as the stack table, which takes two stacks whose frames hash alike
+ * for one. Two lanes, so that the multiplications of a long stack overlap. */
+#define ENTRY_CHECK(n, need_bp, sp, bp, word)                                              \
+	({                                                                                 \
+		uint64_t a_ = check_mix(0x9e3779b97f4a7c15ull ^ (n), (need_bp) ? (bp) : 0); \
+		uint64_t b_ = check_mix((sp), atomic_load_explicit(&cache_gen, memory_order_relaxed)); \
+		uint32_t i_ = 0;                                                           \
+		for (; i_ + 1 < (n); i_ += 2) {                                            \
+			a_ = check_mix(a_, word(i_));                                      \
+			b_ = check_mix(b_, word(i_ + 1));                                  \
+		}                                                                          \
+		if (i_ < (n))                                                              \
+			a_ = check_mix(a_, word(i_));                                      \
+		check_mix(a_, b_);                                                         \
+	})
+
 static int cached_holds(const struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp)
 {
-	if (e->site != site || e->sp != sp || e->gen != atomic_load_explicit(&cache_gen, memory_order_relaxed) ||
-	    (e->need_bp && e->bp != bp))
+	if (e->site != site || e->sp != sp)
 		return 0;
-	for (uint32_t i = 0; i < e->n; i++)
-		if (*(volatile uintptr_t *)e->word[i].addr != e->word[i].val)
+	const volatile uintptr_t *at = (const volatile uintptr_t *)sp;
+#define WORD_NOW(i) at[e->off[i]]
+	return ENTRY_CHECK(e->n, e->need_bp, sp, bp, WORD_NOW) == e->check;
+#undef WORD_NOW
+}
+
+/* Makes entry e, whose words an unwind from sp, bp just recorded (entry_words()), one that
+ * cached_holds() can check. 0 where it cannot be: a word too far above sp, or not aligned. */
+static int entry_seal(struct cached_stack *e, uintptr_t site, uintptr_t sp, uintptr_t bp)
+{
+	const struct entry_word *w = entry_words(e);
+	uint32_t n = e->n;
+	for (uint32_t i = 0; i < n; i++)
+		if (w[i].addr < sp || ((w[i].addr - sp) & 7) || (w[i].addr - sp) / 8 > UINT16_MAX)
 			return 0;
+#define WORD_THEN(i) w[i].val
+	e->check = ENTRY_CHECK(n, e->need_bp, sp, bp, WORD_THEN);
+#undef WORD_THEN
+	for (uint32_t i = 0; i < n; i++)
+		e->off[i] = (uint16_t)((w[i].addr - sp) / 8);  /* w[i] read: off[i] ends before it */
+	e->site = site;
+	e->sp = sp;
 	return 1;
 }
 
@@ -1091,10 +1173,11 @@ static inline void rbp_decides(uint8_t *keep, int src, uint32_t *need_bp)
 /* e's words, w of them: the kept ones, in order. Their count. */
 static uint32_t words_kept(struct cached_stack *e, const uint8_t *keep, uint32_t w)
 {
+	struct entry_word *word = entry_words(e);
 	uint32_t kept = 0;
 	for (uint32_t i = 0; i < w; i++)
 		if (keep[i])
-			e->word[kept++] = e->word[i];
+			word[kept++] = word[i];
 	return kept;
 }
 
@@ -1170,6 +1253,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	uintptr_t bp_at = 0;  /* where the rbp in use was read: a frame that saves none keeps it */
 	uint32_t w = 0, need_bp = 0;
 	uint8_t keep[2 * PROF_MAX_STACK_DEPTH + 2];
+	struct entry_word *word = entry_words(e);
 	unw_word_t prev_ip = 0, prev_sp = 0, prev_bp = 0;
 	do {
 		unw_word_t ip, sp, bp;
@@ -1190,7 +1274,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 			uintptr_t ra = read_from(&c, UNW_REG_IP, sp0);
 			if (ra) {
 				keep[w] = 1;
-				e->word[w++] = (typeof(e->word[0])){ ra, ip };
+				word[w++] = (struct entry_word){ ra, ip };
 				r = frame_learn(sc, prev_ip, prev_sp, ra, !rbp_based);
 			} else {
 				ok = 0;
@@ -1199,7 +1283,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 			if (saved) {
 				keep[w] = 0;
 				bp_src = (int)w;
-				e->word[w++] = (typeof(e->word[0])){ at, bp };
+				word[w++] = (struct entry_word){ at, bp };
 				bp_at = at;
 			}
 			/* A signal frame's registers come from its ucontext, not from a rule; the
@@ -1227,7 +1311,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 		uintptr_t at = read_from(&c, UNW_REG_IP, sp0);
 		if (at) {
 			keep[w] = 1;
-			e->word[w++] = (typeof(e->word[0])){ at, *(uintptr_t *)at };
+			word[w++] = (struct entry_word){ at, *(uintptr_t *)at };
 		} else if (ok && prof_addr_in_objects(prev_ip, 1)) {
 			end_learn(sc, prev_ip);
 		}
@@ -1235,7 +1319,7 @@ static int unwind_recording(struct stack_cache *sc, void **frames, int max, uint
 	}
 	uint32_t kept = words_kept(e, keep, w);
 	e->n = ok ? kept : 0;
-	e->need_bp = need_bp;
+	e->need_bp = (uint8_t)need_bp;
 	return n;
 }
 
@@ -1253,6 +1337,7 @@ static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t c
 	int n = 0, bp_src = -1;  /* where the rbp in use was read, -1: the call's own */
 	uint32_t w = 0, need_bp = 0;
 	uint8_t keep[2 * PROF_MAX_STACK_DEPTH + 2];
+	struct entry_word *word = entry_words(e);
 	for (;;) {
 		const struct frame_rule *r = frame_rule(c, ip);
 		if (!r || (r->flags & RULE_ODD))
@@ -1278,7 +1363,7 @@ static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t c
 			return 0;
 		ip = *(volatile uintptr_t *)ra;
 		keep[w] = 1;
-		e->word[w++] = (typeof(e->word[0])){ ra, ip };
+		word[w++] = (struct entry_word){ ra, ip };
 		sp = ra + 8;
 		if (r->bp_at != BP_KEPT) {
 			uintptr_t at = sp + (uintptr_t)(intptr_t)r->bp_at;
@@ -1287,11 +1372,11 @@ static int rules_walk(struct stack_cache *c, void **frames, int max, uintptr_t c
 			bp = *(volatile uintptr_t *)at;
 			keep[w] = 0;
 			bp_src = (int)w;
-			e->word[w++] = (typeof(e->word[0])){ at, bp };
+			word[w++] = (struct entry_word){ at, bp };
 		}
 	}
 	e->n = words_kept(e, keep, w);
-	e->need_bp = need_bp;
+	e->need_bp = (uint8_t)need_bp;
 	return n;
 }
 
@@ -1378,7 +1463,7 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site)
 static inline void proof_of(const struct stack_cache *c, const struct cached_stack *e,
 			    struct prof_stack_proof *proof)
 {
-	if (prof_cfg.stack_cache == 1 && !e->pychain)
+	if (prof_cfg.stack_cache == 1 && !e->python)
 		*proof = (struct prof_stack_proof){ (uint32_t)((const char *)e - c->arena) + 1,
 						    c->epoch };
 }
@@ -1449,15 +1534,13 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16 - (int)(frames - buf), &pychain);
 	*guess = hash_frames(frames, n);
 	uint32_t id = intern(th, frames, n, *guess);
-	if (id && id != ID_FAILED && e->n) {
+	if (id && id != ID_FAILED && e->n && entry_seal(e, call_site, sp0, bp0)) {
 		e->hash = *guess;
-		e->pychain = pychain;
 		e->id = id;
-		e->gen = atomic_load_explicit(&cache_gen, memory_order_relaxed);
-		e->sp = sp0;
-		e->bp = bp0;
-		e->site = call_site;
-		if (cache_keep(th, e) && proof)
+		e->python = pychain != 0;
+		if (pychain)
+			*entry_pychain_at(e) = pychain;
+		if (cache_keep(th, e, bp0) && proof)
 			proof_of(th->stack_cache, e, proof);
 	}
 	return id;
@@ -1503,7 +1586,7 @@ __attribute__((noinline)) uint32_t prof_stack_proven(struct prof_thread *th, uin
 	e = cache_find(th, call_site, sp0, bp0, &coarse, &key);
 	if (coarse)
 		return prof_stack_at_uncached(th, call_site, guess);
-	if (e && e->pychain && (chain = prof_py_chain_now(th)) != e->pychain) {
+	if (e && e->python && (chain = prof_py_chain_now(th)) != entry_pychain(e)) {
 		uint32_t id = py_variant(th, e, chain, call_site, guess);
 		return hit_checked(th, call_site, id, *guess, guess, " with other Python frames");
 	}
