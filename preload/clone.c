@@ -91,6 +91,7 @@ static void copied(pid_t pid)
 		prof_fork_child();
 		errno = err;
 	} else if (pid > 0) {
+		prof_leak_made_copy();
 		prof_fork_parent(pid);
 	}
 }

@@ -895,8 +895,10 @@ PROF_EXPORT pid_t fork(void)
 		__atomic_store_n(&real, fn, __ATOMIC_RELEASE);
 	}
 	pid_t pid = fn();
-	if (pid > 0)
+	if (pid > 0) {
+		prof_leak_made_copy();
 		prof_fork_parent(pid);
+	}
 	return pid;
 }
 

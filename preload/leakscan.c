@@ -745,6 +745,7 @@ static void scan_words(uint64_t lo, uint64_t hi, int definite)
 #define PM_PRESENT (1ull << 63)
 #define PM_SWAPPED (1ull << 62)
 #define PM_FILE (1ull << 61)    /* a file's page (or shared anonymous memory) */
+#define PM_EXCLUSIVE (1ull << 56)  /* mapped by this process alone */
 #define PM_WINDOW 512  /* entries read at once: 2 MiB of 4 KiB pages */
 
 static int pagemap_fd = -1;
@@ -754,11 +755,22 @@ static uint64_t pm[PM_WINDOW], pm_first, pm_n;  /* entries of pages pm_first.. *
 /* What a page holds, as pagemap tells. */
 enum { PAGE_EMPTY, PAGE_ANON, PAGE_OTHER };
 
+/* A fork child that made no copy of itself: a page of its private memory in memory that it
+ * shares with another process (its parent, a sibling) is one it never wrote (a write would
+ * have copied it), so it holds only what its parent's memory held at the fork: no pointer to
+ * a block of the child's, which the child allocated since. Such pages, most of a child's
+ * inherited heap, are not read. Once it forks itself, a page it wrote is shared too. */
+static int skip_unwritten;
+
 static int page_kind_of(uint64_t e)
 {
 	if (!(e & (PM_PRESENT | PM_SWAPPED)))
 		return PAGE_EMPTY;
-	return e & PM_FILE ? PAGE_OTHER : PAGE_ANON;
+	if (e & PM_FILE)
+		return PAGE_OTHER;
+	if (skip_unwritten && (e & PM_PRESENT) && !(e & PM_EXCLUSIVE))
+		return PAGE_EMPTY;
+	return PAGE_ANON;
 }
 
 /* The kind of page p (an index): PAGE_EMPTY (neither in memory nor swapped out), PAGE_ANON
@@ -1034,11 +1046,17 @@ static uint64_t hex(const char **s)
  * child lost can then look reached through a freed chunk's stale bytes, where otherwise
  * every block it stored in an inherited one was reported lost (memcheck knows every block
  * and finds none lost in such a child). An exec'd program starts over. */
-static int forked;
+static int forked, made_copies;
 
 void prof_leak_fork_child(void)
 {
 	forked = 1;
+	made_copies = 0;
+}
+
+void prof_leak_made_copy(void)
+{
+	__atomic_store_n(&made_copies, 1, __ATOMIC_RELAXED);
 }
 
 static int heap_mapping(uint64_t lo, uint64_t hi, const char *name)
@@ -1182,6 +1200,7 @@ static void scan_all(uintptr_t stack_from)
 	snprintf(path, sizeof(path), "%s/pagemap", prof_proc_self());
 	pagemap_fd = open(path, O_RDONLY | O_CLOEXEC);
 	pm_n = 0;
+	skip_unwritten = forked && !__atomic_load_n(&made_copies, __ATOMIC_RELAXED);
 	long ps = sysconf(_SC_PAGESIZE);
 	page_size = ps > 0 ? (uint64_t)ps : 4096;
 	scan_with_registers(stack_from);

@@ -486,6 +486,7 @@ void prof_heap_init(void);
 void prof_leak_scan(uintptr_t stack_from);
 void prof_own_memory(const void *p, size_t len);
 void prof_leak_fork_child(void);  /* the heap holds the parent's blocks, unknown to the trace */
+void prof_leak_made_copy(void);   /* this process forked: its pages are shared with a child */
 
 /* Another thread is at work for us (a few loads and stores): spin a little, then let it run.
  * spins counts the calls, from 0. */
