@@ -357,6 +357,7 @@ static int make_table(void)
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
+	prof_own_memory(p, n * sizeof(uint32_t));  /* file ids: never roots of the leak scan */
 	io_fd_table = p;
 	io_fd_table_size = (uint32_t)n;
 	return 0;

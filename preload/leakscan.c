@@ -756,21 +756,20 @@ static uint64_t pm[PM_WINDOW], pm_first, pm_n;  /* entries of pages pm_first.. *
 enum { PAGE_EMPTY, PAGE_ANON, PAGE_OTHER };
 
 /* A fork child that made no copy of itself: a page of its private memory in memory that it
- * shares with another process (its parent, a sibling) is one it never wrote (a write would
- * have copied it), so it holds only what its parent's memory held at the fork: no pointer to
- * a block of the child's, which the child allocated since. Such pages, most of a child's
- * inherited heap, are not read. Once it forks itself, a page it wrote is shared too. */
+ * shares with another process (its parent, a sibling) or that is still a file's page is one
+ * it never wrote (a write would have copied it), so it holds only what its parent's memory
+ * or the file held: no pointer to a block of the child's, which the child allocated since.
+ * Such pages, most of a child's inherited heap and data, are not read. Once it forks itself,
+ * a page it wrote is shared too. */
 static int skip_unwritten;
 
 static int page_kind_of(uint64_t e)
 {
 	if (!(e & (PM_PRESENT | PM_SWAPPED)))
 		return PAGE_EMPTY;
-	if (e & PM_FILE)
-		return PAGE_OTHER;
-	if (skip_unwritten && (e & PM_PRESENT) && !(e & PM_EXCLUSIVE))
+	if (skip_unwritten && (e & PM_PRESENT) && ((e & PM_FILE) || !(e & PM_EXCLUSIVE)))
 		return PAGE_EMPTY;
-	return PAGE_ANON;
+	return e & PM_FILE ? PAGE_OTHER : PAGE_ANON;
 }
 
 /* The kind of page p (an index): PAGE_EMPTY (neither in memory nor swapped out), PAGE_ANON
