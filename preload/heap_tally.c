@@ -483,7 +483,8 @@ void heap_tally_fork_child(void)
 	prof_clear(tallies_taken, sizeof(tallies_taken));
 	atomic_store(&shared_used, 0);
 	atomic_store(&tallied_in_use, 0);
-	prof_clear(class_means, sizeof(class_means));
+	if (prof_cfg.heap_sample)  /* untouched otherwise: reading its pages faults them in */
+		prof_clear(class_means, sizeof(class_means));
 	atomic_store(&rec.owner, 0);
 	atomic_store(&rec.seq, 0);
 }

@@ -109,6 +109,15 @@ void prof_stacks_reset(void)
 		madvise(table_map, table_map_bytes, MADV_DONTNEED);  /* zero-filled again */
 	else
 		table_reserve();
+	if (table) {
+		/* Level 0's 64 KiB at once: a short process's first stacks land on every page
+		 * of it, each read (a zero page mapped) then written (a page allocated), which
+		 * was 32 faults of a bash subshell. */
+		int saved = errno;
+		madvise(slot_at(0, 0, 0), (levels[0].mask + 1) * sizeof(struct slot),
+			MADV_POPULATE_WRITE);
+		errno = saved;
+	}
 	atomic_store(&next_id, 1);
 	atomic_fetch_add(&cache_gen, 1);
 	if (!unwinder_hi)

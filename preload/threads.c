@@ -54,6 +54,9 @@ struct reg_slot {
 	char name[16];
 };
 static struct reg_slot registry[REG_SLOTS];
+/* The slots ever claimed, so that a fork child empties those alone: reading all 128 KiB of
+ * the table faulted in every page the parent never touched (32 faults a bash subshell). */
+static _Atomic uint64_t reg_claimed[REG_SLOTS / 64];
 
 static void write_name(struct prof_thread *th, uint32_t serial, uint32_t tid, const char *name);
 
@@ -73,6 +76,7 @@ static struct reg_slot *reg_slot(pthread_t t, int claim)
 		if (cur == 0) {
 			if (!claim)
 				return NULL;
+			prof_slot_take(reg_claimed, i);  /* first: a fork between the two sees it */
 			if (atomic_compare_exchange_strong(&registry[i].key, &cur, k) || cur == k)
 				return &registry[i];
 		}
@@ -379,7 +383,16 @@ void prof_threads_init(void)
 /* Fork child: only the forking thread lives on; the others' pthread_t mean nothing now. */
 void prof_threads_fork_child(void)
 {
-	prof_clear(registry, sizeof(registry));
+	for (uint32_t w = 0; w < REG_SLOTS / 64; w++) {
+		for (uint64_t bits = atomic_load(&reg_claimed[w]); bits; bits &= bits - 1) {
+			struct reg_slot *s = &registry[w * 64 + (uint32_t)__builtin_ctzll(bits)];
+			atomic_store(&s->key, 0);
+			atomic_store(&s->val, 0);
+			memset(s->name, 0, sizeof(s->name));
+		}
+		if (atomic_load(&reg_claimed[w]))
+			atomic_store(&reg_claimed[w], 0);
+	}
 	for (uint32_t i = 0; i < POOL_BLOCKS; i++)
 		atomic_store(&pool_busy[i], 0);
 }
