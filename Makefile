@@ -243,6 +243,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/breakdown.sh
 	bench/many.sh
 	bench/leakscan.sh
+	bench/forks.sh
 	BUILD=$(BUILD) bench/tracesize.sh
 	bench/python.sh
 	BUILD=$(BUILD) bench/symbols.sh
