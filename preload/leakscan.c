@@ -692,12 +692,38 @@ static int heuristic_start(const struct block *b, uint64_t v)
 	       w[0] <= w[1] && w[1] == b->size - 25;
 }
 
-/* memcheck's lc_push_if_a_chunk_ptr: definite when the pointer sits in a root or in a
- * reachable block. */
-static void found(uint64_t v, int definite)
+/* The pages that hold blocks, as bits of a small table by a hash of the page: a word of the
+ * roots that falls between the blocks (a pointer into memory the process had before it
+ * forked, or into a freed block) is told apart with one load, not a search of the blocks.
+ * Off (page_filter_on 0) where blocks cover so many pages that the bits would be mostly set. */
+#define PAGE_FILTER_BITS 16
+static uint64_t page_filter[(1u << PAGE_FILTER_BITS) / 64];
+static int page_filter_on;
+
+static inline uint32_t page_bit(uint64_t page)
 {
-	if (v < heap_lo || v >= heap_hi)
-		return;
+	return (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> (64 - PAGE_FILTER_BITS));
+}
+
+static void page_filter_build(void)
+{
+	memset(page_filter, 0, sizeof(page_filter));
+	page_filter_on = 0;
+	uint64_t pages = 0;
+	for (size_t i = 0; i < nblocks; i++) {
+		uint64_t first = tab[i].ptr >> 12, last = (tab[i].ptr + tab[i].size) >> 12;
+		if ((pages += last - first + 1) > (1u << PAGE_FILTER_BITS) / 8)
+			return;  /* a bit in eight set, or more: little would be told apart */
+		for (uint64_t p = first; p <= last; p++)
+			page_filter[page_bit(p) / 64] |= 1ull << (page_bit(p) % 64);
+	}
+	page_filter_on = 1;
+}
+
+/* memcheck's lc_push_if_a_chunk_ptr: definite when the pointer sits in a root or in a
+ * reachable block. A word of a page with blocks. */
+static __attribute__((noinline)) void found_near(uint64_t v, int definite)
+{
 	ssize_t i = block_at(v);
 	if (i < 0)
 		return;
@@ -714,6 +740,18 @@ static void found(uint64_t v, int definite)
 		b->state = POSSIBLE;
 		push((size_t)i);
 	}
+}
+
+/* Whether word v points into a block (found_near()): the tests of every word of the memory
+ * scanned, inline in its loops. */
+static inline __attribute__((always_inline)) void found(uint64_t v, int definite)
+{
+	if (v < heap_lo || v >= heap_hi)
+		return;
+	uint32_t bit = page_bit(v >> 12);
+	if (page_filter_on && !(page_filter[bit / 64] & (1ull << (bit % 64))))
+		return;
+	found_near(v, definite);
 }
 
 static uint64_t buf[8192];
@@ -1189,6 +1227,7 @@ static void scan_all(uintptr_t stack_from)
 	for (size_t i = 0; i < nblocks; i++)
 		if (tab[i].ptr + tab[i].size + 1 > heap_hi)
 			heap_hi = tab[i].ptr + tab[i].size + 1;
+	page_filter_build();
 	struct sigaction old, sa = { .sa_handler = stop_handler, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	int sig = stop_signal(&old);

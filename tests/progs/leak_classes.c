@@ -3,8 +3,9 @@
  * lost cycles; leak-tree: a lost tree). Expected at exit (64-bit):
  *   definitely lost  94 bytes in 3 blocks  (a dropped block, the tree's root, one of a cycle)
  *   indirectly lost 224 bytes in 7 blocks  (the tree's 6 other nodes, the cycle's other one)
- *   possibly lost    84 bytes in 3 blocks  (an interior pointer from a root, and what the
- *                                           block it points into points to)
+ *   possibly lost 12372 bytes in 4 blocks  (interior pointers from roots, one into the
+ *                                           third page of a 12 KiB block, and what the
+ *                                           block the other points into points to)
  *   still reachable  74 bytes in 3 blocks  (start pointers from roots, and a chain)
  * The stack is cleared before exit so that no stale pointer in it keeps anything alive. */
 #include <stdlib.h>
@@ -21,6 +22,7 @@ void *volatile root_start;
 char *volatile root_interior;
 struct node *volatile chain;
 char *volatile via_interior;
+char *volatile far_interior;
 void *volatile sink;
 
 __attribute__((noinline)) static struct node *mk(struct node *l, struct node *r)
@@ -40,6 +42,7 @@ __attribute__((noinline)) static void build(void)
 	sink = NULL;
 	chain = mk(mk(NULL, NULL), NULL);
 	via_interior = (char *)mk(mk(NULL, NULL), NULL) + 8;
+	far_interior = (char *)calloc(1, 12288) + 9000;
 	sink = mk(mk(mk(NULL, NULL), mk(NULL, NULL)), mk(mk(NULL, NULL), mk(NULL, NULL)));
 	sink = NULL;
 	struct node *a = mk(NULL, NULL);
