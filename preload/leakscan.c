@@ -1126,22 +1126,33 @@ static void scan_maps(uint64_t sp)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
+	/* text[at, have): read, not yet parsed. A read only when no whole line is left, and none
+	 * after the end: each read of the file walks the mappings (once per line, it was a
+	 * short process's scan's longest part). */
 	static char text[1 << 16];
-	size_t have = 0;
+	size_t at = 0, have = 0;
+	int end = 0;
 	for (;;) {
-		ssize_t n = read(fd, text + have, sizeof(text) - 1 - have);
-		if (n <= 0 && have == 0)
-			break;
-		have += n > 0 ? (size_t)n : 0;
-		text[have] = 0;
-		char *nl = strchr(text, '\n');
-		if (!nl && n > 0 && have < sizeof(text) - 1)
+		char *nl = memchr(text + at, '\n', have - at);
+		if (!nl && !end && have - at < sizeof(text) - 1) {
+			memmove(text, text + at, have - at);
+			have -= at;
+			at = 0;
+			ssize_t n = read(fd, text + have, sizeof(text) - 1 - have);
+			if (n > 0)
+				have += (size_t)n;
+			else if (n == 0 || errno != EINTR)
+				end = 1;
 			continue;
-		if (!nl)
-			nl = text + have;
+		}
+		if (!nl) {
+			if (at == have)
+				break;
+			nl = text + have;  /* the last line, without its newline, or one too long */
+		}
 		*nl = 0;
 		/* lo-hi perms offset dev inode   name */
-		const char *s = text;
+		const char *s = text + at;
 		uint64_t lo = hex(&s);
 		s++;
 		uint64_t hi = hex(&s);
@@ -1161,9 +1172,7 @@ static void scan_maps(uint64_t sp)
 			 * shows as the process's own: read only through the kernel. */
 			scan_root(lo, hi, perms[3] == 's', strncmp(name, "anon_inode:", 11) != 0, 0);
 		}
-		size_t used = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
-		memmove(text, text + used, have - used);
-		have -= used;
+		at = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
 	}
 	close(fd);
 }
