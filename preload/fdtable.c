@@ -223,11 +223,94 @@ static void io_abs_path(int dirfd, const char *path, char *buf, size_t cap)
 	normalize(buf);
 }
 
+/* ---- names known ------------------------------------------------------------------------
+ * The latest name given to each of a few descriptors, by descriptor number: a fork child,
+ * whose descriptors are its parent's, names them from here instead of asking the kernel
+ * (a readlink of /proc/self/fd/N costs a new process some 10 us each; a bash subshell has a
+ * dozen). Kept as the hooks see descriptors open, close and dup, as io_fd_table is (a slot
+ * of id 0 is empty); a slot being written has an odd seq (a writer racing another for the
+ * slot leaves it to that one), and a fork in the middle of a write leaves it odd: not used. */
+#define KNOWN_SLOTS 64
+#define KNOWN_NAME 232
+static struct known_name {
+	_Atomic uint32_t seq;
+	int32_t fd;
+	uint32_t id;
+	char name[KNOWN_NAME];
+} known[KNOWN_SLOTS];
+
+static struct known_name *known_claim(int fd)
+{
+	struct known_name *k = &known[(unsigned)fd % KNOWN_SLOTS];
+	uint32_t seq = atomic_load_explicit(&k->seq, memory_order_relaxed);
+	if ((seq & 1) || !atomic_compare_exchange_strong(&k->seq, &seq, seq + 1))
+		return NULL;
+	return k;
+}
+
+static void known_release(struct known_name *k)
+{
+	atomic_fetch_add_explicit(&k->seq, 1, memory_order_release);
+}
+
+static void known_set(int fd, uint32_t id, const char *name)
+{
+	size_t len = strlen(name);
+	struct known_name *k = known_claim(fd);
+	if (!k)
+		return;
+	k->fd = len < KNOWN_NAME ? fd : -1;  /* a longer name: asked of the kernel */
+	k->id = id;
+	memcpy(k->name, name, len < KNOWN_NAME ? len + 1 : 1);
+	known_release(k);
+}
+
+static void known_forget(int fd)
+{
+	struct known_name *k = &known[(unsigned)fd % KNOWN_SLOTS];
+	if (k->fd != fd || !(k = known_claim(fd)))
+		return;
+	if (k->fd == fd) {
+		k->fd = -1;
+		k->id = 0;
+	}
+	known_release(k);
+}
+
+/* fd's name as the hooks last saw it given, into buf; 0, or -1 if not known. */
+static int known_get(int fd, char *buf, size_t cap)
+{
+	const struct known_name *k = &known[(unsigned)fd % KNOWN_SLOTS];
+	uint32_t seq = atomic_load_explicit(&k->seq, memory_order_acquire);
+	if ((seq & 1) || k->fd != fd || !k->id || cap < KNOWN_NAME)
+		return -1;
+	memcpy(buf, k->name, KNOWN_NAME);
+	buf[KNOWN_NAME - 1] = '\0';
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&k->seq, memory_order_relaxed) == seq ? 0 : -1;
+}
+
+/* newfd became a copy of the descriptor with id: its name, if known. */
+static void known_dup(int newfd, uint32_t id)
+{
+	char name[KNOWN_NAME];
+	for (int i = 0; i < KNOWN_SLOTS; i++) {
+		const struct known_name *k = &known[i];
+		if (id && k->id == id && k->fd >= 0 && known_get(k->fd, name, sizeof(name)) == 0) {
+			known_set(newfd, id, name);
+			return;
+		}
+	}
+	known_forget(newfd);
+}
+
 /* ---- records ---------------------------------------------------------------------------- */
 
 static void write_name(struct prof_thread *th, uint32_t id, int fd, unsigned op, const char *name,
 		       int64_t result, uint64_t t0, uint64_t dur, uint32_t stack)
 {
+	if (fd >= 0 && id)
+		known_set(fd, id, name);
 	if (!(prof_cfg.events & PROF_EV_IO))
 		return;  /* the hooks run for the http family alone: ids, no records */
 	size_t len = strnlen(name, IO_NAME_MAX - 1);
@@ -258,7 +341,8 @@ static uint32_t discover(struct prof_thread *th, int fd, unsigned op)
 		return atomic_load(&io_fd_table[fd]);
 	}
 	char name[IO_NAME_MAX];
-	if (io_name_of_fd(fd, name, sizeof(name)) < 0)
+	if ((op != PROF_IO_INHERITED || known_get(fd, name, sizeof(name)) < 0) &&
+	    io_name_of_fd(fd, name, sizeof(name)) < 0)
 		return 0;
 	uint32_t id = atomic_fetch_add(&next_id, 1);
 	if (!atomic_compare_exchange_strong(&io_fd_table[fd], &expected, id))
@@ -323,12 +407,14 @@ void io_fd_rename(struct prof_thread *th, int fd, uint32_t id, unsigned op, cons
 
 void io_fd_closed(int fd, uint32_t id)
 {
+	known_forget(fd);
 	if ((unsigned)fd < io_fd_table_size)
 		atomic_compare_exchange_strong(&io_fd_table[fd], &id, 0);
 }
 
 void io_fd_dup(int newfd, uint32_t id)
 {
+	known_dup(newfd, id);
 	if ((unsigned)newfd >= io_fd_table_size)
 		return;
 	atomic_store_explicit(&io_fd_table[newfd], id, memory_order_relaxed);

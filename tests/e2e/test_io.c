@@ -628,3 +628,37 @@ Test(io, two_paths_to_one_buffered_call_keep_their_stacks)
 {
 	two_paths_keep_their_stacks("stdio");
 }
+
+/* A fork child names the descriptors it inherited as they are at the fork: a number closed
+ * and taken again by an open no hook sees (opendir), a dup2, an F_DUPFD and a pipe's end
+ * moved by dup. */
+Test(io, a_fork_child_names_its_descriptors_as_they_are)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("io_ops"), "forked", dir, NULL };
+	char out[PATH_MAX], path[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/stdout.txt", dir);
+	int st = e2e_profile(dir, argv, NULL, out, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "io_ops forked failed: %d", st);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	json_t *parent = e2e_process(doc, 0);
+	json_t *child = e2e_process_where(doc, "ppid", e2e_int(parent, "pid"));
+	cr_assert_not_null(child, "no report of the fork child");
+	json_t *files = json_object_get(json_object_get(child, "io"), "files");
+	snprintf(path, sizeof(path), "%s/second.dat", dir);
+	json_t *f = e2e_file_row(files, path);
+	cr_assert_not_null(f, "the child's writes to second.dat");
+	cr_expect_eq(e2e_int(f, "write_bytes"), 100 + 200 + 300);
+	snprintf(path, sizeof(path), "%s/first.dat", dir);
+	f = e2e_file_row(files, path);
+	cr_expect_null(f, "first.dat: closed before the fork");
+	f = e2e_file_row(files, dir);
+	cr_assert_not_null(f, "the child's lseek of the directory opendir opened");
+	cr_expect_eq(e2e_int(f, "calls.lseek"), 1);
+	long rd, wr;
+	int rows;
+	prof_sum(files, "pipe", &rd, &wr, &rows);
+	cr_expect_eq(wr, 7, "the pipe's end moved by dup");
+	json_decref(doc);
+}

@@ -2,6 +2,7 @@
  * run: io_ops MODE DIR. The e2e tests compare what libprof counts with what strace sees. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -13,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char buf[65536];
@@ -365,10 +367,53 @@ static void mode_timeout(const char *dir)
 	printf("timeouts %d, read back %ld\n", timeouts, got);
 }
 
+/* forked: a fork child uses descriptors its parent opened, closed, reused, dup'ed and
+ * moved: each call is the file's the descriptor is at the fork (second.dat: 600 bytes, the
+ * pipe: 7, DIR: an lseek), none first.dat's, whose number opendir took (an open no hook
+ * sees) and second.dat's next. */
+static void mode_forked(const char *dir)
+{
+	char first[4096], second[4096];
+	path_in(first, sizeof(first), dir, "first.dat");
+	path_in(second, sizeof(second), dir, "second.dat");
+	int fd = open(first, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	if (fd < 0)
+		die("open");
+	memset(buf, 'f', 1000);
+	write_all(fd, buf, 10);
+	close(fd);
+	DIR *d = opendir(dir);
+	if (!d || dirfd(d) != fd)
+		die("opendir");
+	int same = open(second, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int moved = fcntl(same, F_DUPFD, 50);
+	int p[2];
+	if (same < 0 || dup2(same, 41) != 41 || moved < 50 || pipe(p) < 0)
+		die("second.dat");
+	int out = dup(p[1]);
+	close(p[1]);
+	pid_t child = fork();
+	if (child < 0)
+		die("fork");
+	if (child == 0) {
+		write_all(same, buf, 100);
+		write_all(41, buf, 200);
+		write_all(moved, buf, 300);
+		write_all(out, buf, 7);
+		if (lseek(dirfd(d), 0, SEEK_SET) < 0)
+			die("lseek");
+		exit(0);
+	}
+	int status;
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status))
+		die("child");
+	printf("pipe: %zd bytes\n", read(p[0], buf, sizeof(buf)));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors|timeout|cookie DIR\n");
+		fprintf(stderr, "usage: io_ops plain|dup|stdio|socketpair|tcp|errors|timeout|cookie|forked DIR\n");
 		return 2;
 	}
 	const char *mode = argv[1], *dir = argc > 2 ? argv[2] : ".";
@@ -388,6 +433,8 @@ int main(int argc, char **argv)
 		mode_timeout(dir);
 	else if (!strcmp(mode, "cookie"))
 		mode_cookie(dir);
+	else if (!strcmp(mode, "forked"))
+		mode_forked(dir);
 	else
 		return 2;
 	return 0;
