@@ -720,14 +720,8 @@ static void child_anew(int was_active, int in_hook)
 	prof_stacks_fork_child(th, cache);
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
-	/* The parent's threads; the child's one runs on. Only the slots taken are read: the
-	 * pages of the table the parent never used cost a fault each when read. */
-	for (unsigned w = 0; w < LIVE_SLOTS / 64; w++) {
-		for (uint64_t bits = atomic_load(&live_taken[w]); bits; bits &= bits - 1)
-			atomic_store(&live[w * 64 + (unsigned)__builtin_ctzll(bits)], 0);
-		if (atomic_load(&live_taken[w]))
-			atomic_store(&live_taken[w], 0);
-	}
+	for (int i; (i = prof_slot_pop(live_taken, LIVE_SLOTS)) >= 0;)
+		atomic_store(&live[i], 0);  /* the parent's threads; the child's one runs on */
 	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
 	atomic_store(&prof_tight_io, 0);
 	atomic_store(&prof_hooks_left, 0);

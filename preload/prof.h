@@ -545,6 +545,22 @@ static inline void prof_clear(void *p, size_t n)
 	}
 }
 
+/* A slot taken of the first n, given back: its index, or -1 if none is. For a fork child
+ * that empties what its parent's threads held: reading only the words, not the slots' own
+ * pages, which a parent that never used them has never faulted in. */
+static inline int prof_slot_pop(_Atomic uint64_t *words, unsigned n)
+{
+	for (unsigned w = 0; w < n / 64; w++) {
+		uint64_t bits = atomic_load(&words[w]);
+		if (bits) {
+			unsigned i = w * 64 + (unsigned)__builtin_ctzll(bits);
+			prof_slot_give(words, i);
+			return (int)i;
+		}
+	}
+	return -1;
+}
+
 static inline int prof_slot_taken(_Atomic uint64_t *words, unsigned i)
 {
 	return (atomic_load(&words[i / 64]) >> (i % 64)) & 1;

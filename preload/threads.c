@@ -383,15 +383,10 @@ void prof_threads_init(void)
 /* Fork child: only the forking thread lives on; the others' pthread_t mean nothing now. */
 void prof_threads_fork_child(void)
 {
-	for (uint32_t w = 0; w < REG_SLOTS / 64; w++) {
-		for (uint64_t bits = atomic_load(&reg_claimed[w]); bits; bits &= bits - 1) {
-			struct reg_slot *s = &registry[w * 64 + (uint32_t)__builtin_ctzll(bits)];
-			atomic_store(&s->key, 0);
-			atomic_store(&s->val, 0);
-			memset(s->name, 0, sizeof(s->name));
-		}
-		if (atomic_load(&reg_claimed[w]))
-			atomic_store(&reg_claimed[w], 0);
+	for (int i; (i = prof_slot_pop(reg_claimed, REG_SLOTS)) >= 0;) {
+		atomic_store(&registry[i].key, 0);
+		atomic_store(&registry[i].val, 0);
+		memset(registry[i].name, 0, sizeof(registry[i].name));
 	}
 	for (uint32_t i = 0; i < POOL_BLOCKS; i++)
 		atomic_store(&pool_busy[i], 0);
