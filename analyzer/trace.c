@@ -68,7 +68,7 @@ struct stream {
 	const struct prof_rec *head;  /* the head record: in buf, or dec for a short record */
 	uint32_t head_len;  /* its length in the file */
 	struct prof_short_base sbase;  /* short records' base in chunks[cur] (prof_short.h) */
-	struct prof_rec_alloc dec;     /* a short record's ordinary form */
+	union prof_short_rec dec;      /* a short record's ordinary form */
 };
 
 struct heap_ent {
@@ -682,7 +682,7 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 			continue;
 		s->tid = c->tid;
 		if (s->pos == t->chunk_hdr)
-			s->sbase.valid = 0;  /* short records count from the chunk's own */
+			s->sbase = (struct prof_short_base){ 0 };  /* shorts count from the chunk's own */
 		uint64_t room = s->span - s->pos;  /* >= 8: both are multiples of 8 */
 		uint64_t prefix = room < sizeof(struct prof_rec) ? room : sizeof(struct prof_rec);
 		if (s->wchunk != s->cur || s->pos < s->wpos || s->pos + prefix > s->wend) {
@@ -700,8 +700,11 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 			if (len < 0) {
 				t->failed = 1;
 				seterr(t->errmsg, sizeof(t->errmsg), t->path, s->base + s->pos,
-				       len == -1 ? "short record before any ordinary ALLOC or FREE in "
-						   "its chunk (no base)"
+				       len == -1 ? ((w0 >> 8) & 0x7f) >= PROF_SHORT_LOCK_KIND
+							   ? "short record before any ordinary LOCK_WAIT in "
+							     "its chunk (no base)"
+							   : "short record before any ordinary ALLOC or FREE in "
+							     "its chunk (no base)"
 				       : len == -2 ? "short record runs past the chunk end"
 						   : "short record of unknown kind %u",
 				       (unsigned)(w0 >> 8) & 0x7f);

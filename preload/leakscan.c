@@ -409,14 +409,17 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 		while (end - p >= 8) {
 			const struct prof_rec *r = (const void *)p;
 			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-			if (prof_is_short(prefix)) {  /* prof_short.h: a 16-byte ALLOC, 8-byte FREE */
-				struct prof_rec_alloc a;
+			if (prof_is_short(prefix)) {  /* prof_short.h: an ALLOC, FREE or LOCK_WAIT */
+				union prof_short_rec a;
 				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
 				if (len < 0)
 					break;
 				p += len;
+				if (a.h.type == PROF_REC_LOCK_WAIT)
+					continue;
 				int alloc = a.h.type == PROF_REC_ALLOC;
-				if (batch_add(t, &batch, a.ptr, alloc ? a.size : 0, a.h.time, alloc) < 0)
+				if (batch_add(t, &batch, a.free.ptr, alloc ? a.alloc.size : 0, a.h.time,
+					      alloc) < 0)
 					return -1;
 				continue;
 			}

@@ -523,16 +523,7 @@ static void write_wait(struct prof_thread *th, uintptr_t lock, uintptr_t other, 
 	int saved = errno;
 	uint64_t own = prof_own_begin(th);
 	prof_hook_enter(th);
-	struct prof_rec_lock_wait *r = prof_reserve(th, sizeof(*r));
-	if (r) {
-		r->lock = lock;
-		r->other = other;
-		r->wait_ns = wait_ns;
-		r->stack = stack;
-		r->kind = (uint16_t)kind;
-		r->result = (int16_t)rc;
-		prof_commit(r, PROF_REC_LOCK_WAIT, op, sizeof(*r), t1);
-	}
+	prof_write_lock_wait(th, op, kind, lock, other, wait_ns, stack, rc, t1);
 	th->in_hook--;
 	prof_own_end(th, own);
 	errno = saved;

@@ -328,6 +328,9 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
 		      uint32_t stack, uint64_t time);
 void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time);
+/* A LOCK_WAIT record (enum prof_lock_op, enum prof_lock_kind), short where it fits. */
+void prof_write_lock_wait(struct prof_thread *th, unsigned op, unsigned kind, uint64_t lock,
+			  uint64_t other, uint64_t wait_ns, uint32_t stack, int result, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
 void prof_writer_final(void);  /* the EXIT record comes next: it may take the last units */
 void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */

@@ -441,6 +441,14 @@ static void give_back(struct prof_stream *s)
 	pool_put(unit_index(s->chunk) + keep, units - keep);
 }
 
+/* The short LOCK_WAITs' base: the time and lock of the last LOCK_WAIT in streams[0]'s chunk,
+ * both inverted (0: no base), as this is a root of the exit's leak scan too: neither a lock
+ * in a leaked block nor a time that happens to look like an address may keep a block
+ * referenced. */
+static __thread struct {
+	uint64_t time_inv, lock_inv;
+} lock_base;
+
 /* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
  * mapped in one call. Written to by a fault alone, every page of the (fallocated) trace file
  * was first read (zero-filled from an unwritten extent) and then made writable, one page at a
@@ -513,8 +521,10 @@ static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_
 	__atomic_store_n(&ch->magic, PROF_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	s->seq = ch->seq;
 	s->chunk = c;
-	if (s == &th->streams[0])
-		th->base_ptr_lo = th->base_ptr_hi = 0;  /* its first heap record is an ordinary one */
+	if (s == &th->streams[0]) {  /* its first heap and lock records are ordinary ones */
+		th->base_ptr_lo = th->base_ptr_hi = 0;
+		lock_base.lock_inv = 0;
+	}
 	s->span = got * UNIT;
 	s->used = CHUNK_HDR;
 	s->units_used = s->units_used + got < RUN_MAX ? s->units_used + got : RUN_MAX;
@@ -591,7 +601,7 @@ void prof_writer_thread_done(struct prof_thread *th)
 	}
 }
 
-/* The short records' base, kept in holes of struct prof_thread (prof.h). */
+/* The short records' heap base, kept in holes of struct prof_thread (prof.h). */
 static inline void base_get(const struct prof_thread *th, struct prof_short_base *b)
 {
 	uint64_t inv = th->base_ptr_lo | (uint64_t)th->base_ptr_hi << 32;
@@ -606,6 +616,36 @@ static inline void base_set(struct prof_thread *th, uint64_t time, uint64_t ptr)
 	th->streams[1].base_part = (uint32_t)(time >> 32);
 	th->base_ptr_lo = (uint32_t)~ptr;
 	th->base_ptr_hi = (uint32_t)(~ptr >> 32);
+}
+
+static inline void lock_base_set(int valid, uint64_t time, uint64_t lock)
+{
+	lock_base.time_inv = ~time;
+	lock_base.lock_inv = valid && lock != ~0ull ? ~lock : 0;
+}
+
+/* A short LOCK_WAIT in the current chunk (prof_short.h), or 0 when the wait needs an
+ * ordinary record or the chunk has no room. */
+static inline int write_short_lock(struct prof_thread *th, unsigned op, unsigned kind,
+				   uint64_t lock, uint64_t other, uint64_t wait_ns, uint32_t stack,
+				   int result, uint64_t time)
+{
+	struct prof_stream *s = &th->streams[0];
+	if (th->in_signal || s->busy || s->used + PROF_SHORT_LOCK_SIZE > s->span)
+		return 0;
+	struct prof_short_base b = { .lock_valid = lock_base.lock_inv != 0,
+				     .lock_time = ~lock_base.time_inv,
+				     .lock = ~lock_base.lock_inv };
+	uint64_t w[2];
+	if (!prof_short_lock_words(&b, op, kind, time, lock, other, wait_ns, stack, result, w))
+		return 0;
+	uint64_t *p = (uint64_t *)(s->chunk + s->used);
+	p[1] = w[1];
+	lock_base_set(1, time, lock);
+	__atomic_store_n(p, w[0], __ATOMIC_RELEASE);
+	atomic_signal_fence(memory_order_seq_cst);
+	s->used += PROF_SHORT_LOCK_SIZE;
+	return 1;
 }
 
 /* A short record of `len` bytes (8 or 16) in the current chunk, or 0 when it does not fit
@@ -648,7 +688,8 @@ static inline void note_base(struct prof_thread *th, uint64_t time, uint64_t ptr
 
 /* Publishes a filled record: the prefix's first 8 bytes go last, with release order, so a
  * reader (or a SIGKILL) never sees a half-written record as valid. An ALLOC or FREE becomes
- * the base of the short records after it (the thread committing is the one that reserved). */
+ * the heap base of the short records after it, a LOCK_WAIT their lock base (the thread
+ * committing is the one that reserved). */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time)
 {
 	struct prof_rec *r = rec;
@@ -656,14 +697,20 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 	uint64_t word = (uint64_t)(uint16_t)type | (uint64_t)(uint16_t)flags << 16 |
 			(uint64_t)size << 32;
 	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
-	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE)) {
+	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE ||
+		     type == PROF_REC_LOCK_WAIT)) {
 		struct prof_thread *th = &prof_self;
 		const struct prof_stream *s = &th->streams[0];
+		if (th->in_signal)
+			return;
 		/* Reserved before the stream moved to another chunk (a STACK record between
 		 * reserve and commit, say): that chunk's base is not this record. No base then. */
-		if ((char *)rec >= s->chunk && (char *)rec < s->chunk + s->span)
+		int here = (char *)rec >= s->chunk && (char *)rec < s->chunk + s->span;
+		if (type == PROF_REC_LOCK_WAIT)
+			lock_base_set(here, time, ((const struct prof_rec_lock_wait *)rec)->lock);
+		else if (here)
 			note_base(th, time, ((const struct prof_rec_free *)rec)->ptr);
-		else if (!th->in_signal)
+		else
 			th->base_ptr_lo = th->base_ptr_hi = 0;
 	}
 }
@@ -694,6 +741,23 @@ void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint6
 		return;
 	r->ptr = ptr;
 	prof_commit(r, PROF_REC_FREE, flags, sizeof(*r), time);
+}
+
+void prof_write_lock_wait(struct prof_thread *th, unsigned op, unsigned kind, uint64_t lock,
+			  uint64_t other, uint64_t wait_ns, uint32_t stack, int result, uint64_t time)
+{
+	if (write_short_lock(th, op, kind, lock, other, wait_ns, stack, result, time))
+		return;
+	struct prof_rec_lock_wait *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->lock = lock;
+	r->other = other;
+	r->wait_ns = wait_ns;
+	r->stack = stack;
+	r->kind = (uint16_t)kind;
+	r->result = (int16_t)result;
+	prof_commit(r, PROF_REC_LOCK_WAIT, op, sizeof(*r), time);
 }
 
 /* The TSC took over from clock_gettime (prof_clock_calibrate()): the header says so from now
@@ -759,6 +823,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->min_version = PROF_FORMAT_MIN_VERSION;
 	h->header_size = (uint32_t)(sizeof(*h) + len);
 	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | PROF_FEAT_STACK_TAILS |
+		      PROF_FEAT_SHORT_LOCK_WAITS |
 		      (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
 	h->data_offset = HEADER_AREA;

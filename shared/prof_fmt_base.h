@@ -58,8 +58,12 @@
 /* Stacks may be STACK_TAIL records (their outer frames those of an earlier stack): a reader
  * that skipped them would lose those stacks, so the bit is required. */
 #define PROF_FEAT_STACK_TAILS 0x8ULL
+/* LOCK_WAIT may be a short record too (prof_short.h, kinds 32-43): a reader that took them
+ * for corrupt ones would refuse the file, so the bit is required. */
+#define PROF_FEAT_SHORT_LOCK_WAITS 0x10ULL
 #define PROF_FEAT_KNOWN_REQUIRED (PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | \
-				  PROF_FEAT_HEAP_TALLY | PROF_FEAT_STACK_TAILS)
+				  PROF_FEAT_HEAP_TALLY | PROF_FEAT_STACK_TAILS | \
+				  PROF_FEAT_SHORT_LOCK_WAITS)
 
 /* Event families selectable with PROF_EVENTS; the header records which were enabled. */
 #define PROF_EVENT_FAMILIES(X) \

@@ -34,22 +34,22 @@ enum prof_lock_kind {
 	PROF_LOCK_KIND_COUNT
 };
 
-/* LOCK_WAIT flags: the call that waited. */
-#define PROF_LOCK_OPS(X)                              \
-	X(LOCK, "lock", 0)                            \
-	X(TIMEDLOCK, "timedlock", 1)                  \
-	X(RDLOCK, "rdlock", 2)                        \
-	X(WRLOCK, "wrlock", 3)                        \
-	X(TIMEDRDLOCK, "timedrdlock", 4)              \
-	X(TIMEDWRLOCK, "timedwrlock", 5)              \
-	X(COND_WAIT, "cond_wait", 6)                  \
-	X(COND_TIMEDWAIT, "cond_timedwait", 7)        \
-	X(BARRIER_WAIT, "barrier_wait", 8)            \
-	X(SEM_WAIT, "sem_wait", 9)                    \
-	X(SEM_TIMEDWAIT, "sem_timedwait", 10)         \
-	X(SPIN_LOCK, "spin_lock", 11)
+/* LOCK_WAIT flags: the call that waited, and the kind of lock it waits on. */
+#define PROF_LOCK_OPS(X)                                        \
+	X(LOCK, "lock", 0, MUTEX)                               \
+	X(TIMEDLOCK, "timedlock", 1, MUTEX)                     \
+	X(RDLOCK, "rdlock", 2, RWLOCK)                          \
+	X(WRLOCK, "wrlock", 3, RWLOCK)                          \
+	X(TIMEDRDLOCK, "timedrdlock", 4, RWLOCK)                \
+	X(TIMEDWRLOCK, "timedwrlock", 5, RWLOCK)                \
+	X(COND_WAIT, "cond_wait", 6, COND)                      \
+	X(COND_TIMEDWAIT, "cond_timedwait", 7, COND)            \
+	X(BARRIER_WAIT, "barrier_wait", 8, BARRIER)             \
+	X(SEM_WAIT, "sem_wait", 9, SEM)                         \
+	X(SEM_TIMEDWAIT, "sem_timedwait", 10, SEM)              \
+	X(SPIN_LOCK, "spin_lock", 11, SPIN)
 enum prof_lock_op {
-#define PROF_X(name, str, v) PROF_LOCK_OP_##name = (v),
+#define PROF_X(name, str, v, kind) PROF_LOCK_OP_##name = (v),
 	PROF_LOCK_OPS(PROF_X)
 #undef PROF_X
 	PROF_LOCK_OP_COUNT
@@ -125,10 +125,21 @@ static inline const char *prof_lock_kind_name(unsigned kind)
 static inline const char *prof_lock_op_name(unsigned op)
 {
 	switch (op) {
-#define PROF_X(name, str, v) case v: return str;
+#define PROF_X(name, str, v, kind) case v: return str;
 	PROF_LOCK_OPS(PROF_X)
 #undef PROF_X
 	default: return "?";
+	}
+}
+
+/* The kind of lock an op waits on (enum prof_lock_kind), PROF_LOCK_KIND_COUNT if unknown. */
+static inline unsigned prof_lock_op_kind(unsigned op)
+{
+	switch (op) {
+#define PROF_X(name, str, v, kind) case v: return PROF_LOCK_##kind;
+	PROF_LOCK_OPS(PROF_X)
+#undef PROF_X
+	default: return PROF_LOCK_KIND_COUNT;
 	}
 }
 

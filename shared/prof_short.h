@@ -1,21 +1,32 @@
 /* Short records (PROF_FEAT_SHORT_RECORDS, format 2): ALLOC in 16 bytes and FREE in 8 instead
  * of 40 and 24, their time and address written as deltas from the previous ALLOC or FREE of
- * the same chunk. The writer (writer.c) encodes with these functions, the reader (trace.c) and
- * the exit-time leak scan (leakscan.c) decode with them, so the three cannot disagree.
+ * the same chunk; and (PROF_FEAT_SHORT_LOCK_WAITS) LOCK_WAIT in 16 bytes instead of 48. The
+ * writer (writer.c) encodes with these functions, the reader (trace.c) and the exit-time leak
+ * scan (leakscan.c) decode with them, so the three cannot disagree.
  *
  * A record's first 8 bytes, read as a little-endian u64 w, tell the two encodings apart:
  *   bit 15 clear: an ordinary record (struct prof_rec: type in bits 0-15, below 0x8000);
  *   bit 15 set:   a short one:
  *     bits  0-7   time delta, low 8 bits          bits 16-31  time delta, high 16 bits
  *     bits  8-14  kind: 0-15 ALLOC (flags = kind: enum prof_alloc_fn), 16-31 FREE (flags =
- *                 kind - 16: PROF_FREE_REALLOC)
+ *                 kind - 16: PROF_FREE_REALLOC), 32-43 LOCK_WAIT (flags = kind - 32: enum
+ *                 prof_lock_op)
+ *   ALLOC and FREE:
  *     bits 32-63  address delta, signed, in bytes
- *   An ALLOC has a second word: size (bits 0-31), stack id (bits 32-63).
- * The time delta (ns, 24 bits: up to 16.7 ms) and the address delta count from the base: the
- * time and address of the previous ALLOC or FREE (short or not) in the same chunk, in file
- * order. A chunk starts without a base: its first heap record is an ordinary one, and so is any
- * whose deltas or size do not fit. The first word is stored last (release), as for every
- * record, so a short record is committed as atomically as any other; it is never zero. */
+ *     An ALLOC has a second word: size (bits 0-31), stack id (bits 32-63).
+ *   LOCK_WAIT, 16 bytes, for a wait on the op's own kind of lock (prof_lock_op_kind()) with
+ *   other 0, result 0 and wait_ns below 2^32 (a contended mutex, most of them):
+ *     bits 32-63  wait_ns
+ *     second word: lock address delta, signed (bits 0-31), stack id (bits 32-63).
+ * The heap records' time delta (ns, 24 bits: up to 16.7 ms) and address delta count from the
+ * heap base: the time and address of the previous ALLOC or FREE (short or not) in the same
+ * chunk, in file order. A LOCK_WAIT's deltas count from the lock base, the time and lock of
+ * the previous LOCK_WAIT in the chunk, and its time delta is signed (+-8.4 ms): a contended
+ * acquisition's record is written when the lock is released, so a later wait (a condition
+ * wait inside the hold) may come first. A chunk starts without bases: its first record of
+ * each sort is an ordinary one, and so is any whose deltas or fields do not fit. The first
+ * word is stored last (release), as for every record, so a short record is committed as
+ * atomically as any other; it is never zero. */
 #ifndef PROF_SHORT_H
 #define PROF_SHORT_H
 
@@ -23,15 +34,30 @@
 
 #define PROF_SHORT_BIT 0x8000u
 #define PROF_SHORT_FREE_KIND 16u
+#define PROF_SHORT_LOCK_KIND 32u
 #define PROF_SHORT_DT_MAX ((1u << 24) - 1)
+#define PROF_SHORT_LOCK_DT_MAX ((1 << 23) - 1)  /* signed: -(2^23) .. 2^23 - 1 */
 #define PROF_SHORT_ALLOC_SIZE 16u
 #define PROF_SHORT_FREE_SIZE 8u
+#define PROF_SHORT_LOCK_SIZE 16u
 
-/* The base a chunk's short records count from. */
+/* The bases a chunk's short records count from: heap (time, ptr: valid) and lock (lock_time,
+ * lock: lock_valid). All zero at a chunk's start. */
 struct prof_short_base {
 	uint64_t time;
 	uint64_t ptr;
 	int valid;
+	int lock_valid;
+	uint64_t lock_time;
+	uint64_t lock;
+};
+
+/* What a short record decodes to: the ordinary record it stands for. */
+union prof_short_rec {
+	struct prof_rec h;
+	struct prof_rec_alloc alloc;
+	struct prof_rec_free free;
+	struct prof_rec_lock_wait lock_wait;
 };
 
 static inline int prof_is_short(uint64_t w0)
@@ -39,13 +65,18 @@ static inline int prof_is_short(uint64_t w0)
 	return (w0 & PROF_SHORT_BIT) != 0;
 }
 
-/* Updates the base after an ordinary ALLOC or FREE record (any other type leaves it). */
+/* Updates the bases after an ordinary ALLOC, FREE or LOCK_WAIT record (any other type
+ * leaves them). */
 static inline void prof_short_note(struct prof_short_base *b, const struct prof_rec *r)
 {
 	if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
 		b->time = r->time;
 		b->ptr = ((const struct prof_rec_free *)r)->ptr;  /* ptr is first in both */
 		b->valid = 1;
+	} else if (r->type == PROF_REC_LOCK_WAIT && r->size >= sizeof(struct prof_rec_lock_wait)) {
+		b->lock_time = r->time;
+		b->lock = ((const struct prof_rec_lock_wait *)r)->lock;
+		b->lock_valid = 1;
 	}
 }
 
@@ -69,42 +100,83 @@ static inline uint64_t prof_short_alloc_word2(uint64_t size, uint32_t stack)
 	return size | (uint64_t)stack << 32;
 }
 
+/* The two words of a short LOCK_WAIT in w, or 0 when the wait needs an ordinary record. */
+static inline int prof_short_lock_words(const struct prof_short_base *b, unsigned op,
+					unsigned kind, uint64_t time, uint64_t lock,
+					uint64_t other, uint64_t wait_ns, uint32_t stack, int result,
+					uint64_t w[2])
+{
+	if (!b->lock_valid || op >= PROF_LOCK_OP_COUNT || kind != prof_lock_op_kind(op) ||
+	    other || result || wait_ns > UINT32_MAX)
+		return 0;
+	int64_t dt = (int64_t)(time - b->lock_time);
+	int64_t dl = (int64_t)(lock - b->lock);
+	if (dt < -PROF_SHORT_LOCK_DT_MAX - 1 || dt > PROF_SHORT_LOCK_DT_MAX || dl < INT32_MIN ||
+	    dl > INT32_MAX)
+		return 0;
+	uint64_t udt = (uint64_t)dt & 0xffffff;
+	w[0] = (udt & 0xff) | (uint64_t)(PROF_SHORT_LOCK_KIND + op) << 8 | PROF_SHORT_BIT |
+	       (udt >> 8) << 16 | wait_ns << 32;
+	w[1] = (uint64_t)(uint32_t)(int32_t)dl | (uint64_t)stack << 32;
+	return 1;
+}
+
 /* Decodes the short record at p (whose first word w0 has PROF_SHORT_BIT; `room` bytes of the
- * chunk from p on, all in memory) into the ordinary record it stands for, at out (room for a
- * struct prof_rec_alloc), and moves the base. Returns its length in the file (8 or 16), or a
- * negative value: -1 no base in this chunk, -2 it runs past the chunk, -3 an unknown kind. */
+ * chunk from p on, all in memory) into the ordinary record it stands for, at out, and moves
+ * its base. Returns its length in the file (8 or 16), or a negative value: -1 no base in this
+ * chunk, -2 it runs past the chunk, -3 an unknown kind. */
 static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, const void *p,
-				    uint64_t room, struct prof_rec_alloc *out)
+				    uint64_t room, union prof_short_rec *out)
 {
 	unsigned kind = (unsigned)(w0 >> 8) & 0x7f;
-	if (kind >= 32)
+	if (kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT)
 		return -3;
-	uint32_t len = kind < PROF_SHORT_FREE_KIND ? PROF_SHORT_ALLOC_SIZE : PROF_SHORT_FREE_SIZE;
+	uint32_t len = kind < PROF_SHORT_FREE_KIND || kind >= PROF_SHORT_LOCK_KIND
+			       ? PROF_SHORT_ALLOC_SIZE
+			       : PROF_SHORT_FREE_SIZE;
 	if (room < len)
 		return -2;
+	uint64_t dt = (w0 & 0xff) | ((w0 >> 16) & 0xffff) << 8;
+	uint64_t w1 = 0;
+	if (len > 8)
+		__builtin_memcpy(&w1, (const char *)p + 8, 8);
+	if (kind >= PROF_SHORT_LOCK_KIND) {
+		if (!b->lock_valid)
+			return -1;
+		int64_t sdt = (int64_t)(dt << 40) >> 40;  /* sign-extends the 24 bits */
+		b->lock_time += (uint64_t)sdt;
+		b->lock += (uint64_t)(int64_t)(int32_t)(uint32_t)w1;
+		unsigned op = kind - PROF_SHORT_LOCK_KIND;
+		out->lock_wait = (struct prof_rec_lock_wait){
+			.h = { .type = PROF_REC_LOCK_WAIT, .flags = (uint16_t)op,
+			       .size = (uint32_t)sizeof(struct prof_rec_lock_wait), .time = b->lock_time },
+			.lock = b->lock,
+			.wait_ns = w0 >> 32,
+			.stack = (uint32_t)(w1 >> 32),
+			.kind = (uint16_t)prof_lock_op_kind(op),
+		};
+		return (int)len;
+	}
 	if (!b->valid)
 		return -1;
-	uint64_t dt = (w0 & 0xff) | ((w0 >> 16) & 0xffff) << 8;
 	int32_t dp = (int32_t)(uint32_t)(w0 >> 32);
 	uint64_t time = b->time + dt, ptr = b->ptr + (uint64_t)(int64_t)dp;
 	b->time = time;
 	b->ptr = ptr;
 	if (kind < PROF_SHORT_FREE_KIND) {
-		uint64_t w1;
-		__builtin_memcpy(&w1, (const char *)p + 8, 8);
-		out->h.type = PROF_REC_ALLOC;
-		out->h.flags = (uint16_t)kind;
-		out->h.size = (uint32_t)sizeof(struct prof_rec_alloc);
-		out->size = (uint32_t)w1;
-		out->stack = (uint32_t)(w1 >> 32);
-		out->pad = 0;
+		out->alloc.h.type = PROF_REC_ALLOC;
+		out->alloc.h.flags = (uint16_t)kind;
+		out->alloc.h.size = (uint32_t)sizeof(struct prof_rec_alloc);
+		out->alloc.size = (uint32_t)w1;
+		out->alloc.stack = (uint32_t)(w1 >> 32);
+		out->alloc.pad = 0;
 	} else {
-		out->h.type = PROF_REC_FREE;
-		out->h.flags = (uint16_t)(kind - PROF_SHORT_FREE_KIND);
-		out->h.size = (uint32_t)sizeof(struct prof_rec_free);
+		out->free.h.type = PROF_REC_FREE;
+		out->free.h.flags = (uint16_t)(kind - PROF_SHORT_FREE_KIND);
+		out->free.h.size = (uint32_t)sizeof(struct prof_rec_free);
 	}
 	out->h.time = time;
-	out->ptr = ptr;
+	out->free.ptr = ptr;
 	return (int)len;
 }
 

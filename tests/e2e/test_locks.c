@@ -435,3 +435,75 @@ Test(locks, waits_on_locks_past_a_full_table_are_recorded)
 	cr_expect(json_is_false(json_object_get(lock, "counted")));
 	json_decref(doc);
 }
+
+/* Every blocked call is a LOCK_WAIT record: most of a contended mutex's are 16-byte short
+ * ones (shared/prof_short.h), the rest (a chunk's first, a lock far from the one before, a
+ * condition wait) ordinary. Read back, they agree with each lock's own counters, wait by wait,
+ * and the lock flame graph finds their stacks (tests/progs/lock_waits.c). */
+Test(locks, short_and_ordinary_lock_waits_agree_with_the_counters)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_waits"), "4", "1000", NULL };
+	json_t *doc = profile(argv, NULL, &dir, NULL);
+	json_t *p = e2e_process(doc, 0);
+	char cmd[2048], line[4096];
+
+	/* Per lock: the LOCK_WAIT records' count and summed wait against its counters. */
+	snprintf(cmd, sizeof(cmd),
+		 "%s dump %s | awk '$5 == \"LOCK_WAIT\" { for (i = 6; i <= NF; i++) {"
+		 " if ($i ~ /^lock=/) l = substr($i, 6); if ($i ~ /^wait_ns=/) w = substr($i, 9) }"
+		 " n[l]++; s[l] += w } END { for (l in n) printf \"%%s %%d %%.0f\\n\", l, n[l], s[l] }'",
+		 e2e_prof(), dir);
+	FILE *f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	int locks = 0;
+	char addr[64];
+	long n;
+	double sum;
+	while (fgets(line, sizeof(line), f) && sscanf(line, "%63s %ld %lf", addr, &n, &sum) == 3) {
+		json_t *l = find_lock(p, addr);
+		cr_assert_not_null(l, "no counters for lock %s", addr);
+		cr_expect_eq(e2e_int(l, "contended"), n, "%s: %ld records", addr, n);
+		cr_expect_eq(e2e_int(l, "wait_ns"), (long)sum, "%s: records sum %.0f", addr, sum);
+		locks++;
+	}
+	cr_expect_eq(pclose(f), 0);
+	cr_expect_geq(locks, 11, "waits on %d locks", locks);  /* 8 + far + timed + rw (+ cond) */
+
+	/* The mutexes taken in take(): their waits, by stack, in the flame graph. */
+	long in_take = 0;
+	const char *names[] = { "array0", "array1", "array2", "array3", "array4", "array5",
+				"array6", "array7", "far" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		json_t *l = find_lock(p, printed_addr(dir, names[i]));
+		cr_assert_not_null(l, "%s", names[i]);
+		in_take += e2e_int(l, "wait_ns");
+	}
+	cr_expect_gt(in_take, 0);
+	json_decref(doc);
+	snprintf(cmd, sizeof(cmd), "%s flame --kind lock --folded %s", e2e_prof(), dir);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	long weight = 0;
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, ";worker;take ") || strstr(line, ";worker;take;"))
+			weight += atol(strrchr(line, ' ') + 1);
+	cr_expect_eq(pclose(f), 0);
+	cr_expect_eq(weight, in_take, "flame %ld, counters %ld", weight, in_take);
+
+	/* How many of the mutexes' LOCK_WAIT records (op "lock") are short: prof dump says so.
+	 * Ordinary ones: a chunk's first, a wait after one on the far lock or 8.4 ms after the
+	 * one before (a busy machine). */
+	snprintf(cmd, sizeof(cmd),
+		 "%s dump %s | awk '$5 == \"LOCK_WAIT\" && $6 == \"lock\" {"
+		 " if (/\\[short: 16 bytes\\]$/) s++; else other++ } END { print s + 0, other + 0 }'",
+		 e2e_prof(), dir);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	long shorts = -1, others = -1;
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	cr_assert_eq(sscanf(line, "%ld %ld", &shorts, &others), 2);
+	cr_expect_eq(pclose(f), 0);
+	cr_expect_gt(shorts, others, "%ld short LOCK_WAIT records of mutexes, %ld others", shorts,
+		     others);
+}

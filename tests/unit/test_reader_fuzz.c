@@ -58,6 +58,22 @@ static void build_valid(int runs)
 			b.time = i;
 			b.ptr = 0x9000 + 48 * i;
 		}
+		/* Short LOCK_WAITs after an ordinary one, some of their times going back. */
+		tg_header(tg)->features |= PROF_FEAT_SHORT_LOCK_WAITS;
+		struct prof_rec_lock_wait lw = { .lock = 0x600000, .wait_ns = 5 };
+		tg_rec(tg, 22, PROF_REC_LOCK_WAIT, PROF_LOCK_OP_LOCK, 100, (const char *)&lw + 16,
+		       sizeof(lw) - 16);
+		b.lock_valid = 1, b.lock_time = 100, b.lock = 0x600000;
+		for (uint32_t i = 0; i < 40; i++) {
+			uint64_t w[2], t = 100 + i * 7 - (i % 3) * 10, l = 0x600000 + 64 * (i % 5);
+			unsigned op = i % PROF_LOCK_OP_COUNT;
+			if (!prof_short_lock_words(&b, op, prof_lock_op_kind(op), t, l, 0, i, i % 4,
+						   0, w))
+				abort();
+			tg_raw(tg, 22, w, 16);
+			b.lock_time = t;
+			b.lock = l;
+		}
 	}
 	uint64_t frames[8] = {0x401000, 0x401100, 0x401200, 0x401300, 0x7f00, 0x7f01, 1, 2};
 	uint8_t bid[20] = {1, 2, 3};

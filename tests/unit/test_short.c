@@ -25,7 +25,7 @@ TestSuite(short_records, .init = setup, .fini = teardown);
 
 /* Encodes one event against base b and decodes it back against a copy of b. */
 static int round_trip(struct prof_short_base b, unsigned kind, uint64_t time, uint64_t ptr,
-		      uint64_t size, uint32_t stack, struct prof_rec_alloc *out)
+		      uint64_t size, uint32_t stack, union prof_short_rec *out)
 {
 	uint64_t w[2] = { prof_short_word(&b, kind, time, ptr), prof_short_alloc_word2(size, stack) };
 	if (!w[0])
@@ -42,10 +42,12 @@ static int round_trip(struct prof_short_base b, unsigned kind, uint64_t time, ui
 Test(short_records, encoding_edges)
 {
 	struct prof_short_base b = { .time = 1000, .ptr = 0x7f0000001000ull, .valid = 1 };
+	union prof_short_rec u;
 	struct prof_rec_alloc r;
 	/* Widest deltas that fit: time + 2^24 - 1, address +- 2^31. */
 	cr_assert_eq(round_trip(b, PROF_ALLOC_CALLOC, 1000 + PROF_SHORT_DT_MAX, b.ptr + INT32_MAX,
-				UINT32_MAX, UINT32_MAX, &r), 16);
+				UINT32_MAX, UINT32_MAX, &u), 16);
+	r = u.alloc;
 	cr_assert_eq(r.h.type, PROF_REC_ALLOC);
 	cr_assert_eq(r.h.flags, PROF_ALLOC_CALLOC);
 	cr_assert_eq(r.h.size, sizeof(struct prof_rec_alloc));
@@ -54,7 +56,8 @@ Test(short_records, encoding_edges)
 	cr_assert_eq(r.size, UINT32_MAX);
 	cr_assert_eq(r.stack, UINT32_MAX);
 	cr_assert_eq(round_trip(b, PROF_SHORT_FREE_KIND + PROF_FREE_REALLOC, 1000,
-				b.ptr - 0x80000000ull, 0, 0, &r), 8);
+				b.ptr - 0x80000000ull, 0, 0, &u), 8);
+	r = u.alloc;
 	cr_assert_eq(r.h.type, PROF_REC_FREE);
 	cr_assert_eq(r.h.flags, PROF_FREE_REALLOC);
 	cr_assert_eq(r.ptr, b.ptr - 0x80000000ull);
@@ -68,10 +71,97 @@ Test(short_records, encoding_edges)
 	cr_assert_eq(prof_short_word(&b, 32, 1000, b.ptr), 0);
 	/* Decoding errors: no base, past the chunk, unknown kind. */
 	uint64_t w[2] = { prof_short_word(&b, 0, 1001, b.ptr), 0 };
-	cr_assert_eq(prof_short_decode(&none, w[0], w, 16, &r), -1);
+	cr_assert_eq(prof_short_decode(&none, w[0], w, 16, &u), -1);
 	struct prof_short_base c = b;
-	cr_assert_eq(prof_short_decode(&c, w[0], w, 8, &r), -2);
-	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 40u << 8, w, 16, &r), -3);
+	cr_assert_eq(prof_short_decode(&c, w[0], w, 8, &u), -2);
+	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 44u << 8, w, 16, &u), -3);
+	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 127u << 8, w, 16, &u), -3);
+}
+
+/* A short LOCK_WAIT encoded against base b (its lock base) and decoded against a copy. */
+static int lock_round_trip(struct prof_short_base b, unsigned op, uint64_t time, uint64_t lock,
+			   uint64_t wait_ns, uint32_t stack, struct prof_rec_lock_wait *out)
+{
+	uint64_t w[2];
+	if (!prof_short_lock_words(&b, op, prof_lock_op_kind(op), time, lock, 0, wait_ns, stack, 0,
+				   w))
+		return 0;
+	cr_assert(prof_is_short(w[0]));
+	cr_assert_neq(w[0], 0);
+	struct prof_short_base d = b;
+	union prof_short_rec u;
+	memset(&u, 0xa5, sizeof(u));
+	int len = prof_short_decode(&d, w[0], w, sizeof(w), &u);
+	cr_assert_eq(len, PROF_SHORT_LOCK_SIZE);
+	cr_assert_eq(d.lock_time, time);
+	cr_assert_eq(d.lock, lock);
+	cr_assert_eq(d.time, b.time, "the heap base stays");
+	cr_assert_eq(d.ptr, b.ptr);
+	*out = u.lock_wait;
+	return len;
+}
+
+Test(short_records, lock_wait_encoding_edges)
+{
+	struct prof_short_base b = { .time = 7, .ptr = 0x9000, .valid = 1, .lock_valid = 1,
+				     .lock_time = 1 << 24, .lock = 0x555500001000ull };
+	struct prof_rec_lock_wait r;
+	/* Widest that fit: time +-2^23, lock +-2^31, a 32-bit wait, any stack. */
+	cr_assert_eq(lock_round_trip(b, PROF_LOCK_OP_LOCK, b.lock_time + PROF_SHORT_LOCK_DT_MAX,
+				     b.lock + INT32_MAX, UINT32_MAX, UINT32_MAX, &r), 16);
+	cr_assert_eq(r.h.type, PROF_REC_LOCK_WAIT);
+	cr_assert_eq(r.h.flags, PROF_LOCK_OP_LOCK);
+	cr_assert_eq(r.h.size, sizeof(struct prof_rec_lock_wait));
+	cr_assert_eq(r.h.time, b.lock_time + PROF_SHORT_LOCK_DT_MAX);
+	cr_assert_eq(r.lock, b.lock + INT32_MAX);
+	cr_assert_eq(r.other, 0);
+	cr_assert_eq(r.wait_ns, UINT32_MAX);
+	cr_assert_eq(r.stack, UINT32_MAX);
+	cr_assert_eq(r.kind, PROF_LOCK_MUTEX);
+	cr_assert_eq(r.result, 0);
+	cr_assert_eq(lock_round_trip(b, PROF_LOCK_OP_WRLOCK, b.lock_time - PROF_SHORT_LOCK_DT_MAX - 1,
+				     b.lock - 0x80000000ull, 0, 0, &r), 16);
+	cr_assert_eq(r.h.time, b.lock_time - PROF_SHORT_LOCK_DT_MAX - 1);
+	cr_assert_eq(r.lock, b.lock - 0x80000000ull);
+	cr_assert_eq(r.kind, PROF_LOCK_RWLOCK);
+	/* Every op, with its own kind of lock. */
+	for (unsigned op = 0; op < PROF_LOCK_OP_COUNT; op++) {
+		cr_assert_eq(lock_round_trip(b, op, b.lock_time + op, b.lock, 1000 + op, op, &r), 16);
+		cr_assert_eq(r.h.flags, op);
+		cr_assert_eq(r.kind, prof_lock_op_kind(op));
+		cr_assert_lt(r.kind, PROF_LOCK_KIND_COUNT);
+		cr_assert_eq(r.wait_ns, 1000 + op);
+	}
+	/* What needs an ordinary record. */
+	uint64_t w[2];
+	uint64_t t = b.lock_time, l = b.lock;
+	cr_assert_not(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, t + PROF_SHORT_LOCK_DT_MAX + 1, l,
+					    0, 1, 1, 0, w));
+	cr_assert_not(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, t - PROF_SHORT_LOCK_DT_MAX - 2, l,
+					    0, 1, 1, 0, w));
+	cr_assert_not(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, t, l + 0x80000000ull, 0, 1, 1, 0, w));
+	cr_assert_not(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, t, l - 0x80000001ull, 0, 1, 1, 0, w));
+	cr_assert_not(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, t, l, 0, 1ull << 32, 1, 0, w));
+	cr_assert_not(prof_short_lock_words(&b, PROF_LOCK_OP_COND_WAIT, PROF_LOCK_COND, t, l, l + 64,
+					    1, 1, 0, w), "a condition wait's mutex");
+	cr_assert_not(prof_short_lock_words(&b, PROF_LOCK_OP_COND_TIMEDWAIT, PROF_LOCK_COND, t, l, 0,
+					    1, 1, 110, w), "a result");
+	cr_assert_not(prof_short_lock_words(&b, PROF_LOCK_OP_LOCK, PROF_LOCK_RWLOCK, t, l, 0, 1, 1, 0,
+					    w), "another kind");
+	cr_assert_not(prof_short_lock_words(&b, PROF_LOCK_OP_COUNT, PROF_LOCK_MUTEX, t, l, 0, 1, 1, 0,
+					    w));
+	struct prof_short_base heap_only = b;
+	heap_only.lock_valid = 0;
+	cr_assert_not(prof_short_lock_words(&heap_only, 0, PROF_LOCK_MUTEX, t, l, 0, 1, 1, 0, w));
+	/* Each sort of short record needs its own base. */
+	union prof_short_rec u;
+	cr_assert(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, t, l, 0, 1, 1, 0, w));
+	cr_assert_eq(prof_short_decode(&heap_only, w[0], w, 16, &u), -1);
+	cr_assert_eq(prof_short_decode(&b, w[0], w, 15, &u), -2);
+	struct prof_short_base lock_only = b;
+	lock_only.valid = 0;
+	uint64_t hw[2] = { prof_short_word(&b, PROF_SHORT_FREE_KIND, b.time, b.ptr), 0 };
+	cr_assert_eq(prof_short_decode(&lock_only, hw[0], hw, 8, &u), -1);
 }
 
 static struct trace *open_ok(void)
@@ -204,4 +294,95 @@ Test(short_records, format_1_files_read_as_before)
 	cr_assert_eq(types[2], PROF_REC_FREE);
 	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0);
 	trace_close(t);
+}
+
+static void put_lock_wait(struct tg *tg, uint32_t stream, uint64_t time, unsigned op,
+			  uint64_t lock, uint64_t other, uint64_t wait_ns, uint32_t stack, int result)
+{
+	struct prof_rec_lock_wait r = { .lock = lock, .other = other, .wait_ns = wait_ns,
+					.stack = stack, .kind = (uint16_t)prof_lock_op_kind(op),
+					.result = (int16_t)result };
+	tg_rec(tg, stream, PROF_REC_LOCK_WAIT, (uint16_t)op, time, (const char *)&r + sizeof(r.h),
+	       sizeof(r) - sizeof(r.h));
+}
+
+static void put_short_lock(struct tg *tg, struct prof_short_base *b, uint64_t time, unsigned op,
+			   uint64_t lock, uint64_t wait_ns, uint32_t stack)
+{
+	uint64_t w[2];
+	cr_assert(prof_short_lock_words(b, op, prof_lock_op_kind(op), time, lock, 0, wait_ns, stack,
+					0, w));
+	tg_raw(tg, 0, w, 16);
+	b->lock_time = time;
+	b->lock = lock;
+}
+
+/* Short LOCK_WAITs count from the chunk's last LOCK_WAIT, not from its heap records, which
+ * keep their own base between them; a wait may end before the one written ahead of it. */
+Test(short_records, reader_decodes_short_lock_waits)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_LOCK_WAITS;
+	put_lock_wait(tg, 0, 1000, PROF_LOCK_OP_LOCK, 0x600000, 0, 500, 9, 0);
+	struct prof_short_base b = { .lock_valid = 1, .lock_time = 1000, .lock = 0x600000 };
+	put_short_lock(tg, &b, 1400, PROF_LOCK_OP_LOCK, 0x600040, 300, 10);
+	tg_alloc(tg, 0, 1500, 0x5000, 64, 3);
+	b.time = 1500, b.ptr = 0x5000, b.valid = 1;
+	put_short_lock(tg, &b, 1450, PROF_LOCK_OP_TIMEDLOCK, 0x600000, 20, 11);  /* earlier */
+	put_short(tg, &b, PROF_SHORT_FREE_KIND, 1600, 0x5000, 0, 0);
+	put_lock_wait(tg, 0, 1700, PROF_LOCK_OP_COND_WAIT, 0x600080, 0x600000, 90, 12, 0);
+	b.lock_time = 1700, b.lock = 0x600080;
+	put_short_lock(tg, &b, 1800, PROF_LOCK_OP_SEM_WAIT, 0x6000c0, 40, 13);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	static const struct {
+		unsigned type, op, kind;
+		uint64_t time, lock, other, wait;
+		uint32_t stack, file_size;
+	} want[] = {
+		{ PROF_REC_LOCK_WAIT, PROF_LOCK_OP_LOCK, PROF_LOCK_MUTEX, 1000, 0x600000, 0, 500, 9, 48 },
+		{ PROF_REC_LOCK_WAIT, PROF_LOCK_OP_LOCK, PROF_LOCK_MUTEX, 1400, 0x600040, 0, 300, 10, 16 },
+		{ PROF_REC_ALLOC, 0, 0, 1500, 0x5000, 0, 0, 0, 40 },
+		{ PROF_REC_LOCK_WAIT, PROF_LOCK_OP_TIMEDLOCK, PROF_LOCK_MUTEX, 1450, 0x600000, 0, 20, 11, 16 },
+		{ PROF_REC_FREE, 0, 0, 1600, 0x5000, 0, 0, 0, 8 },
+		{ PROF_REC_LOCK_WAIT, PROF_LOCK_OP_COND_WAIT, PROF_LOCK_COND, 1700, 0x600080, 0x600000, 90, 12, 48 },
+		{ PROF_REC_LOCK_WAIT, PROF_LOCK_OP_SEM_WAIT, PROF_LOCK_SEM, 1800, 0x6000c0, 0, 40, 13, 16 },
+	};
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		cr_assert_eq(ev.rec->type, want[i].type, "record %zu", i);
+		cr_assert_eq(ev.rec->time, want[i].time, "record %zu", i);
+		cr_assert_eq(ev.file_size, want[i].file_size, "record %zu", i);
+		if (want[i].type != PROF_REC_LOCK_WAIT) {
+			cr_assert_eq(((const struct prof_rec_free *)ev.rec)->ptr, want[i].lock);
+			continue;
+		}
+		const struct prof_rec_lock_wait *l = (const void *)ev.rec;
+		cr_assert_eq(ev.rec->size, sizeof(*l));
+		cr_assert_eq(ev.rec->flags, want[i].op, "record %zu", i);
+		cr_assert_eq(l->kind, want[i].kind, "record %zu", i);
+		cr_assert_eq(l->lock, want[i].lock, "record %zu", i);
+		cr_assert_eq(l->other, want[i].other, "record %zu", i);
+		cr_assert_eq(l->wait_ns, want[i].wait, "record %zu", i);
+		cr_assert_eq(l->stack, want[i].stack, "record %zu", i);
+		cr_assert_eq(l->result, 0);
+	}
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
+	trace_close(t);
+}
+
+/* A short LOCK_WAIT before any ordinary one in its chunk: heap records give it no base. */
+Test(short_records, short_lock_wait_without_a_base_is_an_error)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_LOCK_WAITS;
+	tg_alloc(tg, 0, 100, 0x5000, 64, 3);
+	struct prof_short_base b = { .lock_valid = 1, .lock_time = 100, .lock = 0x600000 };
+	put_short_lock(tg, &b, 150, PROF_LOCK_OP_LOCK, 0x600000, 10, 1);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails_with("short record before any ordinary LOCK_WAIT in its chunk");
 }
