@@ -593,6 +593,14 @@ static ssize_t block_at(uint64_t v)
 static uint32_t *work;      /* blocks to scan */
 static size_t nwork, work_cap;
 static uint64_t heap_lo, heap_hi, root_bytes;
+/* Blocks found reachable so far. Once every block is, nothing more can change: the rest of
+ * the roots and the blocks not scanned yet go unread (a short process's blocks are often all
+ * held from its data segment, read first, and its libraries' data and stack are skipped). */
+static size_t nreachable;
+static inline int all_reachable(void)
+{
+	return nreachable == nblocks;
+}
 static ssize_t leader = -1; /* the lost block whose clique is being walked, -1 from roots */
 
 static void push(size_t i)
@@ -738,6 +746,7 @@ static __attribute__((noinline)) void found_near(uint64_t v, int definite)
 		}
 	} else if (definite && b->state != REACHABLE && (v == b->ptr || heuristic_start(b, v))) {
 		b->state = REACHABLE;
+		nreachable++;
 		push((size_t)i);
 	} else if (b->state == UNREACHED) {
 		b->state = POSSIBLE;
@@ -763,7 +772,7 @@ static uint64_t buf[8192];
 static void scan_words(uint64_t lo, uint64_t hi, int definite)
 {
 	lo = (lo + 7) & ~7ull;
-	while (lo + 8 <= hi) {
+	while (lo + 8 <= hi && !all_reachable()) {
 		size_t want = hi - lo < sizeof(buf) ? (size_t)(hi - lo) & ~(size_t)7 : sizeof(buf);
 		size_t got = read_mem(buf, lo, want);
 		if (got < 8) {  /* unreadable: on to the next page */
@@ -851,10 +860,14 @@ static int in_place_ok;
 
 static void scan_in_place(uint64_t lo, uint64_t hi, int definite)
 {
-	for (lo = (lo + 7) & ~7ull; lo + 8 <= hi; lo += 8) {
-		uint64_t v;
-		memcpy(&v, (const void *)(uintptr_t)lo, 8);
-		found(v, definite);
+	lo = (lo + 7) & ~7ull;
+	while (lo + 8 <= hi && !all_reachable()) {
+		uint64_t end = (lo | 4095) + 1 < hi ? (lo | 4095) + 1 : hi;  /* a page at a time */
+		for (; lo + 8 <= end; lo += 8) {
+			uint64_t v;
+			memcpy(&v, (const void *)(uintptr_t)lo, 8);
+			found(v, definite);
+		}
 	}
 }
 
@@ -871,7 +884,7 @@ static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared, int rw)
 	}
 	uint64_t looked = 0;
 	uint64_t last = (hi - 1) / page_size;
-	while (lo < hi) {
+	while (lo < hi && !all_reachable()) {
 		uint64_t run, p = lo / page_size;
 		int kind = page_kind(p, last, &run);
 		uint64_t end = (p + run) * page_size < hi ? (p + run) * page_size : hi;
@@ -895,6 +908,8 @@ static void drain(void)
 	static struct iovec local[BATCH], remote[BATCH];
 	static uint64_t batch_buf[sizeof(buf) / 8];
 	uint32_t ids[BATCH];
+	if (all_reachable())
+		nwork = 0;
 	while (nwork) {
 		size_t n = 0, bytes = 0;
 		while (nwork && n < BATCH) {
@@ -1135,7 +1150,7 @@ static void scan_maps(uint64_t sp)
 	static char text[1 << 16];
 	size_t at = 0, have = 0;
 	int end = 0;
-	for (;;) {
+	while (!all_reachable()) {
 		char *nl = memchr(text + at, '\n', have - at);
 		if (!nl && !end && have - at < sizeof(text) - 1) {
 			memmove(text, text + at, have - at);
@@ -1174,6 +1189,7 @@ static void scan_maps(uint64_t sp)
 			/* A driver's mapping (anon_inode:...) may map device memory, which pagemap
 			 * shows as the process's own: read only through the kernel. */
 			scan_root(lo, hi, perms[3] == 's', strncmp(name, "anon_inode:", 11) != 0, 0);
+			drain();
 		}
 		at = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
 	}
@@ -1240,6 +1256,7 @@ static void scan_all(uintptr_t stack_from)
 		if (tab[i].ptr + tab[i].size + 1 > heap_hi)
 			heap_hi = tab[i].ptr + tab[i].size + 1;
 	page_filter_build();
+	nreachable = 0;
 	struct sigaction old, sa = { .sa_handler = stop_handler, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	int sig = stop_signal(&old);

@@ -172,7 +172,8 @@ struct prof_rec_reaped { struct prof_rec h; uint32_t child_pid; int32_t status; 
 struct prof_rec_leak_scan {
 	struct prof_rec h;     /* flags: PROF_LEAK_* */
 	uint64_t root_bytes;   /* bytes of roots read (data segments, stacks, registers; not the
-	                        * pages of private mappings that hold nothing: never touched) */
+	                        * pages of private mappings that hold nothing: never touched;
+	                        * none after every block was found reachable) */
 	uint32_t blocks;       /* blocks allocated at exit, as the scan saw them */
 	uint32_t listed;       /* addresses in the LEAK_BLOCKS records before it */
 };

@@ -506,3 +506,31 @@ Test(leaks, many_blocks_held_at_once_as_memcheck_sees_them)
 	expect_leak_classes(p, want);
 	json_decref(doc);
 }
+
+/* Once every block is known reachable the scan stops: nothing left to read can change a
+ * class. tests/progs/leak_early.c holds all its blocks from its data segment (and half of
+ * them through the other half), which the scan reads first, and has 32 MiB of written memory
+ * further on, which it need not read; with one block lost, it reads everything, and finds it
+ * lost as memcheck does. */
+Test(leaks, the_scan_stops_once_every_block_is_reachable)
+{
+	for (int lose = 0; lose < 2; lose++) {
+		const char *dir = e2e_tmpdir();
+		const char *argv[] = { e2e_prog("leak_early"), lose ? "lose" : NULL, NULL };
+		cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		json_t *p = e2e_process(doc, 0);
+		const long want[2][4][2] = {
+			{ { 0, 0 }, { 0, 0 }, { 0, 0 }, { 4608, 128 } },
+			{ { 100, 1 }, { 0, 0 }, { 0, 0 }, { 4608, 128 } },
+		};
+		expect_leak_classes(p, want[lose]);
+		long bytes = scanned_bytes(dir, e2e_int(p, "pid"));
+		if (lose)
+			cr_expect_gt(bytes, 32l << 20, "with a block lost, the scan read %ld bytes", bytes);
+		else
+			cr_expect(bytes > 0 && bytes < (1l << 20), "the scan read %ld bytes", bytes);
+		json_decref(doc);
+	}
+}
