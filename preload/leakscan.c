@@ -731,6 +731,22 @@ static void page_filter_build(void)
 	page_filter_on = 1;
 }
 
+/* Whether v, a word of libc's data (in_libc_data) in block b's last 8 bytes, is the address
+ * of the malloc chunk after b's, as glibc's own state holds it (its arena's top chunk, a free
+ * chunk in a bin): the next chunk's first field is b's last 8 bytes while b is in use. Not a
+ * pointer of the program's, and memcheck, whose allocator has no such state, never sees one:
+ * the last block before the heap's top was "possibly lost" where memcheck says "definitely".
+ * The same word elsewhere (the program's data, a block) is the program's: it counts. */
+static int in_libc_data;
+static int next_chunk_address(const struct block *b, uint64_t v)
+{
+	uint64_t hdr;  /* glibc's size field: the chunk's size, flags in the low 3 bits */
+	if (v + 8 < b->ptr + b->size || read_words(b->ptr - 8, &hdr, 1) < 0 || (hdr & 2))
+		return 0;  /* not the last 8 bytes, unreadable, or a chunk of its own mapping */
+	uint64_t chunk = hdr & ~7ull;
+	return chunk >= b->size + 8 && chunk <= b->size + 40 && v == b->ptr - 16 + chunk;
+}
+
 /* memcheck's lc_push_if_a_chunk_ptr: definite when the pointer sits in a root or in a
  * reachable block. A word of a page with blocks. */
 static __attribute__((noinline)) void found_near(uint64_t v, int definite)
@@ -739,6 +755,8 @@ static __attribute__((noinline)) void found_near(uint64_t v, int definite)
 	if (i < 0)
 		return;
 	struct block *b = &tab[i];
+	if (in_libc_data && v != b->ptr && next_chunk_address(b, v))
+		return;
 	if (leader >= 0) {
 		if (b->state == UNREACHED && i != leader) {
 			b->state = INDIRECT;
@@ -1148,6 +1166,7 @@ static void scan_maps(uint64_t sp)
 	 * after the end: each read of the file walks the mappings (once per line, it was a
 	 * short process's scan's longest part). */
 	static char text[1 << 16];
+	uint64_t libc_data_end = 0;  /* the end of libc's data, while the next mapping is read */
 	size_t at = 0, have = 0;
 	int end = 0;
 	while (!all_reachable()) {
@@ -1186,9 +1205,15 @@ static void scan_maps(uint64_t sp)
 		    !heap_mapping(lo, hi, name)) {
 			/* A thread's stack: the live part only (this thread's, a stopped one's). */
 			lo = sp >= lo && sp < hi ? sp : live_from(lo, hi);
+			/* libc's data and the bss right after it: glibc's arena. */
+			size_t nlen = strlen(name);
+			int libc = nlen >= 10 && !strcmp(name + nlen - 10, "/libc.so.6");
+			in_libc_data = libc || (!*name && lo == libc_data_end);
+			libc_data_end = libc ? hi : 0;
 			/* A driver's mapping (anon_inode:...) may map device memory, which pagemap
 			 * shows as the process's own: read only through the kernel. */
 			scan_root(lo, hi, perms[3] == 's', strncmp(name, "anon_inode:", 11) != 0, 0);
+			in_libc_data = 0;
 			drain();
 		}
 		at = (size_t)(nl - text) + (nl < text + have ? 1 : 0);
