@@ -73,6 +73,6 @@ void prof_hook_abandon(struct prof_thread *th)
 	th->in_signal = 0;
 	th->unwinding = 0;
 	th->streams[0].busy = th->streams[1].busy = 0;
-	th->base_ptr_lo = th->base_ptr_hi = 0;  /* the next heap record an ordinary one (writer.c) */
+	prof_writer_forget_bases(th);
 	heap_rec_abandoned();
 }

@@ -328,6 +328,9 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 void prof_write_alloc(struct prof_thread *th, unsigned fn, uint64_t ptr, uint64_t size,
 		      uint32_t stack, uint64_t time);
 void prof_write_free(struct prof_thread *th, unsigned flags, uint64_t ptr, uint64_t time);
+/* The next heap record and LOCK_WAIT of the thread are ordinary ones (prof_short.h): what
+ * the writer kept as their bases may not be in the file. */
+void prof_writer_forget_bases(struct prof_thread *th);
 /* A LOCK_WAIT record (enum prof_lock_op, enum prof_lock_kind), short where it fits. */
 void prof_write_lock_wait(struct prof_thread *th, unsigned op, unsigned kind, uint64_t lock,
 			  uint64_t other, uint64_t wait_ns, uint32_t stack, int result, uint64_t time);

@@ -449,6 +449,14 @@ static __thread struct {
 	uint64_t time_inv, lock_inv;
 } lock_base;
 
+/* The short records' bases, heap and lock, are no longer those of the file (a new chunk, a
+ * hook left half way): the next heap record and the next LOCK_WAIT are ordinary ones. */
+void prof_writer_forget_bases(struct prof_thread *th)
+{
+	th->base_ptr_lo = th->base_ptr_hi = 0;
+	lock_base.lock_inv = 0;
+}
+
 /* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
  * mapped in one call. Written to by a fault alone, every page of the (fallocated) trace file
  * was first read (zero-filled from an unwritten extent) and then made writable, one page at a
@@ -521,10 +529,8 @@ static void *chunk_switch(struct prof_thread *th, struct prof_stream *s, uint32_
 	__atomic_store_n(&ch->magic, PROF_CHUNK_MAGIC, __ATOMIC_RELEASE);
 	s->seq = ch->seq;
 	s->chunk = c;
-	if (s == &th->streams[0]) {  /* its first heap and lock records are ordinary ones */
-		th->base_ptr_lo = th->base_ptr_hi = 0;
-		lock_base.lock_inv = 0;
-	}
+	if (s == &th->streams[0])
+		prof_writer_forget_bases(th);
 	s->span = got * UNIT;
 	s->used = CHUNK_HDR;
 	s->units_used = s->units_used + got < RUN_MAX ? s->units_used + got : RUN_MAX;
@@ -624,14 +630,35 @@ static inline void lock_base_set(int valid, uint64_t time, uint64_t lock)
 	lock_base.lock_inv = valid && lock != ~0ull ? ~lock : 0;
 }
 
+/* The stream a short record of `len` bytes goes to, or NULL when the current chunk has no
+ * room for it. Never a signal handler's stream. */
+static inline struct prof_stream *short_room(struct prof_thread *th, uint32_t len)
+{
+	struct prof_stream *s = &th->streams[0];
+	return th->in_signal || s->busy || s->used + len > s->span ? NULL : s;
+}
+
+/* Writes the short record w0 (w1 too when len is 16) at the stream's end, its base already
+ * moved. Written before the end moves past it: a longjmp between leaves no hole (see
+ * take()). Pairs with prof_short_decode(). */
+static inline void short_store(struct prof_stream *s, uint64_t w0, uint64_t w1, uint32_t len)
+{
+	uint64_t *p = (uint64_t *)(s->chunk + s->used);
+	if (len > 8)
+		p[1] = w1;
+	__atomic_store_n(p, w0, __ATOMIC_RELEASE);
+	atomic_signal_fence(memory_order_seq_cst);
+	s->used += len;
+}
+
 /* A short LOCK_WAIT in the current chunk (prof_short.h), or 0 when the wait needs an
  * ordinary record or the chunk has no room. */
 static inline int write_short_lock(struct prof_thread *th, unsigned op, unsigned kind,
 				   uint64_t lock, uint64_t other, uint64_t wait_ns, uint32_t stack,
 				   int result, uint64_t time)
 {
-	struct prof_stream *s = &th->streams[0];
-	if (th->in_signal || s->busy || s->used + PROF_SHORT_LOCK_SIZE > s->span)
+	struct prof_stream *s = short_room(th, PROF_SHORT_LOCK_SIZE);
+	if (!s)
 		return 0;
 	struct prof_short_base b = { .lock_valid = lock_base.lock_inv != 0,
 				     .lock_time = ~lock_base.time_inv,
@@ -639,37 +666,26 @@ static inline int write_short_lock(struct prof_thread *th, unsigned op, unsigned
 	uint64_t w[2];
 	if (!prof_short_lock_words(&b, op, kind, time, lock, other, wait_ns, stack, result, w))
 		return 0;
-	uint64_t *p = (uint64_t *)(s->chunk + s->used);
-	p[1] = w[1];
 	lock_base_set(1, time, lock);
-	__atomic_store_n(p, w[0], __ATOMIC_RELEASE);
-	atomic_signal_fence(memory_order_seq_cst);
-	s->used += PROF_SHORT_LOCK_SIZE;
+	short_store(s, w[0], w[1], PROF_SHORT_LOCK_SIZE);
 	return 1;
 }
 
-/* A short record of `len` bytes (8 or 16) in the current chunk, or 0 when it does not fit
- * there or the event needs an ordinary record. Never in a signal handler's stream. Pairs with
- * prof_short_decode(). */
+/* A short ALLOC or FREE of `len` bytes (16 or 8) in the current chunk, or 0 when it does not
+ * fit there or the event needs an ordinary record. */
 static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t ptr,
 			      uint64_t time, uint32_t len, uint64_t w1)
 {
-	struct prof_stream *s = &th->streams[0];
-	if (th->in_signal || s->busy || s->used + len > s->span)
+	struct prof_stream *s = short_room(th, len);
+	if (!s)
 		return 0;
 	struct prof_short_base b;
 	base_get(th, &b);
 	uint64_t w0 = prof_short_word(&b, kind, time, ptr);
 	if (!w0)
 		return 0;
-	/* Written before the end moves past it: a longjmp between leaves no hole (see take()). */
-	uint64_t *p = (uint64_t *)(s->chunk + s->used);
-	if (len > 8)
-		p[1] = w1;
 	base_set(th, time, ptr);
-	__atomic_store_n(p, w0, __ATOMIC_RELEASE);
-	atomic_signal_fence(memory_order_seq_cst);
-	s->used += len;
+	short_store(s, w0, w1, len);
 	return 1;
 }
 
