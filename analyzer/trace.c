@@ -669,6 +669,16 @@ static int stream_fill(struct trace *t, struct stream *s, uint64_t need)
 	return 0;
 }
 
+/* The error for a short record of kind `kind` before its base in the chunk. */
+static const char *short_without_base(unsigned kind)
+{
+	if (kind >= PROF_SHORT_IO_KIND)
+		return "short record before any ordinary IO_CALL or IO_NAME in its chunk (no base)";
+	if (kind >= PROF_SHORT_LOCK_KIND)
+		return "short record before any ordinary LOCK_WAIT in its chunk (no base)";
+	return "short record before any ordinary ALLOC or FREE in its chunk (no base)";
+}
+
 /* Finds the stream's head record at or after its cursor, moving on to its next chunk at a
  * zero prefix (uncommitted: end of the chunk) or at the chunk's end, and reads it into the
  * window. 1 = loaded, 0 = stream done (its window is freed), -1 = bad record or failed read. */
@@ -700,11 +710,7 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 			if (len < 0) {
 				t->failed = 1;
 				seterr(t->errmsg, sizeof(t->errmsg), t->path, s->base + s->pos,
-				       len == -1 ? ((w0 >> 8) & 0x7f) >= PROF_SHORT_LOCK_KIND
-							   ? "short record before any ordinary LOCK_WAIT in "
-							     "its chunk (no base)"
-							   : "short record before any ordinary ALLOC or FREE in "
-							     "its chunk (no base)"
+				       len == -1 ? short_without_base((unsigned)(w0 >> 8) & 0x7f)
 				       : len == -2 ? "short record runs past the chunk end"
 						   : "short record of unknown kind %u",
 				       (unsigned)(w0 >> 8) & 0x7f);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/tracesize.sh: how large traces are, and what the trace clock costs. For
-# bench/alloc_bench.c (1 thread, BENCH_OPS operations, default its own 1M) and
-# bench/cxx_bench.cpp (its defaults: 4 threads): bytes per record of the raw trace and of the
+# bench/alloc_bench.c (1 thread, BENCH_OPS operations, default its own 1M),
+# bench/cxx_bench.cpp (its defaults: 4 threads) and bench/io_bench.c (300,000 4 KiB reads of a
+# cached 1 MiB file): bytes per record of the raw trace and of the
 # trace after `prof pack` (zstd, default level), and the whole file's size either way. Then
 # the wall time of alloc_bench under libprof with PROF_CLOCK=tsc against PROF_CLOCK=monotonic
 # (and without libprof), median of BENCH_ROUNDS (default 5) interleaved runs. The table goes to
@@ -21,8 +22,10 @@ outdir=$root/$BUILD/bench
 mkdir -p "$outdir"
 ${CC:-cc} -O2 -g -pthread bench/alloc_bench.c -o "$outdir/alloc_bench"
 ${CXX:-c++} -O2 -g -pthread bench/cxx_bench.cpp -o "$outdir/cxx_bench"
+${CC:-cc} -O2 -g bench/io_bench.c -o "$outdir/io_bench"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof-tracesize.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+head -c $((1 << 20)) /dev/urandom >"$tmp/read.dat"
 
 # Records in a trace: prof dump's last line, "N records".
 records() {
@@ -33,7 +36,7 @@ out=$outdir/tracesize.txt
 {
 	echo "libprof trace size (format $("$prof" --version | sed 's/.*format //'))"
 	printf '%-28s %10s %13s %9s %13s %9s\n' program records raw_bytes raw_B/rec packed_bytes packed_B/rec
-	for prog in "alloc_bench 1 $OPS" "cxx_bench"; do
+	for prog in "alloc_bench 1 $OPS" "cxx_bench" "io_bench read $tmp/read.dat 300000"; do
 		set -- $prog
 		rm -rf "$tmp/run"
 		mkdir "$tmp/run"
@@ -42,7 +45,7 @@ out=$outdir/tracesize.txt
 		raw=$(stat -c %s "$tmp/run/t.trace")
 		"$prof" pack -q "$tmp/run/t.trace"
 		packed=$(stat -c %s "$tmp/run/t.trace.zst")
-		awk -v p="$prog" -v n="$n" -v r="$raw" -v z="$packed" 'BEGIN {
+		awk -v p="${prog/$tmp\//}" -v n="$n" -v r="$raw" -v z="$packed" 'BEGIN {
 			printf "%-28s %10d %13d %9.2f %13d %9.2f\n", p, n, r, r / n, z, z / n }'
 	done
 	echo

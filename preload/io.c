@@ -128,16 +128,7 @@ static void record_id(struct prof_thread *th, unsigned op, int fd, uint32_t id, 
 		return;
 	th = prof_thread_get();
 	uint32_t stack = io_stack(th, ret, frame);
-	struct prof_rec_io_call *r = prof_reserve(th, sizeof(*r));
-	if (!r)
-		return;
-	r->file = id;
-	r->fd = fd;
-	r->result = result;
-	r->duration_ns = t1 - t0;
-	r->stack = stack;
-	r->pad = 0;
-	prof_commit(r, PROF_REC_IO_CALL, op, sizeof(*r), t0);
+	prof_write_io_call(th, op, id, fd, result, t1 - t0, stack, t0);
 }
 
 static void record(struct prof_thread *th, unsigned op, int fd, int64_t result, uint64_t t0,

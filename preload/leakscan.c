@@ -409,13 +409,13 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 		while (end - p >= 8) {
 			const struct prof_rec *r = (const void *)p;
 			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-			if (prof_is_short(prefix)) {  /* prof_short.h: an ALLOC, FREE or LOCK_WAIT */
+			if (prof_is_short(prefix)) {  /* prof_short.h: ALLOC, FREE, LOCK_WAIT, IO_CALL */
 				union prof_short_rec a;
 				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
 				if (len < 0)
 					break;
 				p += len;
-				if (a.h.type == PROF_REC_LOCK_WAIT)
+				if (a.h.type != PROF_REC_ALLOC && a.h.type != PROF_REC_FREE)
 					continue;
 				int alloc = a.h.type == PROF_REC_ALLOC;
 				if (batch_add(t, &batch, a.free.ptr, alloc ? a.alloc.size : 0, a.h.time,

@@ -334,6 +334,9 @@ void prof_writer_forget_bases(struct prof_thread *th);
 /* A LOCK_WAIT record (enum prof_lock_op, enum prof_lock_kind), short where it fits. */
 void prof_write_lock_wait(struct prof_thread *th, unsigned op, unsigned kind, uint64_t lock,
 			  uint64_t other, uint64_t wait_ns, uint32_t stack, int result, uint64_t time);
+/* An IO_CALL record (enum prof_io_op), short where it fits. */
+void prof_write_io_call(struct prof_thread *th, unsigned op, uint32_t file, int32_t fd,
+			int64_t result, uint64_t duration_ns, uint32_t stack, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
 void prof_writer_final(void);  /* the EXIT record comes next: it may take the last units */
 void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */

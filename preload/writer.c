@@ -449,12 +449,22 @@ static __thread struct {
 	uint64_t time_inv, lock_inv;
 } lock_base;
 
-/* The short records' bases, heap and lock, are no longer those of the file (a new chunk, a
- * hook left half way): the next heap record and the next LOCK_WAIT are ordinary ones. */
+/* The short IO_CALLs' base: the time (inverted, as above), file id and descriptor of the
+ * last IO_CALL or IO_NAME in streams[0]'s chunk; valid 0: none. */
+static __thread struct {
+	uint64_t time_inv;
+	uint32_t file;
+	int32_t fd;
+	int valid;
+} io_base;
+
+/* The short records' bases, heap, lock and io, are no longer those of the file (a new chunk,
+ * a hook left half way): the next heap record, LOCK_WAIT and IO_CALL are ordinary ones. */
 void prof_writer_forget_bases(struct prof_thread *th)
 {
 	th->base_ptr_lo = th->base_ptr_hi = 0;
 	lock_base.lock_inv = 0;
+	io_base.valid = 0;
 }
 
 /* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
@@ -630,6 +640,14 @@ static inline void lock_base_set(int valid, uint64_t time, uint64_t lock)
 	lock_base.lock_inv = valid && lock != ~0ull ? ~lock : 0;
 }
 
+static inline void io_base_set(int valid, uint64_t time, uint32_t file, int32_t fd)
+{
+	io_base.time_inv = ~time;
+	io_base.file = file;
+	io_base.fd = fd;
+	io_base.valid = valid;
+}
+
 /* The stream a short record of `len` bytes goes to, or NULL when the current chunk has no
  * room for it. Never a signal handler's stream. */
 static inline struct prof_stream *short_room(struct prof_thread *th, uint32_t len)
@@ -671,6 +689,24 @@ static inline int write_short_lock(struct prof_thread *th, unsigned op, unsigned
 	return 1;
 }
 
+/* A short IO_CALL in the current chunk, or 0 when the call needs an ordinary record or the
+ * chunk has no room. */
+static inline int write_short_io(struct prof_thread *th, unsigned op, uint32_t file, int32_t fd,
+				 int64_t result, uint64_t duration_ns, uint32_t stack, uint64_t time)
+{
+	struct prof_stream *s = short_room(th, PROF_SHORT_IO_SIZE);
+	if (!s)
+		return 0;
+	struct prof_short_base b = { .io_valid = io_base.valid, .io_time = ~io_base.time_inv,
+				     .io_file = io_base.file, .io_fd = io_base.fd };
+	uint64_t w[2];
+	if (!prof_short_io_words(&b, op, time, file, fd, result, duration_ns, stack, w))
+		return 0;
+	io_base_set(1, time, file, fd);
+	short_store(s, w[0], w[1], PROF_SHORT_IO_SIZE);
+	return 1;
+}
+
 /* A short ALLOC or FREE of `len` bytes (16 or 8) in the current chunk, or 0 when it does not
  * fit there or the event needs an ordinary record. */
 static inline int write_short(struct prof_thread *th, unsigned kind, uint64_t ptr,
@@ -704,8 +740,8 @@ static inline void note_base(struct prof_thread *th, uint64_t time, uint64_t ptr
 
 /* Publishes a filled record: the prefix's first 8 bytes go last, with release order, so a
  * reader (or a SIGKILL) never sees a half-written record as valid. An ALLOC or FREE becomes
- * the heap base of the short records after it, a LOCK_WAIT their lock base (the thread
- * committing is the one that reserved). */
+ * the heap base of the short records after it, a LOCK_WAIT their lock base, an IO_CALL or
+ * IO_NAME their io base (the thread committing is the one that reserved). */
 void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64_t time)
 {
 	struct prof_rec *r = rec;
@@ -714,7 +750,8 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 			(uint64_t)size << 32;
 	__atomic_store_n((uint64_t *)rec, word, __ATOMIC_RELEASE);
 	if (unlikely(type == PROF_REC_ALLOC || type == PROF_REC_FREE ||
-		     type == PROF_REC_LOCK_WAIT)) {
+		     type == PROF_REC_LOCK_WAIT || type == PROF_REC_IO_CALL ||
+		     type == PROF_REC_IO_NAME)) {
 		struct prof_thread *th = &prof_self;
 		const struct prof_stream *s = &th->streams[0];
 		if (th->in_signal)
@@ -722,9 +759,12 @@ void prof_commit(void *rec, unsigned type, unsigned flags, uint32_t size, uint64
 		/* Reserved before the stream moved to another chunk (a STACK record between
 		 * reserve and commit, say): that chunk's base is not this record. No base then. */
 		int here = (char *)rec >= s->chunk && (char *)rec < s->chunk + s->span;
-		if (type == PROF_REC_LOCK_WAIT)
+		if (type == PROF_REC_LOCK_WAIT) {
 			lock_base_set(here, time, ((const struct prof_rec_lock_wait *)rec)->lock);
-		else if (here)
+		} else if (type == PROF_REC_IO_CALL || type == PROF_REC_IO_NAME) {
+			const struct prof_rec_io_call *io = rec;  /* IO_NAME begins as IO_CALL */
+			io_base_set(here && size >= sizeof(*io), time, io->file, io->fd);
+		} else if (here)
 			note_base(th, time, ((const struct prof_rec_free *)rec)->ptr);
 		else
 			th->base_ptr_lo = th->base_ptr_hi = 0;
@@ -774,6 +814,23 @@ void prof_write_lock_wait(struct prof_thread *th, unsigned op, unsigned kind, ui
 	r->kind = (uint16_t)kind;
 	r->result = (int16_t)result;
 	prof_commit(r, PROF_REC_LOCK_WAIT, op, sizeof(*r), time);
+}
+
+void prof_write_io_call(struct prof_thread *th, unsigned op, uint32_t file, int32_t fd,
+			int64_t result, uint64_t duration_ns, uint32_t stack, uint64_t time)
+{
+	if (write_short_io(th, op, file, fd, result, duration_ns, stack, time))
+		return;
+	struct prof_rec_io_call *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	r->file = file;
+	r->fd = fd;
+	r->result = result;
+	r->duration_ns = duration_ns;
+	r->stack = stack;
+	r->pad = 0;
+	prof_commit(r, PROF_REC_IO_CALL, op, sizeof(*r), time);
 }
 
 /* The TSC took over from clock_gettime (prof_clock_calibrate()): the header says so from now
@@ -839,7 +896,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->min_version = PROF_FORMAT_MIN_VERSION;
 	h->header_size = (uint32_t)(sizeof(*h) + len);
 	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | PROF_FEAT_STACK_TAILS |
-		      PROF_FEAT_SHORT_LOCK_WAITS |
+		      PROF_FEAT_SHORT_LOCK_WAITS | PROF_FEAT_SHORT_IO_CALLS |
 		      (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
 	h->data_offset = HEADER_AREA;

@@ -1,6 +1,7 @@
 /* Short records (PROF_FEAT_SHORT_RECORDS, format 2): ALLOC in 16 bytes and FREE in 8 instead
  * of 40 and 24, their time and address written as deltas from the previous ALLOC or FREE of
- * the same chunk; and (PROF_FEAT_SHORT_LOCK_WAITS) LOCK_WAIT in 16 bytes instead of 48. The
+ * the same chunk; (PROF_FEAT_SHORT_LOCK_WAITS) LOCK_WAIT in 16 bytes instead of 48; and
+ * (PROF_FEAT_SHORT_IO_CALLS) IO_CALL in 16 bytes instead of 48. The
  * writer (writer.c) encodes with these functions, the reader (trace.c) and the exit-time leak
  * scan (leakscan.c) decode with them, so the three cannot disagree.
  *
@@ -10,7 +11,7 @@
  *     bits  0-7   time delta, low 8 bits          bits 16-31  time delta, high 16 bits
  *     bits  8-14  kind: 0-15 ALLOC (flags = kind: enum prof_alloc_fn), 16-31 FREE (flags =
  *                 kind - 16: PROF_FREE_REALLOC), 32-43 LOCK_WAIT (flags = kind - 32: enum
- *                 prof_lock_op)
+ *                 prof_lock_op), 48-97 IO_CALL (flags = kind - 48: enum prof_io_op)
  *   ALLOC and FREE:
  *     bits 32-63  address delta, signed, in bytes
  *     An ALLOC has a second word: size (bits 0-31), stack id (bits 32-63).
@@ -18,12 +19,18 @@
  *   other 0, result 0 and wait_ns below 2^32 (a contended mutex, most of them):
  *     bits 32-63  wait_ns
  *     second word: lock address delta, signed (bits 0-31), stack id (bits 32-63).
+ *   IO_CALL, 16 bytes, for a call on the same file id and descriptor as the io base, with a
+ *   result that fits 32 bits signed and a duration below 2^32 ns (most calls of a loop):
+ *     bits 32-63  duration_ns
+ *     second word: result, signed (bits 0-31), stack id (bits 32-63).
  * The heap records' time delta (ns, 24 bits: up to 16.7 ms) and address delta count from the
  * heap base: the time and address of the previous ALLOC or FREE (short or not) in the same
  * chunk, in file order. A LOCK_WAIT's deltas count from the lock base, the time and lock of
  * the previous LOCK_WAIT in the chunk, and its time delta is signed (+-8.4 ms): a contended
  * acquisition's record is written when the lock is released, so a later wait (a condition
- * wait inside the hold) may come first. A chunk starts without bases: its first record of
+ * wait inside the hold) may come first. An IO_CALL's time delta, signed too, counts from the
+ * io base: the time of the previous IO_CALL or IO_NAME in the chunk, whose file id and
+ * descriptor it repeats. A chunk starts without bases: its first record of
  * each sort is an ordinary one, and so is any whose deltas or fields do not fit. The first
  * word is stored last (release), as for every record, so a short record is committed as
  * atomically as any other; it is never zero. */
@@ -35,14 +42,19 @@
 #define PROF_SHORT_BIT 0x8000u
 #define PROF_SHORT_FREE_KIND 16u
 #define PROF_SHORT_LOCK_KIND 32u
+#define PROF_SHORT_IO_KIND 48u
 #define PROF_SHORT_DT_MAX ((1u << 24) - 1)
 #define PROF_SHORT_LOCK_DT_MAX ((1 << 23) - 1)  /* signed: -(2^23) .. 2^23 - 1 */
 #define PROF_SHORT_ALLOC_SIZE 16u
 #define PROF_SHORT_FREE_SIZE 8u
 #define PROF_SHORT_LOCK_SIZE 16u
+#define PROF_SHORT_IO_SIZE 16u
+_Static_assert(PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT <= PROF_SHORT_IO_KIND &&
+		       PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT <= 128,
+	       "short record kinds are 7 bits: lock ops and I/O ops must fit their ranges");
 
-/* The bases a chunk's short records count from: heap (time, ptr: valid) and lock (lock_time,
- * lock: lock_valid). All zero at a chunk's start. */
+/* The bases a chunk's short records count from: heap (time, ptr: valid), lock (lock_time,
+ * lock: lock_valid) and io (io_time, io_file, io_fd: io_valid). All zero at a chunk's start. */
 struct prof_short_base {
 	uint64_t time;
 	uint64_t ptr;
@@ -50,6 +62,10 @@ struct prof_short_base {
 	int lock_valid;
 	uint64_t lock_time;
 	uint64_t lock;
+	int io_valid;
+	uint32_t io_file;
+	int32_t io_fd;
+	uint64_t io_time;
 };
 
 /* What a short record decodes to: the ordinary record it stands for. */
@@ -58,6 +74,7 @@ union prof_short_rec {
 	struct prof_rec_alloc alloc;
 	struct prof_rec_free free;
 	struct prof_rec_lock_wait lock_wait;
+	struct prof_rec_io_call io_call;
 };
 
 static inline int prof_is_short(uint64_t w0)
@@ -65,8 +82,8 @@ static inline int prof_is_short(uint64_t w0)
 	return (w0 & PROF_SHORT_BIT) != 0;
 }
 
-/* Updates the bases after an ordinary ALLOC, FREE or LOCK_WAIT record (any other type
- * leaves them). */
+/* Updates the bases after an ordinary ALLOC, FREE, LOCK_WAIT, IO_CALL or IO_NAME record (any
+ * other type leaves them). */
 static inline void prof_short_note(struct prof_short_base *b, const struct prof_rec *r)
 {
 	if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
@@ -77,7 +94,23 @@ static inline void prof_short_note(struct prof_short_base *b, const struct prof_
 		b->lock_time = r->time;
 		b->lock = ((const struct prof_rec_lock_wait *)r)->lock;
 		b->lock_valid = 1;
+	} else if ((r->type == PROF_REC_IO_CALL || r->type == PROF_REC_IO_NAME) &&
+		   r->size >= sizeof(struct prof_rec_io_call)) {
+		const struct prof_rec_io_call *io = (const struct prof_rec_io_call *)r;
+		b->io_time = r->time;
+		b->io_file = io->file;
+		b->io_fd = io->fd;
+		b->io_valid = 1;
 	}
+}
+
+/* A signed time delta of 24 bits, as short LOCK_WAITs and IO_CALLs hold it, or 0 with *ok
+ * clear when it does not fit. */
+static inline uint64_t prof_short_signed_dt(uint64_t time, uint64_t base, int *ok)
+{
+	int64_t dt = (int64_t)(time - base);
+	*ok = dt >= -PROF_SHORT_LOCK_DT_MAX - 1 && dt <= PROF_SHORT_LOCK_DT_MAX;
+	return *ok ? (uint64_t)dt & 0xffffff : 0;
 }
 
 /* The first word of a short record, or 0 when the event does not fit one (no base, a delta
@@ -109,15 +142,32 @@ static inline int prof_short_lock_words(const struct prof_short_base *b, unsigne
 	if (!b->lock_valid || op >= PROF_LOCK_OP_COUNT || kind != prof_lock_op_kind(op) ||
 	    other || result || wait_ns > UINT32_MAX)
 		return 0;
-	int64_t dt = (int64_t)(time - b->lock_time);
+	int ok;
+	uint64_t udt = prof_short_signed_dt(time, b->lock_time, &ok);
 	int64_t dl = (int64_t)(lock - b->lock);
-	if (dt < -PROF_SHORT_LOCK_DT_MAX - 1 || dt > PROF_SHORT_LOCK_DT_MAX || dl < INT32_MIN ||
-	    dl > INT32_MAX)
+	if (!ok || dl < INT32_MIN || dl > INT32_MAX)
 		return 0;
-	uint64_t udt = (uint64_t)dt & 0xffffff;
 	w[0] = (udt & 0xff) | (uint64_t)(PROF_SHORT_LOCK_KIND + op) << 8 | PROF_SHORT_BIT |
 	       (udt >> 8) << 16 | wait_ns << 32;
 	w[1] = (uint64_t)(uint32_t)(int32_t)dl | (uint64_t)stack << 32;
+	return 1;
+}
+
+/* The two words of a short IO_CALL in w, or 0 when the call needs an ordinary record. */
+static inline int prof_short_io_words(const struct prof_short_base *b, unsigned op,
+				      uint64_t time, uint32_t file, int32_t fd, int64_t result,
+				      uint64_t duration_ns, uint32_t stack, uint64_t w[2])
+{
+	if (!b->io_valid || op >= PROF_IO_OP_COUNT || file != b->io_file || fd != b->io_fd ||
+	    result < INT32_MIN || result > INT32_MAX || duration_ns > UINT32_MAX)
+		return 0;
+	int ok;
+	uint64_t udt = prof_short_signed_dt(time, b->io_time, &ok);
+	if (!ok)
+		return 0;
+	w[0] = (udt & 0xff) | (uint64_t)(PROF_SHORT_IO_KIND + op) << 8 | PROF_SHORT_BIT |
+	       (udt >> 8) << 16 | duration_ns << 32;
+	w[1] = (uint64_t)(uint32_t)(int32_t)result | (uint64_t)stack << 32;
 	return 1;
 }
 
@@ -129,7 +179,8 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 				    uint64_t room, union prof_short_rec *out)
 {
 	unsigned kind = (unsigned)(w0 >> 8) & 0x7f;
-	if (kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT)
+	if ((kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT && kind < PROF_SHORT_IO_KIND) ||
+	    kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT)
 		return -3;
 	uint32_t len = kind < PROF_SHORT_FREE_KIND || kind >= PROF_SHORT_LOCK_KIND
 			       ? PROF_SHORT_ALLOC_SIZE
@@ -140,10 +191,25 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 	uint64_t w1 = 0;
 	if (len > 8)
 		__builtin_memcpy(&w1, (const char *)p + 8, 8);
+	int64_t sdt = (int64_t)(dt << 40) >> 40;  /* sign-extends the 24 bits */
+	if (kind >= PROF_SHORT_IO_KIND) {
+		if (!b->io_valid)
+			return -1;
+		b->io_time += (uint64_t)sdt;
+		out->io_call = (struct prof_rec_io_call){
+			.h = { .type = PROF_REC_IO_CALL, .flags = (uint16_t)(kind - PROF_SHORT_IO_KIND),
+			       .size = (uint32_t)sizeof(struct prof_rec_io_call), .time = b->io_time },
+			.file = b->io_file,
+			.fd = b->io_fd,
+			.result = (int32_t)(uint32_t)w1,
+			.duration_ns = w0 >> 32,
+			.stack = (uint32_t)(w1 >> 32),
+		};
+		return (int)len;
+	}
 	if (kind >= PROF_SHORT_LOCK_KIND) {
 		if (!b->lock_valid)
 			return -1;
-		int64_t sdt = (int64_t)(dt << 40) >> 40;  /* sign-extends the 24 bits */
 		b->lock_time += (uint64_t)sdt;
 		b->lock += (uint64_t)(int64_t)(int32_t)(uint32_t)w1;
 		unsigned op = kind - PROF_SHORT_LOCK_KIND;

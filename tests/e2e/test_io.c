@@ -662,3 +662,74 @@ Test(io, a_fork_child_names_its_descriptors_as_they_are)
 	cr_expect_eq(wr, 7, "the pipe's end moved by dup");
 	json_decref(doc);
 }
+
+/* Most fd calls are 16-byte short IO_CALL records (shared/prof_short.h): a run of calls on one
+ * descriptor, after its first; calls that alternate between two descriptors, or come more
+ * than 8.4 ms after the one before, are ordinary ones. Read back, both kinds give the counts,
+ * bytes and failures the program made (tests/progs/io_short.c). */
+Test(io, short_and_ordinary_io_calls_give_the_programs_counts)
+{
+	const char *dir = e2e_tmpdir();  /* the program's files */
+	const char *argv[] = { e2e_prog("io_short"), dir, NULL };
+	json_t *doc;
+	const char *traces = e2e_tmpdir();
+	cr_assert_not_null(traces);
+	int st = e2e_profile(traces, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "profiled run failed: %d", st);
+	doc = e2e_prof_json("report", traces);
+	cr_assert_not_null(doc);
+	json_t *files = json_object_get(json_object_get(e2e_process(doc, 0), "io"), "files");
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/a.dat", dir);
+	json_t *f = e2e_file_row(files, path);
+	cr_assert_not_null(f, "no row for %s", path);
+	cr_expect_eq(e2e_int(f, "writes"), 302);
+	cr_expect_eq(e2e_int(f, "write_bytes"), 200 * 1000 + 2 + 100 * 10);
+	cr_expect_eq(e2e_int(f, "calls.pwrite"), 100);
+	cr_expect_eq(e2e_int(f, "reads"), 392);  /* 391 with data, 1 at the end */
+	cr_expect_eq(e2e_int(f, "read_bytes"), 200 * 1000 + 2);
+	cr_expect_eq(e2e_int(f, "eof_reads"), 1);
+	cr_expect_eq(e2e_int(f, "errors"), 0);
+	snprintf(path, sizeof(path), "%s/b.dat", dir);
+	f = e2e_file_row(files, path);
+	cr_assert_not_null(f, "no row for %s", path);
+	cr_expect_eq(e2e_int(f, "writes"), 100);
+	cr_expect_eq(e2e_int(f, "write_bytes"), 700);
+	cr_expect_eq(e2e_int(f, "reads"), 5);
+	cr_expect_eq(e2e_int(f, "errors"), 5);
+	json_decref(doc);
+
+	/* The records: per op, short and ordinary; and the 1-byte writes around the pause. */
+	char cmd[2048], line[512];
+	snprintf(cmd, sizeof(cmd),
+		 "%s dump %s | awk '$5 == \"IO_CALL\" { k = $6 (/\\[short/ ? \" short\" : \" ordinary\");"
+		 " n[k]++ } $5 == \"IO_CALL\" && $6 == \"write\" && / result=1 / {"
+		 " print \"pause\", (/\\[short/ ? \"short\" : \"ordinary\") }"
+		 " END { for (k in n) print k, n[k] }'",
+		 e2e_prof(), traces);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	long read_short = 0, pwrite_ordinary = 0, pwrite_short = 0;
+	char pause[2][16] = { "", "" };
+	int pauses = 0;
+	while (fgets(line, sizeof(line), p)) {
+		char op[32], kind[16];
+		long n;
+		if (sscanf(line, "pause %15s", kind) == 1 && pauses < 2)
+			snprintf(pause[pauses++], sizeof(pause[0]), "%s", kind);
+		else if (sscanf(line, "%31s %15s %ld", op, kind, &n) == 3) {
+			int sh = !strcmp(kind, "short");
+			if (!strcmp(op, "read") && sh)
+				read_short = n;
+			else if (!strcmp(op, "pwrite"))
+				*(sh ? &pwrite_short : &pwrite_ordinary) = n;
+		}
+	}
+	cr_expect_eq(pclose(p), 0);
+	cr_expect_geq(read_short, 390, "%ld of a's 392 reads short", read_short);
+	cr_expect_geq(pwrite_ordinary, 99, "alternating calls: %ld pwrites ordinary, %ld short",
+		      pwrite_ordinary, pwrite_short);
+	cr_expect_eq(pauses, 2);
+	cr_expect_str_eq(pause[0], "short", "the first 1-byte write follows a's run");
+	cr_expect_str_eq(pause[1], "ordinary", "the write 20 ms later");
+}

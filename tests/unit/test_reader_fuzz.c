@@ -74,6 +74,29 @@ static void build_valid(int runs)
 			b.lock_time = t;
 			b.lock = l;
 		}
+		/* Short IO_CALLs after an IO_NAME, on its file, then after an IO_CALL on another. */
+		tg_header(tg)->features |= PROF_FEAT_SHORT_IO_CALLS;
+		struct prof_rec_io_call io = { .file = 3, .fd = 5, .result = 5, .duration_ns = 9 };
+		char name[sizeof(io) + 8] = "";
+		memcpy(name, &io, sizeof(io));
+		memcpy(name + sizeof(io), "/dev/x", 7);
+		tg_rec(tg, 24, PROF_REC_IO_NAME, PROF_IO_OPEN, 200, name + 16, sizeof(name) - 16);
+		b.io_valid = 1, b.io_time = 200, b.io_file = 3, b.io_fd = 5;
+		for (uint32_t i = 0; i < 40; i++) {
+			uint64_t w[2], t = 200 + i * 9 - (i % 4) * 12;
+			if (i == 20) {
+				io.file = 4, io.fd = 6;
+				tg_rec(tg, 24, PROF_REC_IO_CALL, PROF_IO_WRITE, t, (const char *)&io + 16,
+				       sizeof(io) - 16);
+				b.io_time = t, b.io_file = 4, b.io_fd = 6;
+				continue;
+			}
+			if (!prof_short_io_words(&b, i % PROF_IO_OP_COUNT, t, b.io_file, b.io_fd,
+						 (int64_t)i - 3, i, i % 4, w))
+				abort();
+			tg_raw(tg, 24, w, 16);
+			b.io_time = t;
+		}
 	}
 	uint64_t frames[8] = {0x401000, 0x401100, 0x401200, 0x401300, 0x7f00, 0x7f01, 1, 2};
 	uint8_t bid[20] = {1, 2, 3};

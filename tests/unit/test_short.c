@@ -1,6 +1,7 @@
 /* Short records (prof_short.h): the encoding's edges, and the reader on short records that
  * are good, misplaced or broken, and on format-1 files, which have none. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -385,4 +386,181 @@ Test(short_records, short_lock_wait_without_a_base_is_an_error)
 	tg_write(tg, path);
 	tg_destroy(tg);
 	next_fails_with("short record before any ordinary LOCK_WAIT in its chunk");
+}
+
+static int io_round_trip(struct prof_short_base b, unsigned op, uint64_t time, int64_t result,
+			 uint64_t duration_ns, uint32_t stack, struct prof_rec_io_call *out)
+{
+	uint64_t w[2];
+	if (!prof_short_io_words(&b, op, time, b.io_file, b.io_fd, result, duration_ns, stack, w))
+		return 0;
+	cr_assert(prof_is_short(w[0]));
+	cr_assert_neq(w[0], 0);
+	struct prof_short_base d = b;
+	union prof_short_rec u;
+	memset(&u, 0xa5, sizeof(u));
+	int len = prof_short_decode(&d, w[0], w, sizeof(w), &u);
+	cr_assert_eq(len, PROF_SHORT_IO_SIZE);
+	cr_assert_eq(d.io_time, time);
+	cr_assert_eq(d.io_file, b.io_file, "the io base keeps its file");
+	cr_assert_eq(d.io_fd, b.io_fd);
+	cr_assert_eq(d.lock_time, b.lock_time, "the lock base stays");
+	cr_assert_eq(d.time, b.time, "the heap base stays");
+	*out = u.io_call;
+	return len;
+}
+
+Test(short_records, io_call_encoding_edges)
+{
+	struct prof_short_base b = { .time = 7, .ptr = 0x9000, .valid = 1, .lock_valid = 1,
+				     .lock_time = 5, .lock = 0x1000, .io_valid = 1,
+				     .io_time = 1 << 24, .io_file = 12, .io_fd = 1000 };
+	struct prof_rec_io_call r;
+	/* Widest that fit: time +-2^23, a 32-bit result either way, a 32-bit duration. */
+	cr_assert_eq(io_round_trip(b, PROF_IO_READ, b.io_time + PROF_SHORT_LOCK_DT_MAX, INT32_MAX,
+				   UINT32_MAX, UINT32_MAX, &r), 16);
+	cr_assert_eq(r.h.type, PROF_REC_IO_CALL);
+	cr_assert_eq(r.h.flags, PROF_IO_READ);
+	cr_assert_eq(r.h.size, sizeof(struct prof_rec_io_call));
+	cr_assert_eq(r.h.time, b.io_time + PROF_SHORT_LOCK_DT_MAX);
+	cr_assert_eq(r.file, 12);
+	cr_assert_eq(r.fd, 1000);
+	cr_assert_eq(r.result, INT32_MAX);
+	cr_assert_eq(r.duration_ns, UINT32_MAX);
+	cr_assert_eq(r.stack, UINT32_MAX);
+	cr_assert_eq(r.pad, 0);
+	cr_assert_eq(io_round_trip(b, PROF_IO_WRITE, b.io_time - PROF_SHORT_LOCK_DT_MAX - 1, -EAGAIN,
+				   0, 0, &r), 16);
+	cr_assert_eq(r.h.time, b.io_time - PROF_SHORT_LOCK_DT_MAX - 1);
+	cr_assert_eq(r.result, -EAGAIN);
+	cr_assert_eq(io_round_trip(b, PROF_IO_LSEEK, b.io_time, INT32_MIN, 1, 1, &r), 16);
+	cr_assert_eq(r.result, INT32_MIN);
+	/* Every op. */
+	for (unsigned op = 0; op < PROF_IO_OP_COUNT; op++) {
+		cr_assert_eq(io_round_trip(b, op, b.io_time + op, op, 100 + op, op, &r), 16);
+		cr_assert_eq(r.h.flags, op);
+		cr_assert_eq(r.duration_ns, 100 + op);
+	}
+	/* What needs an ordinary record. */
+	uint64_t w[2];
+	uint64_t t = b.io_time;
+	cr_assert_not(prof_short_io_words(&b, 0, t + PROF_SHORT_LOCK_DT_MAX + 1, 12, 1000, 1, 1, 1, w));
+	cr_assert_not(prof_short_io_words(&b, 0, t - PROF_SHORT_LOCK_DT_MAX - 2, 12, 1000, 1, 1, 1, w));
+	cr_assert_not(prof_short_io_words(&b, 0, t, 13, 1000, 1, 1, 1, w), "another file");
+	cr_assert_not(prof_short_io_words(&b, 0, t, 12, 1001, 1, 1, 1, w), "another descriptor");
+	cr_assert_not(prof_short_io_words(&b, 0, t, 12, 1000, (int64_t)INT32_MAX + 1, 1, 1, w));
+	cr_assert_not(prof_short_io_words(&b, 0, t, 12, 1000, (int64_t)INT32_MIN - 1, 1, 1, w));
+	cr_assert_not(prof_short_io_words(&b, 0, t, 12, 1000, 1, 1ull << 32, 1, w));
+	cr_assert_not(prof_short_io_words(&b, PROF_IO_OP_COUNT, t, 12, 1000, 1, 1, 1, w));
+	struct prof_short_base no_io = b;
+	no_io.io_valid = 0;
+	cr_assert_not(prof_short_io_words(&no_io, 0, t, 12, 1000, 1, 1, 1, w));
+	/* Each sort of short record needs its own base. */
+	union prof_short_rec u;
+	cr_assert(prof_short_io_words(&b, 0, t, 12, 1000, 1, 1, 1, w));
+	cr_assert_eq(prof_short_decode(&no_io, w[0], w, 16, &u), -1);
+	cr_assert_eq(prof_short_decode(&b, w[0], w, 15, &u), -2);
+	struct prof_short_base io_only = { .io_valid = 1, .io_time = t };
+	uint64_t lw[2];
+	cr_assert(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, b.lock_time, b.lock, 0, 1, 1, 0, lw));
+	cr_assert_eq(prof_short_decode(&io_only, lw[0], lw, 16, &u), -1);
+	/* The kinds between lock waits and I/O calls, and past the last op, are nobody's. */
+	for (unsigned kind = PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT; kind < 128; kind++) {
+		if (kind == PROF_SHORT_IO_KIND)
+			kind += PROF_IO_OP_COUNT;
+		uint64_t bad[2] = { PROF_SHORT_BIT | (uint64_t)kind << 8, 0 };
+		cr_assert_eq(prof_short_decode(&b, bad[0], bad, 16, &u), -3, "kind %u", kind);
+	}
+}
+
+static void put_io(struct tg *tg, unsigned type, uint64_t time, unsigned op, uint32_t file,
+		   int32_t fd, int64_t result, uint64_t duration_ns, uint32_t stack)
+{
+	struct prof_rec_io_name r = { .file = file, .fd = fd, .result = result,
+				      .duration_ns = duration_ns, .stack = stack };
+	size_t len = type == PROF_REC_IO_NAME ? sizeof(r) + 8 : sizeof(struct prof_rec_io_call);
+	char body[sizeof(r) + 8] = "";
+	memcpy(body, &r, sizeof(r));
+	memcpy(body + sizeof(r), "/tmp/x", 7);
+	tg_rec(tg, 0, (uint16_t)type, (uint16_t)op, time, body + sizeof(r.h), len - sizeof(r.h));
+}
+
+static void put_short_io(struct tg *tg, struct prof_short_base *b, uint64_t time, unsigned op,
+			 int64_t result, uint64_t duration_ns, uint32_t stack)
+{
+	uint64_t w[2];
+	cr_assert(prof_short_io_words(b, op, time, b->io_file, b->io_fd, result, duration_ns, stack,
+				      w));
+	tg_raw(tg, 0, w, 16);
+	b->io_time = time;
+}
+
+/* Short IO_CALLs repeat the file and descriptor of the chunk's last IO_CALL or IO_NAME (an
+ * open names one); heap and lock records neither give nor move their base. */
+Test(short_records, reader_decodes_short_io_calls)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_IO_CALLS;
+	put_io(tg, PROF_REC_IO_NAME, 1000, PROF_IO_OPEN, 5, 3, 3, 900, 7);
+	struct prof_short_base b = { .io_valid = 1, .io_time = 1000, .io_file = 5, .io_fd = 3 };
+	put_short_io(tg, &b, 2000, PROF_IO_READ, 4096, 300, 8);
+	tg_alloc(tg, 0, 2500, 0x5000, 64, 3);
+	put_short_io(tg, &b, 2400, PROF_IO_READ, 0, 100, 8);  /* began before the ALLOC */
+	put_io(tg, PROF_REC_IO_CALL, 3000, PROF_IO_WRITE, 6, 1, 12, 5000, 9);
+	b.io_time = 3000, b.io_file = 6, b.io_fd = 1;
+	put_short_io(tg, &b, 9000, PROF_IO_WRITE, -EPIPE, 70, 9);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	static const struct {
+		unsigned type, op;
+		uint64_t time;
+		uint32_t file;
+		int32_t fd;
+		int64_t result;
+		uint64_t duration;
+		uint32_t stack, file_size;
+	} want[] = {
+		{ PROF_REC_IO_NAME, PROF_IO_OPEN, 1000, 5, 3, 3, 900, 7, 56 },
+		{ PROF_REC_IO_CALL, PROF_IO_READ, 2000, 5, 3, 4096, 300, 8, 16 },
+		{ PROF_REC_ALLOC, 0, 2500, 0, 0, 0, 0, 0, 40 },
+		{ PROF_REC_IO_CALL, PROF_IO_READ, 2400, 5, 3, 0, 100, 8, 16 },
+		{ PROF_REC_IO_CALL, PROF_IO_WRITE, 3000, 6, 1, 12, 5000, 9, 48 },
+		{ PROF_REC_IO_CALL, PROF_IO_WRITE, 9000, 6, 1, -EPIPE, 70, 9, 16 },
+	};
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		cr_assert_eq(ev.rec->type, want[i].type, "record %zu", i);
+		cr_assert_eq(ev.rec->time, want[i].time, "record %zu", i);
+		cr_assert_eq(ev.file_size, want[i].file_size, "record %zu", i);
+		if (want[i].type == PROF_REC_ALLOC)
+			continue;
+		const struct prof_rec_io_call *c = (const void *)ev.rec;
+		cr_assert_geq(ev.rec->size, sizeof(*c));
+		cr_assert_eq(ev.rec->flags, want[i].op, "record %zu", i);
+		cr_assert_eq(c->file, want[i].file, "record %zu", i);
+		cr_assert_eq(c->fd, want[i].fd, "record %zu", i);
+		cr_assert_eq(c->result, want[i].result, "record %zu", i);
+		cr_assert_eq(c->duration_ns, want[i].duration, "record %zu", i);
+		cr_assert_eq(c->stack, want[i].stack, "record %zu", i);
+	}
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
+	trace_close(t);
+}
+
+/* A short IO_CALL before any ordinary IO_CALL or IO_NAME in its chunk: other records give it
+ * no base. */
+Test(short_records, short_io_call_without_a_base_is_an_error)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_IO_CALLS;
+	tg_alloc(tg, 0, 100, 0x5000, 64, 3);
+	put_lock_wait(tg, 0, 110, PROF_LOCK_OP_LOCK, 0x600000, 0, 500, 9, 0);
+	struct prof_short_base b = { .io_valid = 1, .io_time = 100, .io_file = 1, .io_fd = 3 };
+	put_short_io(tg, &b, 150, PROF_IO_READ, 10, 10, 1);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails_with("short record before any ordinary IO_CALL or IO_NAME in its chunk");
 }
