@@ -5,7 +5,10 @@
 # uninstrumented, under this build's libprof.so and, with BENCH_BASE_LIB=PATH, under another
 # build's, in BENCH_ROUNDS (default 7) interleaved rounds. Prints the median wall time and the
 # minor page faults (of bash and all its children, from GNU time's rusage), both per child.
-# Writes $BUILD/bench/forks.txt.
+# Then a prefork server's pattern in the same rounds (tests/progs/fork_tables.c: a parent
+# with 4000 locks and 24 call paths forks 20 children that take the same locks and paths
+# and exit): the median wall time, and the faults of the parent's pass over its locks after
+# a fork (the worst of the 20). Writes $BUILD/bench/forks.txt.
 # shellcheck source=bench/lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-7}
@@ -22,7 +25,8 @@ for i in \$(seq $CHILDREN); do x=\$(echo "\$i"); done
 SH
 modes=(none libprof)
 [[ -z $base_lib ]] || modes+=(base)
-for m in "${modes[@]}"; do : >"$out/$m.us"; : >"$out/$m.faults"; done
+for m in "${modes[@]}"; do : >"$out/$m.us"; : >"$out/$m.faults"; : >"$out/$m.pf_us"; : >"$out/$m.pf_faults"; done
+${CC:-cc} -O1 -g -pthread tests/progs/fork_tables.c -o "$out/fork_tables"
 
 run() {  # mode: appends its wall time (us) and minor faults
 	local pre=()
@@ -37,6 +41,12 @@ run() {  # mode: appends its wall time (us) and minor faults
 	t1=$(date +%s%N)
 	echo $(((t1 - t0) / 1000)) >>"$out/$1.us"
 	echo "$faults" >>"$out/$1.faults"
+	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	t0=$(date +%s%N)
+	faults=$("${pre[@]}" "$out/fork_tables" 4000 20 | awk '$1 == "faults_after_fork" { print $2 }')
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000)) >>"$out/$1.pf_us"
+	echo "$faults" >>"$out/$1.pf_faults"
 }
 
 for ((r = 1; r <= ROUNDS; r++)); do
@@ -54,5 +64,14 @@ done
 		awk -v m="$m" -v us="$us" -v base="$none_us" -v f="$faults" -v n="$CHILDREN" 'BEGIN {
 			printf "%-8s %9.0f %9.0f %8.2fx %11.0f\n", m, us / n, (us - base) / n,
 				us / base, f / n }'
+	done
+	echo
+	echo "prefork server (fork_tables 4000 20): median of $ROUNDS rounds"
+	printf '%-8s %9s %9s %18s\n' mode ms ratio faults_after_fork
+	none_us=$(median "$out/none.pf_us")
+	for m in "${modes[@]}"; do
+		awk -v m="$m" -v us="$(median "$out/$m.pf_us")" -v base="$none_us" \
+			-v f="$(median "$out/$m.pf_faults")" 'BEGIN {
+			printf "%-8s %9.1f %8.2fx %18.0f\n", m, us / 1000, us / base, f }'
 	done
 } | tee "$root/$BUILD/bench/forks.txt"

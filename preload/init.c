@@ -717,7 +717,7 @@ static void child_anew(int was_active, int in_hook)
 	uintptr_t stack_lo = th->stack_lo;  /* the child goes on on the same stack */
 	memset(th, 0, sizeof(*th));
 	th->stack_lo = stack_lo;
-	prof_stacks_fork_child(th, cache);
+	prof_stacks_fork_child(th, cache, !in_hook);
 	atomic_store(&next_serial, 1);
 	atomic_store(&threads_alive, 0);
 	for (int i; (i = prof_slot_pop(live_taken, LIVE_SLOTS)) >= 0;)
@@ -728,7 +728,7 @@ static void child_anew(int was_active, int in_hook)
 	if (!alone)
 		prof_cfg.stack_cache = 0;
 	prof_modules_reset();  /* the stack table is emptied as recording starts */
-	prof_locks_fork_child();
+	prof_locks_fork_child(!in_hook);
 	prof_threads_fork_child();
 	heap_tally_fork_child();
 	prof_leak_fork_child();

@@ -164,6 +164,7 @@ _Static_assert(sizeof(struct lock_entry) == 128, "two cache lines per lock");
 _Static_assert(offsetof(struct lock_entry, max_hold_ns) == 64, "hot fields in the first line");
 
 static struct lock_entry *table;
+static int table_wiped;  /* a fork child gets it zero-filled (prof_wipe_on_fork()) */
 static uint32_t lock_mask;       /* slots - 1: 2^LOCK_BITS slots, or fewer (table_map()) */
 static _Atomic uint32_t *used;   /* indices of claimed slots, in claim order */
 static _Atomic uint32_t nused;
@@ -218,6 +219,7 @@ static void table_map(void)
 		return;
 	}
 	prof_own_memory(p, size);  /* lock addresses: never roots of the leak scan */
+	table_wiped = prof_wipe_on_fork(p, size);
 	/* A program's few locks touch a few pages: no huge page zeroed for each (THP). */
 	madvise(p, size, MADV_NOHUGEPAGE);
 	used = (_Atomic uint32_t *)((char *)p + lock_slots() * sizeof(struct lock_entry));
@@ -642,12 +644,14 @@ void prof_locks_init(void)
 		table_map();
 }
 
-void prof_locks_fork_child(void)
+void prof_locks_fork_child(int pristine)
 {
 	/* The parent's counters went to the parent's trace; other threads' holds died with them.
-	 * The table is emptied in place (private memory: zero-filled again). */
+	 * The table is emptied in place (private memory: zero-filled again), unless the kernel
+	 * gave the child it empty. */
 	if (table) {
-		madvise(table, table_bytes(), MADV_DONTNEED);
+		if (!table_wiped || !pristine)
+			madvise(table, table_bytes(), MADV_DONTNEED);
 		atomic_store(&nused, 0);
 		atomic_store(&table_full, 0);
 	}

@@ -8,7 +8,7 @@ struct prof_thread;
 
 /* locks.c */
 void prof_locks_init(void);        /* at start-up: real functions, the lock table */
-void prof_locks_fork_child(void);  /* fork child: the parent's locks were the parent's trace */
+void prof_locks_fork_child(int pristine);  /* fork child: the parent's locks were the parent's trace */
 void prof_locks_flush(void);       /* at exit: a LOCK_STATS snapshot of every lock */
 
 /* threads.c */

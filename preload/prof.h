@@ -429,7 +429,9 @@ void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uint
 void prof_stacks_reset(void);
 /* A fork child's thread keeps its cache (cache, or NULL: the child goes without); the
  * counts PROF_DEBUG=1 says start over. */
-void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache);
+/* pristine: the fork was made outside our hooks, so the tables the kernel wiped
+ * (prof_wipe_on_fork()) are still empty; else a hook went on with the parent's state first. */
+void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache, int pristine);
 /* In a fork child, once: 1 if the copy was made by fork(), whose handler waited until no
  * thread was inside libunwind's steps (a recording unwind); 0 for copies made without the
  * handlers (_Fork, clone, syscall: clone.c). */
@@ -620,6 +622,23 @@ static inline void *prof_lazy(void *_Atomic *slot, size_t bytes)
 {
 	void *p = atomic_load_explicit(slot, memory_order_acquire);
 	return likely(p) ? p : prof_lazy_map(slot, bytes);
+}
+
+/* A table of ours that a fork child empties: the kernel hands the child zero-filled pages
+ * (MADV_WIPEONFORK, Linux 4.14), so that fork() copies none of its page table entries and the
+ * parent's own writes after a fork do not fault on pages shared with the child. Returns 1
+ * where the kernel does it; 0: the child must empty the table itself (MADV_DONTNEED). */
+static inline int prof_wipe_on_fork(void *p, size_t bytes)
+{
+#ifdef MADV_WIPEONFORK
+	int err = errno, ok = madvise(p, bytes, MADV_WIPEONFORK) == 0;
+	errno = err;
+	return ok;
+#else
+	(void)p;
+	(void)bytes;
+	return 0;
+#endif
 }
 
 /* log.c: one line on stderr with write(2); never allocates. */

@@ -67,6 +67,8 @@ static _Atomic uint32_t next_id = 1;
 #define SMALL_TABLE_SLOTS ((1u << 17) + (1u << 12))
 static void *table_map;  /* the mapping: the table, 2 MiB aligned inside it */
 static size_t table_map_bytes;
+static int table_wiped;  /* a fork child gets it zero-filled (prof_wipe_on_fork()) */
+static int table_empty;  /* so this fork child's is: no need to empty it */
 static int table_levels;  /* levels mapped */
 
 static void table_reserve(void)
@@ -83,6 +85,7 @@ static void table_reserve(void)
 		return;
 	}
 	prof_own_memory(table_map, table_map_bytes);
+	table_wiped = prof_wipe_on_fork(table_map, table_map_bytes);
 	if (table_map_bytes == small) {
 		madvise(table_map, small, MADV_NOHUGEPAGE);
 		table_levels = 2;
@@ -105,10 +108,11 @@ static void table_reserve(void)
  * parent's table in place, so the range registered stays the table's. */
 void prof_stacks_reset(void)
 {
-	if (table_map)
-		madvise(table_map, table_map_bytes, MADV_DONTNEED);  /* zero-filled again */
-	else
+	if (!table_map)
 		table_reserve();
+	else if (!table_empty)
+		madvise(table_map, table_map_bytes, MADV_DONTNEED);  /* zero-filled again */
+	table_empty = 0;
 	if (table) {
 		/* Level 0's 64 KiB at once: a short process's first stacks land on every page
 		 * of it, each read (a zero page mapped) then written (a page allocated), which
@@ -955,8 +959,9 @@ static int cache_keep(struct prof_thread *th, struct cached_stack *e, uintptr_t 
 	return 1;
 }
 
-void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache)
+void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache, int pristine)
 {
+	table_empty = table_wiped && pristine;
 	th->stack_cache = cache;
 	if (cache) {
 		cache->hits = cache->recorded = cache->first_seen = cache->throttled = 0;

@@ -507,3 +507,59 @@ Test(locks, short_and_ordinary_lock_waits_agree_with_the_counters)
 	cr_expect_gt(shorts, others, "%ld short LOCK_WAIT records of mutexes, %ld others", shorts,
 		     others);
 }
+
+/* A prefork server (tests/progs/fork_tables.c): the lock and stack tables, which a fork child
+ * empties anyway, are not shared with the children (MADV_WIPEONFORK), so the parent's next
+ * pass over its 2000 locks faults about as often as without libprof (20 pages of its own
+ * mutexes) instead of once a lock (each lock's entry has a page of the hashed table to
+ * itself); and each child, starting from the empty tables, records all 2000 locks and its 24
+ * call paths with their own stacks. */
+Test(locks, a_fork_shares_no_table_the_child_empties, .timeout = 60)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("fork_tables"), "2000", "4", NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork_tables failed: %d", st);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	char *text = e2e_read_file(path);
+	cr_assert_not_null(text);
+	long faults = -1;
+	cr_assert_eq(sscanf(text, "faults_after_fork %ld", &faults), 1, "%s", text);
+	free(text);
+	cr_expect_lt(faults, 500, "the parent's pass over 2000 locks after a fork: %ld faults",
+		     faults);
+	size_t i, children = 0;
+	json_t *p;
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		if (i == 0)
+			continue;
+		children++;
+		json_t *locks = json_object_get(p, "locks");
+		long acq = 0;
+		size_t j;
+		json_t *l;
+		json_array_foreach(locks, j, l)
+			acq += e2e_int(l, "acquisitions");
+		cr_expect_eq(json_array_size(locks), 2000, "child %zu", i);
+		cr_expect_eq(acq, 2000, "child %zu", i);
+		/* one site per path: 1 to 24 frames of alloc_at */
+		json_t *sites = json_object_get(json_object_get(p, "heap"), "sites");
+		cr_expect_eq(json_array_size(sites), 24, "child %zu", i);
+		unsigned seen = 0;
+		json_t *s;
+		json_array_foreach(sites, j, s) {
+			size_t k, depth = 0;
+			json_t *fr;
+			json_array_foreach(json_object_get(s, "stack"), k, fr)
+				depth += !strcmp(json_string_value(json_object_get(fr, "function")) ?: "",
+						 "alloc_at");
+			if (depth >= 1 && depth <= 24)
+				seen |= 1u << (depth - 1);
+		}
+		cr_expect_eq(seen, (1u << 24) - 1, "child %zu: paths seen %#x", i, seen);
+	}
+	cr_expect_eq(children, 4);
+	json_decref(doc);
+}
