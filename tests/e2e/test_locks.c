@@ -354,6 +354,17 @@ Test(locks, thread_names_parents_and_routines)
 	cr_expect_eq(n, 3, "THREAD_NAME records: %d", n);
 }
 
+/* The acquisitions of every lock of process p, summed. */
+static long acquisitions(json_t *p)
+{
+	long acq = 0;
+	size_t j;
+	json_t *l;
+	json_array_foreach(json_object_get(p, "locks"), j, l)
+		acq += e2e_int(l, "acquisitions");
+	return acq;
+}
+
 /* fork while other threads hold and contend locks: every child takes locks and exits. */
 Test(locks, fork_with_contended_locks_does_not_deadlock, .timeout = 60)
 {
@@ -370,11 +381,7 @@ Test(locks, fork_with_contended_locks_does_not_deadlock, .timeout = 60)
 		children++;
 		/* the child's own mutex, 1000 times, and child_lock 2 x 10000; the child ends in
 		 * _exit, so the counts are those of the last snapshots (every 4096) */
-		long acq = 0;
-		size_t j;
-		json_t *l;
-		json_array_foreach(json_object_get(p, "locks"), j, l)
-			acq += e2e_int(l, "acquisitions");
+		long acq = acquisitions(p);
 		cr_expect_geq(acq, 16000, "child %zu: %ld acquisitions", i, acq);
 	}
 	cr_expect_eq(children, 8);
@@ -536,18 +543,13 @@ Test(locks, a_fork_shares_no_table_the_child_empties, .timeout = 60)
 		if (i == 0)
 			continue;
 		children++;
-		json_t *locks = json_object_get(p, "locks");
-		long acq = 0;
-		size_t j;
-		json_t *l;
-		json_array_foreach(locks, j, l)
-			acq += e2e_int(l, "acquisitions");
-		cr_expect_eq(json_array_size(locks), 2000, "child %zu", i);
-		cr_expect_eq(acq, 2000, "child %zu", i);
+		cr_expect_eq(json_array_size(json_object_get(p, "locks")), 2000, "child %zu", i);
+		cr_expect_eq(acquisitions(p), 2000, "child %zu", i);
 		/* one site per path: 1 to 24 frames of alloc_at */
 		json_t *sites = json_object_get(json_object_get(p, "heap"), "sites");
 		cr_expect_eq(json_array_size(sites), 24, "child %zu", i);
 		unsigned seen = 0;
+		size_t j;
 		json_t *s;
 		json_array_foreach(sites, j, s) {
 			size_t k, depth = 0;
