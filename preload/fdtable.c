@@ -405,6 +405,12 @@ void io_fd_rename(struct prof_thread *th, int fd, uint32_t id, unsigned op, cons
 	write_name(th, id, fd, op, name, result, t0, dur, stack);
 }
 
+unsigned io_fd_high(void)
+{
+	uint32_t high = atomic_load_explicit(&fd_high, memory_order_relaxed);
+	return high < io_fd_table_size ? high : io_fd_table_size;
+}
+
 void io_fd_closed(int fd, uint32_t id)
 {
 	known_forget(fd);

@@ -62,7 +62,8 @@ ssize_t __getdelim(char **line, size_t *n, int delim, FILE *f);
 /* Every real function, resolved on first use with dlsym(RTLD_NEXT). */
 #define IO_REALS(X)                                                                        \
 	X(open) X(open64) X(__open_2) X(__open64_2) X(openat) X(openat64) X(__openat_2)    \
-	X(__openat64_2) X(creat) X(creat64) X(close) X(dup) X(dup2) X(dup3) X(fcntl)       \
+	X(__openat64_2) X(creat) X(creat64) X(close) X(close_range) X(closefrom) X(dup)    \
+	X(dup2) X(dup3) X(fcntl)                                                           \
 	X(fcntl64) X(pipe) X(pipe2) X(read) X(__read_chk) X(write) X(pread) X(pread64)     \
 	X(__pread_chk) X(__pread64_chk) X(pwrite) X(pwrite64) X(readv) X(writev) X(preadv) \
 	X(preadv64) X(pwritev) X(pwritev64) X(preadv2) X(preadv64v2) X(pwritev2)           \
@@ -334,6 +335,63 @@ PROF_EXPORT int close(int fd)
 	record_id(th, PROF_IO_CLOSE, fd, id, RESULT(r, r), t0, t1, RET_ADDR, FRAME_ADDR);
 	IO_END_FINISH(th);
 	return r;
+}
+
+/* close_range and closefrom: every named descriptor in [first, last] that the call closed
+ * is closed as by close(): its name goes (a descriptor made later with the same number, by a
+ * call we do not hook, is not taken for it), and it gets a CLOSE call, the call's time going
+ * to the first. */
+static void range_closed(struct prof_thread *th, unsigned first, unsigned last, uint64_t t0,
+			 uint64_t t1, uintptr_t ret, uintptr_t frame)
+{
+	for (unsigned fd = first, high = io_fd_high(); fd < high && fd <= last; fd++) {
+		uint32_t id = io_fd_peek((int)fd);
+		if (!id)
+			continue;
+		io_fd_closed((int)fd, id);
+		http_fd_closed(th, (int)fd, id);
+		record_id(th, PROF_IO_CLOSE, (int)fd, id, 0, t0, t1, ret, frame);
+		t0 = t1;
+	}
+}
+
+/* CLOSE_RANGE_CLOEXEC closes nothing now: the descriptors close at an exec, which starts a
+ * new table. */
+PROF_EXPORT int close_range(unsigned first, unsigned last, int flags)
+{
+	if (!REAL(close_range)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	struct prof_thread *th = io_begin();
+	if (!th)  /* a vfork child among others: the table is its parent's */
+		return REAL(close_range)(first, last, flags);
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
+	int r = REAL(close_range)(first, last, flags);
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
+	IO_END_BEGIN(th);
+	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
+		range_closed(th, first, last, t0, t1, RET_ADDR, FRAME_ADDR);
+	IO_END_FINISH(th);
+	return r;
+}
+
+PROF_EXPORT void closefrom(int lowfd)
+{
+	if (!REAL(closefrom))
+		return;
+	struct prof_thread *th = io_begin();
+	if (!th) {
+		REAL(closefrom)(lowfd);
+		return;
+	}
+	uint64_t own0_, t0 = prof_timed_begin(th, &own0_);
+	REAL(closefrom)(lowfd);
+	uint64_t t1 = prof_timed_end(th, t0, own0_);
+	IO_END_BEGIN(th);
+	if (lowfd >= 0)
+		range_closed(th, (unsigned)lowfd, ~0u, t0, t1, RET_ADDR, FRAME_ADDR);
+	IO_END_FINISH(th);
 }
 
 /* dup and friends: a DUP call on the old descriptor; the new one shares its id (name). */

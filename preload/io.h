@@ -57,6 +57,8 @@ void io_fd_rename(struct prof_thread *th, int fd, uint32_t id, unsigned op, cons
 		  int64_t result, uint64_t t0, uint64_t dur, uint32_t stack);
 /* fd was closed (it had id): forget it, unless someone has reused the number already. */
 void io_fd_closed(int fd, uint32_t id);
+/* 1 + the highest descriptor ever named: every descriptor with a name is below it. */
+unsigned io_fd_high(void);
 /* newfd is now a copy of the descriptor that has id. */
 void io_fd_dup(int newfd, uint32_t id);
 

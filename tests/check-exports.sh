@@ -37,6 +37,7 @@ allowed_names=(
 	dlopen dlclose
 	# file and network I/O (preload/io.c), stdio included
 	open open64 __open_2 __open64_2 openat openat64 __openat_2 __openat64_2 creat creat64 close
+	close_range closefrom
 	dup dup2 dup3 fcntl fcntl64 pipe pipe2 read __read_chk write pread pread64 __pread_chk
 	__pread64_chk pwrite pwrite64 readv writev preadv preadv64 pwritev pwritev64 preadv2
 	preadv64v2 pwritev2 pwritev64v2 lseek lseek64 fsync fdatasync sendfile sendfile64

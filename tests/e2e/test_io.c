@@ -733,3 +733,38 @@ Test(io, short_and_ordinary_io_calls_give_the_programs_counts)
 	cr_expect_str_eq(pause[0], "short", "the first 1-byte write follows a's run");
 	cr_expect_str_eq(pause[1], "ordinary", "the write 20 ms later");
 }
+
+/* close_range() and closefrom() close descriptors as close() does: each named one gets a
+ * close, and its number, taken again by an eventfd (which no hook names), is not the closed
+ * file's: the eventfd's bytes are its own row's (tests/progs/io_close_range.c). A range only
+ * marked close-on-exec stays open. */
+Test(io, close_range_and_closefrom_close_what_they_close)
+{
+	const char *dir = e2e_tmpdir();  /* the program's files */
+	const char *argv[] = { e2e_prog("io_close_range"), dir, NULL };
+	const char *traces = e2e_tmpdir();
+	cr_assert_not_null(traces);
+	int st = e2e_profile(traces, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "profiled run failed: %d", st);
+	json_t *doc = e2e_prof_json("report", traces);
+	cr_assert_not_null(doc);
+	json_t *files = json_object_get(json_object_get(e2e_process(doc, 0), "io"), "files");
+	static const struct { const char *name; long writes, bytes; } want[] = {
+		{ "a.txt", 1, 1 }, { "b.txt", 1, 2 }, { "c.txt", 1, 3 },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char path[PATH_MAX];
+		snprintf(path, sizeof(path), "%s/%s", dir, want[i].name);
+		json_t *f = e2e_file_row(files, path);
+		cr_assert_not_null(f, "no row for %s", path);
+		cr_expect_eq(e2e_int(f, "closes"), 1, "%s", want[i].name);
+		cr_expect_eq(e2e_int(f, "writes"), want[i].writes, "%s", want[i].name);
+		cr_expect_eq(e2e_int(f, "write_bytes"), want[i].bytes, "%s", want[i].name);
+		cr_expect_eq(e2e_int(f, "reads"), 0, "%s", want[i].name);
+	}
+	json_t *e = e2e_file_row(files, "anon_inode:[eventfd]");
+	cr_assert_not_null(e, "no row for the eventfds");
+	cr_expect_eq(e2e_int(e, "write_bytes"), 16);
+	cr_expect_eq(e2e_int(e, "read_bytes"), 8);
+	json_decref(doc);
+}
