@@ -357,6 +357,46 @@ struct prewarm {
 	int tried, running;
 };
 
+/* ---- symbolizers kept from one process to the next -------------------------------------
+ * A symbolizer's costly part is the files it opens: each object's ELF and debug information,
+ * decompressed and indexed on its first lookup (libc's: some 70 ms). The processes of a run
+ * map mostly the same files, so a process's symbolizer, once the process is done with, serves
+ * the next one a worker reads, which declares its own modules over the old ones (a module of
+ * the same file, address and build reuses the old one's object and cached frames; any other
+ * gets a declaration of its own: a process only ever looks up the modules it declared). Up to
+ * SPARE_SYMS are kept, each while it holds under SPARE_SYM_BYTES and SPARE_SYM_OBJECTS. */
+#define SPARE_SYMS 16
+#define SPARE_SYM_BYTES (256u << 20)
+#define SPARE_SYM_OBJECTS 64  /* their parsed debug information is not counted in bytes */
+static struct symbolizer *spare_syms[SPARE_SYMS];
+static size_t nspare_syms;
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+
+struct symbolizer *process_sym_take(void)
+{
+	struct symbolizer *s = NULL;
+	pthread_mutex_lock(&spare_lock);
+	if (nspare_syms)
+		s = spare_syms[--nspare_syms];
+	pthread_mutex_unlock(&spare_lock);
+	return s ? s : sym_new();
+}
+
+static void sym_give(struct symbolizer *s)
+{
+	size_t objects;
+	if (sym_held_bytes(s, &objects) < SPARE_SYM_BYTES && objects < SPARE_SYM_OBJECTS) {
+		pthread_mutex_lock(&spare_lock);
+		int kept = nspare_syms < SPARE_SYMS;
+		if (kept)
+			spare_syms[nspare_syms++] = s;
+		pthread_mutex_unlock(&spare_lock);
+		if (kept)
+			return;
+	}
+	sym_free(s);
+}
+
 static void *prewarm_run(void *arg)
 {
 	struct prewarm *w = arg;
@@ -370,7 +410,7 @@ static void prewarm_start(struct process *p, struct prewarm *w, const struct pro
 	if (!p->nmodules)
 		return;  /* no module known yet: the next stack tries again */
 	w->tried = 1;
-	if (!(w->sym = sym_new()))
+	if (!(w->sym = process_sym_take()))
 		return;
 	w->ids = malloc(p->nmodules * sizeof(*w->ids));
 	unsigned char *taken = calloc(p->nmodules, 1);
@@ -562,7 +602,7 @@ void process_free(struct process *p)
 			free(p->family_state[i]);
 		}
 	if (p->sym)
-		sym_free(p->sym);
+		sym_give(p->sym);
 	if (p->symtab)
 		sum_symbols_free(p->symtab);
 	memset(p, 0, sizeof(*p));

@@ -174,4 +174,8 @@ uint64_t process_rel_time(const struct process *p, uint64_t t);
 /* The state of family f in p (made by process_load()). */
 void *process_family_state(const struct process *p, const struct family *f);
 
+/* A symbolizer for a process: one another process is done with (kept with the files it
+ * opened, see process.c), else a new one; process_free() hands it back. */
+struct symbolizer *process_sym_take(void);
+
 #endif

@@ -11,7 +11,7 @@
 
 struct symbolizer *process_symbolizer(struct process *p)
 {
-	if (!p->sym && !(p->sym = sym_new()))
+	if (!p->sym && !(p->sym = process_sym_take()))
 		return NULL;
 	for (; p->sym_modules < p->nmodules; p->sym_modules++) {
 		const struct module_info *m = &p->modules[p->sym_modules];

@@ -103,6 +103,9 @@ struct symbolizer {
 
 	struct cache_entry *cache;	/* open addressing */
 	size_t ncache, cache_cap;
+
+	size_t arena_bytes;		/* strings and frames, for sym_held_bytes() */
+	size_t nobjects;
 };
 
 static void cu_index_free(struct cu_index *c);
@@ -137,6 +140,7 @@ static void *arena_alloc(struct symbolizer *s, size_t size)
 		c->used = 0;
 		c->next = s->arena;
 		s->arena = c;
+		s->arena_bytes += cap;
 	}
 	void *p = (char *)c->data + c->used;
 	c->used += size;
@@ -561,6 +565,13 @@ int sym_add_module(struct symbolizer *s, uint32_t id, const char *path, uint64_t
 	return 0;
 }
 
+size_t sym_held_bytes(const struct symbolizer *s, size_t *objects)
+{
+	*objects = s->nobjects;
+	return s->arena_bytes + s->cache_cap * sizeof(*s->cache) +
+	       s->string_cap * sizeof(*s->strings) + s->module_cap * sizeof(*s->modules);
+}
+
 /* Names that are not files: the vDSO, the kernel's pseudo-mappings, the empty main-program
  * placeholder. */
 static bool path_is_pseudo(const char *path)
@@ -589,6 +600,7 @@ static struct object *object_get(struct symbolizer *s, const char *path)
 	o->path = ipath;
 	o->next = s->objects;
 	s->objects = o;
+	s->nobjects++;
 
 	int fd = open_regular(path);
 	if (fd < 0)

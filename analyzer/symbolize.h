@@ -42,6 +42,10 @@ int sym_lookup(struct symbolizer *s, uint32_t module_id, uint64_t address,
  * one symbolizer must not be used by two threads at once. */
 void sym_preload(struct symbolizer *s, uint32_t module_id);
 
+/* What s holds: strings, frames and tables, in bytes, and (*objects) the files it opened, each
+ * with its parsed debug information (not counted in the bytes). */
+size_t sym_held_bytes(const struct symbolizer *s, size_t *objects);
+
 /* Demangles a C++ (or Rust legacy) symbol; returns a malloc'd string or NULL if not mangled. */
 char *sym_demangle(const char *name);
 

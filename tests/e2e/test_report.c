@@ -244,3 +244,96 @@ Test(report, a_run_is_its_processes_put_together, .timeout = 120)
 	json_decref(alone);
 	json_decref(doc);
 }
+
+/* How many lines of an strace log open a path ending in `name"` (the quote closes the path). */
+static long opens_of(const char *log, const char *name)
+{
+	char *text = e2e_read_file(log);
+	cr_assert_not_null(text, "no strace log %s", log);
+	char want[128];
+	snprintf(want, sizeof(want), "%s\"", name);
+	long n = 0;
+	for (const char *p = text; (p = strstr(p, want)); p++)
+		n++;
+	free(text);
+	return n;
+}
+
+/* The processes of a run map the same files: their symbolizers are passed on from one
+ * process to the next (analyzer/process.c), so that each file's debug information is opened
+ * and decompressed a few times (once a worker), not once a process (libc's: some 70 ms; a
+ * script's 300 subshells took 12 s to report, 0.5 s now). */
+Test(report, the_processes_of_a_run_share_their_symbols, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("fork_tables"), "10", "12", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, NULL, NULL, NULL), 0);
+	char log[PATH_MAX], out[PATH_MAX];
+	snprintf(log, sizeof(log), "%s/strace.log", dir);
+	snprintf(out, sizeof(out), "%s/report.txt", dir);
+	const char *cmd[] = { "strace", "-f", "-qq", "-e", "trace=openat", "-o", log, e2e_prof(),
+			      "report", dir, NULL };
+	/* LeakSanitizer (the asan analyzer of make test) cannot run under ptrace */
+	const char *env[] = { "PROF_JOBS=2", "ASAN_OPTIONS=detect_leaks=0", NULL };
+	int st = e2e_run(cmd, env, out, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "strace prof report: %d", st);
+	long libc = opens_of(log, "/libc.so.6");
+	cr_expect_geq(libc, 1, "libc was never opened");
+	cr_expect_leq(libc, 5, "libc opened %ld times for 13 processes and 2 workers", libc);
+	/* and every child's stacks are its own */
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	size_t i, children = 0;
+	json_t *p;
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		if (i == 0)
+			continue;  /* the parent allocates for its output too */
+		json_t *site = json_array_get(json_object_get(json_object_get(p, "heap"), "sites"), 0);
+		const char *fn = json_string_value(
+			json_object_get(json_array_get(json_object_get(site, "stack"), 0), "function"));
+		children++;
+		cr_expect_str_eq(fn ?: "(none)", "alloc_at", "process %zu", i);
+	}
+	cr_expect_eq(children, 12);
+	json_decref(doc);
+}
+
+/* Two programs in one run directory, read by one worker: the second reuses the first's
+ * symbolizer, and its modules (the same ids, other files) are its own. */
+Test(report, two_programs_in_one_run_are_each_symbolized_as_themselves, .timeout = 120)
+{
+	const char *dir = e2e_tmpdir();
+	const char *a[] = { e2e_prog("fork_tables"), "10", "1", NULL };
+	const char *b[] = { e2e_prog("forker"), NULL };
+	cr_assert_eq(e2e_profile(dir, a, NULL, NULL, NULL), 0);
+	int st = e2e_profile(dir, b, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st), "forker: %d", st);
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/report.json", dir);
+	const char *cmd[] = { e2e_prof(), "report", "--json", dir, NULL };
+	const char *env[] = { "PROF_JOBS=1", NULL };
+	cr_assert_eq(e2e_run(cmd, env, out, NULL), 0);
+	json_error_t jerr;
+	json_t *doc = json_load_file(out, 0, &jerr);
+	cr_assert_not_null(doc, "%s", jerr.text);
+	size_t i, checked = 0;
+	json_t *p;
+	json_array_foreach(json_object_get(doc, "processes"), i, p) {
+		const char *exe = json_string_value(json_object_get(p, "exe"));
+		cr_assert_not_null(exe);
+		const char *own = strstr(exe, "fork_tables") ? "fork_tables.c" : "forker.c";
+		size_t j, k;
+		json_t *site, *fr;
+		json_array_foreach(json_object_get(json_object_get(p, "heap"), "sites"), j, site)
+			json_array_foreach(json_object_get(site, "stack"), k, fr) {
+				const char *file = json_string_value(json_object_get(fr, "file"));
+				if (!file || !strstr(file, "tests/progs/"))
+					continue;
+				cr_expect_not_null(strstr(file, own), "process %zu (%s): a frame in %s",
+						   i, exe, file);
+				checked++;
+			}
+	}
+	cr_expect_geq(checked, 5, "frames in the programs' own files: %zu", checked);
+	json_decref(doc);
+}
