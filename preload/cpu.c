@@ -198,7 +198,7 @@ static __attribute__((noinline)) void sample(struct prof_thread *th, const sigin
 		pc = th->hook_site;
 		if (max > 0 && !(stack = prof_stack_last_at(th, th->hook_site)) && th->hook_site)
 			frames[n++] = (void *)th->hook_site;
-	} else if (shallow || holds_loader_lock(th)) {
+	} else if (shallow || th->in_loader || holds_loader_lock(th)) {
 		pc = context_pc(uc);
 	} else {
 		prof_unwind_begin(th, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);  /* the interrupted stack */

@@ -123,7 +123,7 @@ __attribute__((noinline)) static void *dlopen_deep(const char *file, int mode)
 		struct scan sc = { 0 };
 		if (dladdr(cuda_real_dlsym(RTLD_NEXT, "malloc"), &libc))
 			sc.skip_base = (uintptr_t)libc.dli_fbase;
-		dl_iterate_phdr(patch_one, &sc);
+		prof_dl_iterate(patch_one, &sc);
 		th->in_hook--;
 	}
 	return h;

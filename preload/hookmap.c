@@ -137,7 +137,7 @@ void *prof_real_sym(const char *name)
 		while (atomic_flag_test_and_set_explicit(&objs_lock, memory_order_acquire))
 			sched_yield();
 		objs.n = 0;
-		dl_iterate_phdr(list_object, &objs);
+		prof_dl_iterate(list_object, &objs);
 		for (int i = 0; i < objs.n && !p; i++) {
 			void *h = dlopen(objs.names[i], RTLD_LAZY | RTLD_NOLOAD);
 			if (!h)

@@ -1269,7 +1269,7 @@ static void scan_all(uintptr_t stack_from)
 			 "risking a fault (process_vm_readv refused, no pipe)");
 		return;
 	}
-	dl_iterate_phdr(own_segments, NULL);
+	prof_dl_iterate(own_segments, NULL);
 	if (read_trace() < 0)
 		return;
 	work_cap = 3 * nblocks + 16;

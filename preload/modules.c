@@ -186,7 +186,7 @@ static void segs_rebuild(void)
 		return;
 	uint32_t next = (gen | 1) + 1, b = (next >> 1) & 1;
 	nsegs[b] = 0;
-	dl_iterate_phdr(collect_segs, &b);
+	prof_dl_iterate(collect_segs, &b);
 	atomic_compare_exchange_strong(&seg_gen, &gen, next);
 }
 
@@ -227,7 +227,7 @@ static void rescan_locked(void)
 	uint32_t n = atomic_load(&module_count);
 	for (uint32_t i = 0; i < n; i++)
 		modules[i].seen = 0;
-	dl_iterate_phdr(scan_one, NULL);
+	prof_dl_iterate(scan_one, NULL);
 	n = atomic_load(&module_count);
 	for (uint32_t i = 0; i < n; i++) {
 		if (!modules[i].present || modules[i].seen)
@@ -328,7 +328,7 @@ static int scan_needed(struct dl_phdr_info *info, size_t size, void *arg)
 int prof_tls_modules_added(void)
 {
 	struct tls_scan ts = { (uintptr_t)prof_tls_modules_added, "libunwind.so.8", 0, 0 };
-	dl_iterate_phdr(scan_needed, &ts);
+	prof_dl_iterate(scan_needed, &ts);
 	return 1 + (ts.modid != 0 && !ts.needed);  /* 1: libprof.so's own prof_self */
 }
 
@@ -361,7 +361,7 @@ static int scan_range(struct dl_phdr_info *info, size_t size, void *arg)
 int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 {
 	struct range_scan rs = { addr, 0, 0 };
-	if (!dl_iterate_phdr(scan_range, &rs))
+	if (!prof_dl_iterate(scan_range, &rs))
 		return 0;
 	*lo = rs.lo;
 	*hi = rs.hi;

@@ -2,6 +2,7 @@
 #ifndef PROF_PRELOAD_H
 #define PROF_PRELOAD_H
 
+#include <link.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -92,6 +93,7 @@ struct prof_thread {
 	volatile uintptr_t hook_site;
 	void *cpu_timer;      /* timer_t of the thread's CPU-time timer, when it has one */
 	int has_timer;
+	volatile int in_loader;  /* inside libprof's own dl_iterate_phdr (prof_dl_iterate()) */
 	/* The base of short records in streams[0] (the only stream that has them): the time and
 	 * address of its chunk's last ALLOC or FREE (prof_short.h). This TLS comes out of every
 	 * thread's stack, and some programs size those small (tests/progs/cpu_stacks.c has no
@@ -639,6 +641,21 @@ static inline int prof_wipe_on_fork(void *p, size_t bytes)
 	(void)bytes;
 	return 0;
 #endif
+}
+
+/* dl_iterate_phdr for libprof's own walks of the loaded objects. While it runs, a CPU sample
+ * of the thread does not unwind (cpu.c): the thread may hold the loader's lock, or be taking
+ * it, before its owner field says so, and libunwind would then wait for it for ever, holding
+ * its own lock, which every other thread's unwind then waits for (a JVM stopped so). */
+static inline int prof_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg)
+{
+	struct prof_thread *th = &prof_self;
+	th->in_loader++;
+	atomic_signal_fence(memory_order_seq_cst);
+	int r = dl_iterate_phdr(cb, arg);
+	atomic_signal_fence(memory_order_seq_cst);
+	th->in_loader--;
+	return r;
 }
 
 /* log.c: one line on stderr with write(2); never allocates. */
