@@ -104,6 +104,14 @@ static inline void prof_short_note(struct prof_short_base *b, const struct prof_
 	}
 }
 
+/* A short record's first word: kind, a 24-bit time delta (bits 0-7 and 16-31) and the kind's
+ * own 32 bits on top. */
+static inline uint64_t prof_short_w0(unsigned kind, uint64_t dt24, uint64_t top32)
+{
+	return (dt24 & 0xff) | (uint64_t)kind << 8 | PROF_SHORT_BIT | (dt24 >> 8) << 16 |
+	       top32 << 32;
+}
+
 /* A signed time delta of 24 bits, as short LOCK_WAITs and IO_CALLs hold it, or 0 with *ok
  * clear when it does not fit. */
 static inline uint64_t prof_short_signed_dt(uint64_t time, uint64_t base, int *ok)
@@ -124,8 +132,7 @@ static inline uint64_t prof_short_word(const struct prof_short_base *b, unsigned
 	if (dp < INT32_MIN || dp > INT32_MAX)
 		return 0;
 	uint64_t dt = time - b->time;
-	return (dt & 0xff) | (uint64_t)kind << 8 | PROF_SHORT_BIT | (dt >> 8) << 16 |
-	       (uint64_t)(uint32_t)(int32_t)dp << 32;
+	return prof_short_w0(kind, dt, (uint32_t)(int32_t)dp);
 }
 
 static inline uint64_t prof_short_alloc_word2(uint64_t size, uint32_t stack)
@@ -147,8 +154,7 @@ static inline int prof_short_lock_words(const struct prof_short_base *b, unsigne
 	int64_t dl = (int64_t)(lock - b->lock);
 	if (!ok || dl < INT32_MIN || dl > INT32_MAX)
 		return 0;
-	w[0] = (udt & 0xff) | (uint64_t)(PROF_SHORT_LOCK_KIND + op) << 8 | PROF_SHORT_BIT |
-	       (udt >> 8) << 16 | wait_ns << 32;
+	w[0] = prof_short_w0(PROF_SHORT_LOCK_KIND + op, udt, wait_ns);
 	w[1] = (uint64_t)(uint32_t)(int32_t)dl | (uint64_t)stack << 32;
 	return 1;
 }
@@ -165,8 +171,7 @@ static inline int prof_short_io_words(const struct prof_short_base *b, unsigned 
 	uint64_t udt = prof_short_signed_dt(time, b->io_time, &ok);
 	if (!ok)
 		return 0;
-	w[0] = (udt & 0xff) | (uint64_t)(PROF_SHORT_IO_KIND + op) << 8 | PROF_SHORT_BIT |
-	       (udt >> 8) << 16 | duration_ns << 32;
+	w[0] = prof_short_w0(PROF_SHORT_IO_KIND + op, udt, duration_ns);
 	w[1] = (uint64_t)(uint32_t)(int32_t)result | (uint64_t)stack << 32;
 	return 1;
 }
