@@ -150,7 +150,7 @@ static void loader_lock_find(void)
 	if (!rtld || !dladdr1(rtld, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 		return;
 	struct owner_search a = { rtld, sym->st_size, (int)gettid(), NULL, 0 };
-	dl_iterate_phdr(find_loader_lock, &a);
+	prof_dl_iterate(find_loader_lock, &a);
 	if (a.matches == 1 && *a.found != a.tid)  /* held inside the walk only: the write lock */
 		loader_lock_owner = a.found;
 	else

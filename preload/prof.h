@@ -2,8 +2,8 @@
 #ifndef PROF_PRELOAD_H
 #define PROF_PRELOAD_H
 
-#include <link.h>
 #include <errno.h>
+#include <link.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
