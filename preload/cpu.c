@@ -109,61 +109,6 @@ static int unwind(ucontext_t *uc, void **frames, int max, int in_hook, uint64_t 
 	return kept;
 }
 
-/* The loader's write lock (dl_load_write_lock in ld.so's _rtld_global), which dl_iterate_phdr
- * and dlopen/dlclose hold while they walk or change the list of objects. libunwind (Debian's
- * build) takes a lock of its own in each step and, holding it, calls dl_iterate_phdr. So a
- * sample must not unwind in a thread that holds the loader's lock: it would wait for
- * libunwind's lock, held by another thread that waits for the loader's, for ever (it happened
- * under mpirun: a dlclose unmapping an MCA component met an allocation hook's unwind). The lock
- * is found once: the one mutex in _rtld_global that a dl_iterate_phdr callback owns. NULL
- * where it is not found (another libc): samples then unwind as before. */
-static const int *loader_lock_owner;
-
-struct owner_search {
-	const char *lo;
-	size_t len;
-	int tid;
-	const int *found;
-	int matches;
-};
-
-static int find_loader_lock(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	(void)info;
-	(void)size;
-	struct owner_search *a = arg;
-	for (size_t off = 0; off + sizeof(pthread_mutex_t) <= a->len; off += 8) {
-		const pthread_mutex_t *m = (const void *)(a->lo + off);
-		if (m->__data.__owner == a->tid && m->__data.__lock != 0 && m->__data.__count >= 1) {
-			a->found = &m->__data.__owner;
-			a->matches++;
-		}
-	}
-	return 1;  /* once is enough */
-}
-
-static void loader_lock_find(void)
-{
-	Dl_info info;
-	const ElfW(Sym) *sym = NULL;
-	void *rtld = dlsym(RTLD_DEFAULT, "_rtld_global");
-	if (!rtld || !dladdr1(rtld, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
-		return;
-	struct owner_search a = { rtld, sym->st_size, (int)gettid(), NULL, 0 };
-	prof_dl_iterate(find_loader_lock, &a);
-	if (a.matches == 1 && *a.found != a.tid)  /* held inside the walk only: the write lock */
-		loader_lock_owner = a.found;
-	else
-		prof_dbg(1, "the loader's lock was not found (%d candidates): CPU samples unwind "
-			 "even inside dlopen and dlclose", a.matches);
-}
-
-static int holds_loader_lock(const struct prof_thread *th)
-{
-	return loader_lock_owner &&
-	       __atomic_load_n(loader_lock_owner, __ATOMIC_RELAXED) == (int)th->tid;
-}
-
 /* The PC of an interrupted context, without unwinding. */
 static uint64_t context_pc(const ucontext_t *uc)
 {
@@ -198,7 +143,7 @@ static __attribute__((noinline)) void sample(struct prof_thread *th, const sigin
 		pc = th->hook_site;
 		if (max > 0 && !(stack = prof_stack_last_at(th, th->hook_site)) && th->hook_site)
 			frames[n++] = (void *)th->hook_site;
-	} else if (shallow || th->in_loader || holds_loader_lock(th)) {
+	} else if (shallow || th->in_loader || prof_loader_lock_busy(th)) {
 		pc = context_pc(uc);
 	} else {
 		prof_unwind_begin(th, (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]);  /* the interrupted stack */
@@ -279,7 +224,6 @@ void prof_cpu_init(void)
 	if (!(prof_cfg.events & PROF_EV_CPU) || prof_cfg.cpu_hz == 0 || atomic_load(&installed))
 		return;
 	period_ns = 1000000000u / prof_cfg.cpu_hz;
-	loader_lock_find();
 	struct sigaction sa, old;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_tick;

@@ -452,7 +452,8 @@ static void write_exit(unsigned how, int code)
 	prof_commit(r, PROF_REC_EXIT, 0, sizeof(*r), prof_now());
 }
 
-/* What the hooks left out where threads had little stack left (prof_stack_tight()). */
+/* What the hooks left out where threads had little stack left (prof_stack_tight()), or held
+ * the loader's lock. */
 static void say_cuts(void)
 {
 	uint64_t cut = atomic_load(&prof_tight_stacks), io = atomic_load(&prof_tight_io);
@@ -461,6 +462,11 @@ static void say_cuts(void)
 		prof_log("threads with little stack left (sized by the program or ulimit -s): %llu stacks "
 			 "recorded as their call site alone, %llu I/O calls not recorded",
 			 (unsigned long long)cut, (unsigned long long)io);
+	uint64_t in_loader = atomic_load(&prof_loader_stacks);
+	if (in_loader)
+		prof_log("%llu stacks taken inside dl_iterate_phdr callbacks (holding the loader's "
+			 "lock, which libunwind would wait for) recorded as their call site alone",
+			 (unsigned long long)in_loader);
 	if (left)
 		prof_log("the program's signal handlers longjmp'd out of libprof's hooks %llu times: "
 			 "the event each was recording is lost", (unsigned long long)left);
@@ -723,6 +729,7 @@ static void child_anew(int was_active, int in_hook)
 	for (int i; (i = prof_slot_pop(live_taken, LIVE_SLOTS)) >= 0;)
 		atomic_store(&live[i], 0);  /* the parent's threads; the child's one runs on */
 	atomic_store(&prof_tight_stacks, 0);  /* the parent's, said by the parent */
+	atomic_store(&prof_loader_stacks, 0);
 	atomic_store(&prof_tight_io, 0);
 	atomic_store(&prof_hooks_left, 0);
 	if (!alone)
@@ -815,6 +822,7 @@ void prof_start(void)
 	prof_heap_init();
 	prof_locks_init();
 	prof_threads_init();
+	prof_loader_lock_find();
 	prof_cpu_init();
 	pthread_key_create(&thread_key, thread_key_destructor);
 	/* A process not recorded still carries the library to the programs it starts. */

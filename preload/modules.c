@@ -28,6 +28,59 @@ static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int prof_modules_stale;  /* prof_modules_mark_stale() */
 static uintptr_t ours_start, ours_end;  /* set by a rescan, read by any thread: __atomic */
 
+/* ---- the loader's lock ---------------------------------------------------------------------
+ * The loader's write lock (dl_load_write_lock in ld.so's _rtld_global), which dl_iterate_phdr
+ * and dlopen/dlclose hold while they walk or change the list of objects. libunwind (Debian's
+ * build) takes a lock of its own in each step and, holding it, calls dl_iterate_phdr. So no
+ * thread may unwind with libunwind while it holds the loader's lock, or while it is half way
+ * through taking it: it would wait for libunwind's lock, held by another thread that waits
+ * for the loader's, for ever (prof_loader_lock_busy(): CPU samples, and the hooks' stacks
+ * inside a dl_iterate_phdr callback). It happened under mpirun (a dlclose unmapping an MCA
+ * component met an allocation hook's unwind). The lock is found once: the one mutex in
+ * _rtld_global that a dl_iterate_phdr callback owns. NULL where it is not found (another
+ * libc): stacks are then unwound as before. */
+const pthread_mutex_t *prof_loader_lock;
+
+struct owner_search {
+	const char *lo;
+	size_t len;
+	int tid;
+	const pthread_mutex_t *found;
+	int matches;
+};
+
+static int find_loader_lock(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	struct owner_search *a = arg;
+	for (size_t off = 0; off + sizeof(pthread_mutex_t) <= a->len; off += 8) {
+		const pthread_mutex_t *m = (const void *)(a->lo + off);
+		if (m->__data.__owner == a->tid && m->__data.__lock != 0 && m->__data.__count >= 1) {
+			a->found = m;
+			a->matches++;
+		}
+	}
+	return 1;  /* once is enough */
+}
+
+void prof_loader_lock_find(void)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	void *rtld = dlsym(RTLD_DEFAULT, "_rtld_global");
+	if (prof_loader_lock || !rtld || !dladdr1(rtld, &info, (void **)&sym, RTLD_DL_SYMENT) ||
+	    !sym || !sym->st_size)
+		return;
+	struct owner_search a = { rtld, sym->st_size, (int)gettid(), NULL, 0 };
+	prof_dl_iterate(find_loader_lock, &a);
+	if (a.matches == 1 && a.found->__data.__owner != a.tid)  /* held inside the walk only */
+		prof_loader_lock = a.found;
+	else
+		prof_dbg(1, "the loader's lock was not found (%d candidates): stacks are unwound "
+			 "even inside dlopen, dlclose and dl_iterate_phdr", a.matches);
+}
+
 int prof_addr_is_ours(uintptr_t ip)
 {
 	return ip >= __atomic_load_n(&ours_start, __ATOMIC_RELAXED) &&

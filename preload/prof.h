@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -136,6 +137,9 @@ static inline __attribute__((always_inline)) int prof_stack_tight(const struct p
 	return th->stack_lo && (uintptr_t)__builtin_frame_address(0) < th->stack_lo + need;
 }
 extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
+/* stacks.c: stacks taken while the thread held the loader's lock (prof_loader_lock_busy()),
+ * each its call site alone */
+extern _Atomic uint64_t prof_loader_stacks;
 /* stacks.c: the lowest address the first thread's stack may grow down to (RLIMIT_STACK below
  * its top), 0 when unlimited or when the caller does not run on that stack (another thread,
  * a fork child of one, a clone child on a stack of its own). */
@@ -656,6 +660,33 @@ static inline int prof_dl_iterate(int (*cb)(struct dl_phdr_info *, size_t, void 
 	atomic_signal_fence(memory_order_seq_cst);
 	th->in_loader--;
 	return r;
+}
+
+/* modules.c: the loader's lock, found by prof_loader_lock_find() at start (NULL: not found).
+ * libunwind must not run in a thread that holds it (prof_loader_lock_held(): a hook called
+ * from a dl_iterate_phdr callback) or that may be half way through taking or giving it back
+ * (prof_loader_lock_busy(), for a CPU sample: the lock word says held and the owner field
+ * nobody; pthread_mutex_lock sets the owner a few instructions after it wins the word,
+ * pthread_mutex_unlock clears it a few before it lets the word go). An unwind there would
+ * wait for the lock held by this thread (two threads calling dl_iterate_phdr in a loop hung
+ * at the default 99 Hz, 3 runs in 3), or for libunwind's own, held by another thread that
+ * waits for the loader's. */
+extern const pthread_mutex_t *prof_loader_lock;
+void prof_loader_lock_find(void);
+static inline int prof_loader_lock_held(const struct prof_thread *th)
+{
+	const pthread_mutex_t *m = prof_loader_lock;
+	return m && __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED) == (int)th->tid;
+}
+
+static inline int prof_loader_lock_busy(const struct prof_thread *th)
+{
+	const pthread_mutex_t *m = prof_loader_lock;
+	if (!m)
+		return 0;
+	int word = __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED);
+	int owner = __atomic_load_n(&m->__data.__owner, __ATOMIC_RELAXED);
+	return owner == (int)th->tid || (word != 0 && owner == 0);
 }
 
 /* log.c: one line on stderr with write(2); never allocates. */

@@ -1529,7 +1529,7 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 	void *buf[PROF_MAX_STACK_DEPTH + 16], **frames = buf;
 	int n = record_by_rules(th, e, call_site, sp0, bp0, buf, &frames);
 	if (!n) {
-		if (!recording_begin())
+		if (prof_loader_lock_held(th) || !recording_begin())
 			return prof_stack_at_uncached(th, call_site, guess);
 		c->debt += RECORD_COST;
 		c->recorded++;
@@ -1643,14 +1643,16 @@ int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_
 	return cached_holds(e, call_site, (uintptr_t)(hook + 2), hook[0]);
 }
 
-_Atomic uint64_t prof_tight_stacks;
+_Atomic uint64_t prof_tight_stacks, prof_loader_stacks;
 
-/* The stack of a call where too little of the thread's stack is left to unwind: its call
- * site alone (counted, and said at exit). */
+/* The stack of a call that cannot be unwound: too little of the thread's stack is left
+ * (prof_tight_stacks), or the thread holds the loader's lock (prof_loader_stacks: inside a
+ * dl_iterate_phdr callback). Its call site alone (counted, and said at exit). */
 static __attribute__((noinline)) uint32_t call_site_alone(struct prof_thread *th,
-							  uintptr_t call_site, uint64_t *guess)
+							  uintptr_t call_site, uint64_t *guess,
+							  _Atomic uint64_t *why)
 {
-	atomic_fetch_add_explicit(&prof_tight_stacks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(why, 1, memory_order_relaxed);
 	if (!call_site)
 		return 0;
 	void *frame = (void *)call_site;
@@ -1703,7 +1705,9 @@ static uint32_t prof_stack_at_uncached(struct prof_thread *th, uintptr_t call_si
 	/* Its first call takes twice the room: the first hook of a deep recursion waits. */
 	if (prof_stack_tight(th, atomic_load_explicit(&backtrace_bound, memory_order_relaxed) ?
 					 PROF_UNWIND_ROOM : 2 * PROF_UNWIND_ROOM))
-		return call_site_alone(th, call_site, guess);
+		return call_site_alone(th, call_site, guess, &prof_tight_stacks);
+	if (unlikely(prof_loader_lock_held(th)))
+		return call_site_alone(th, call_site, guess, &prof_loader_stacks);
 	uint32_t id = unwind_fast(th, call_site, guess);
 	atomic_store_explicit(&backtrace_bound, 1, memory_order_relaxed);
 	return id;
