@@ -62,6 +62,7 @@ int prof_module_range(uintptr_t addr, uintptr_t *lo, uintptr_t *hi)
 }
 
 _Atomic uint32_t prof_code_unloads;
+const pthread_mutex_t *prof_loader_lock;  /* a test points it at a mutex of its own */
 
 int prof_addr_in_objects(uintptr_t addr, size_t len)
 {

@@ -2,6 +2,8 @@
  * record that could not be written is written once later (not once per lookup), and a full
  * trace costs no unwinding. */
 #include "ctest.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -118,4 +120,53 @@ Test(stacks, stacks_past_the_first_level_keep_their_ids)
 	}
 	core_thread_end(th);
 	cr_expect_eq(count_type(core_close(), PROF_REC_STACK), STACKS);
+}
+
+/* The stack of the call that called this function. */
+static __attribute__((noinline)) uint32_t stack_of_caller(struct prof_thread *th)
+{
+	uint32_t id = prof_stack_at(th, (uintptr_t)__builtin_return_address(0));
+	__asm__ volatile("" ::: "memory");
+	return id;
+}
+
+static uint32_t depth_of(const char *path, uint32_t id)
+{
+	struct trace *t = core_read(path);
+	struct trace_event ev;
+	char err[512] = "";
+	uint32_t depth = 0;
+	while (trace_next(t, &ev, err, sizeof(err)) == 1)
+		if (ev.rec->type == PROF_REC_STACK && ((const struct prof_rec_stack *)ev.rec)->id == id)
+			depth = ((const struct prof_rec_stack *)ev.rec)->depth;
+	trace_close(t);
+	return depth;
+}
+
+/* A thread that holds the loader's lock (inside a dl_iterate_phdr callback) must not unwind
+ * with libunwind, which may wait for that lock in another thread holding its own: its stack is
+ * the call site alone, counted; another thread holding it changes nothing. */
+Test(stacks, holding_the_loader_lock_gives_the_call_site_alone)
+{
+	static pthread_mutex_t loader;
+	pthread_mutexattr_t a;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&loader, &a);
+	prof_loader_lock = &loader;
+	core_open(0);
+	struct prof_thread *th = core_thread_begin();
+	uint32_t free_id = stack_of_caller(th);
+	uint64_t before = atomic_load(&prof_loader_stacks);
+	pthread_mutex_lock(&loader);
+	uint32_t held_id = stack_of_caller(th);
+	pthread_mutex_unlock(&loader);
+	uint64_t after = atomic_load(&prof_loader_stacks);
+	core_thread_end(th);
+	prof_loader_lock = NULL;
+	const char *path = core_close();
+	cr_assert(free_id && held_id && free_id != held_id);
+	cr_expect_gt(depth_of(path, free_id), 1, "unwound");
+	cr_expect_eq(depth_of(path, held_id), 1, "the call site alone");
+	cr_expect_eq(after, before + 1);
 }
