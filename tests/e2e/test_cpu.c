@@ -341,6 +341,24 @@ Test(cpu, small_thread_stacks_never_overflow)
 	json_decref(doc);
 }
 
+/* PROG MODE [ARG] under libprof with samples at 999 Hz, killed after 60 s: it must end by
+ * itself (not hang), with status 0. Its report; its stderr goes to err (NULL: none). */
+static json_t *report_of_a_minute_at_most(const char *prog, const char *mode, const char *arg,
+					  const char *err)
+{
+	const char *dir = e2e_tmpdir();
+	char pre[PATH_MAX + 16], out[PATH_MAX + 32];
+	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", e2e_lib());
+	snprintf(out, sizeof(out), "PROF_OUTPUT=%s/t.%%p.trace", dir);
+	const char *argv[] = { "timeout", "-s", "KILL", "60", "env", pre, out, "PROF_CPU_HZ=999",
+			       e2e_prog(prog), mode, arg, NULL };
+	int st = e2e_run(argv, NULL, NULL, err);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s %s: status %d (hung?)", prog, mode, st);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	return doc;
+}
+
 /* A thread that spends its CPU time inside dl_iterate_phdr callbacks (holding the loader's
  * lock) while another one's allocations are unwound (libunwind holds its own lock and calls
  * dl_iterate_phdr): a CPU sample of the first must not unwind, or both wait for ever (the
@@ -348,31 +366,10 @@ Test(cpu, small_thread_stacks_never_overflow)
  * its lock). Before the fix, `many_paths loader` hung 3 runs in 3. */
 Test(cpu, a_thread_holding_the_loader_lock_is_sampled_without_a_wait)
 {
-	const char *dir = e2e_tmpdir();
-	char pre[PATH_MAX + 16], out[PATH_MAX + 32];
-	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", e2e_lib());
-	snprintf(out, sizeof(out), "PROF_OUTPUT=%s/t.%%p.trace", dir);
-	const char *argv[] = { "timeout", "-k", "2", "60", "env", pre, out, "PROF_CPU_HZ=999",
-			       e2e_prog("many_paths"), "loader", NULL };
-	int st = e2e_run(argv, NULL, NULL, NULL);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "many_paths loader: status %d (hung?)", st);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = report_of_a_minute_at_most("many_paths", "loader", NULL, NULL);
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
 	cr_expect_gt(e2e_int(cpu, "samples"), 10, "the walker thread was sampled");
 	json_decref(doc);
-}
-
-/* `loader_walks MODE` under a 60 s timeout, samples at 999 Hz: its exit status, its stderr in
- * err (a file of dir). */
-static int loader_walks(const char *mode, const char *dir, const char *err)
-{
-	char pre[PATH_MAX + 16], out[PATH_MAX + 32];
-	snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", e2e_lib());
-	snprintf(out, sizeof(out), "PROF_OUTPUT=%s/t.%%p.trace", dir);
-	const char *argv[] = { "timeout", "-s", "KILL", "60", "env", pre, out, "PROF_CPU_HZ=999",
-			       e2e_prog("loader_walks"), mode, "1000", NULL };
-	return e2e_run(argv, NULL, NULL, err);
 }
 
 /* Threads that take and give back the loader's lock in a loop: a sample that lands between
@@ -381,11 +378,7 @@ static int loader_walks(const char *mode, const char *dir, const char *err)
  * Before the fix this hung 3 runs in 3, even at the default 99 Hz. */
 Test(cpu, a_thread_taking_the_loader_lock_is_sampled_without_a_wait)
 {
-	const char *dir = e2e_tmpdir();
-	int st = loader_walks("walks", dir, NULL);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "loader_walks walks: status %d (hung?)", st);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
+	json_t *doc = report_of_a_minute_at_most("loader_walks", "walks", "1000", NULL);
 	json_t *cpu = json_object_get(e2e_process(doc, 0), "cpu");
 	cr_expect_gt(e2e_int(cpu, "samples"), 100, "both walkers were sampled");
 	json_decref(doc);
@@ -397,18 +390,13 @@ Test(cpu, a_thread_taking_the_loader_lock_is_sampled_without_a_wait)
  * by the other thread, which waits for the loader's (hung 3 runs in 3 before the fix). */
 Test(cpu, allocations_inside_a_loader_walk_are_recorded_without_a_wait)
 {
-	const char *dir = e2e_tmpdir();
 	char err[PATH_MAX];
-	snprintf(err, sizeof(err), "%s/stderr", dir);
-	int st = loader_walks("allocs", dir, err);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "loader_walks allocs: status %d (hung?)",
-		  st);
+	snprintf(err, sizeof(err), "%s/stderr", e2e_tmpdir());
+	json_t *doc = report_of_a_minute_at_most("loader_walks", "allocs", "1000", err);
 	char *text = e2e_read_file(err);
 	cr_assert_not_null(text);
 	cr_expect_not_null(strstr(text, "inside dl_iterate_phdr callbacks"), "stderr: %s", text);
 	free(text);
-	json_t *doc = e2e_prof_json("report", dir);
-	cr_assert_not_null(doc);
 	json_t *p = e2e_process(doc, 0);
 	cr_expect_gt(e2e_int(p, "heap.alloc_calls"), 1000);
 	cr_expect_eq(e2e_int(p, "heap.alloc_calls"), e2e_int(p, "heap.free_calls"));
