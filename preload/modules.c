@@ -34,8 +34,8 @@ static uintptr_t ours_start, ours_end;  /* set by a rescan, read by any thread: 
  * build) takes a lock of its own in each step and, holding it, calls dl_iterate_phdr. So no
  * thread may unwind with libunwind while it holds the loader's lock, or while it is half way
  * through taking it: it would wait for libunwind's lock, held by another thread that waits
- * for the loader's, for ever (prof_loader_lock_busy(): CPU samples, and the hooks' stacks
- * inside a dl_iterate_phdr callback). It happened under mpirun (a dlclose unmapping an MCA
+ * for the loader's, for ever (prof_loader_lock_busy() for CPU samples, prof_loader_lock_held()
+ * for the hooks' stacks inside a dl_iterate_phdr callback: prof.h). It happened under mpirun (a dlclose unmapping an MCA
  * component met an allocation hook's unwind). The lock is found once: the one mutex in
  * _rtld_global that a dl_iterate_phdr callback owns. NULL where it is not found (another
  * libc): stacks are then unwound as before. */
@@ -66,11 +66,12 @@ static int find_loader_lock(struct dl_phdr_info *info, size_t size, void *arg)
 
 void prof_loader_lock_find(void)
 {
+	if (prof_loader_lock)
+		return;  /* a fork child's: the same */
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
 	void *rtld = dlsym(RTLD_DEFAULT, "_rtld_global");
-	if (prof_loader_lock || !rtld || !dladdr1(rtld, &info, (void **)&sym, RTLD_DL_SYMENT) ||
-	    !sym || !sym->st_size)
+	if (!rtld || !dladdr1(rtld, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || !sym->st_size)
 		return;
 	struct owner_search a = { rtld, sym->st_size, (int)gettid(), NULL, 0 };
 	prof_dl_iterate(find_loader_lock, &a);

@@ -137,7 +137,7 @@ static inline __attribute__((always_inline)) int prof_stack_tight(const struct p
 	return th->stack_lo && (uintptr_t)__builtin_frame_address(0) < th->stack_lo + need;
 }
 extern _Atomic uint64_t prof_tight_stacks, prof_tight_io;  /* stacks.c, io.c */
-/* stacks.c: stacks taken while the thread held the loader's lock (prof_loader_lock_busy()),
+/* stacks.c: stacks taken while the thread held the loader's lock (prof_loader_lock_held()),
  * each its call site alone */
 extern _Atomic uint64_t prof_loader_stacks;
 /* stacks.c: the lowest address the first thread's stack may grow down to (RLIMIT_STACK below
