@@ -20,7 +20,6 @@
 #define UNW_LOCAL_ONLY
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <libunwind.h>
 #include <pthread.h>
 #include <signal.h>

@@ -143,9 +143,21 @@ static uint32_t depth_of(const char *path, uint32_t id)
 	return depth;
 }
 
+/* Holds the loader's stand-in from `held` until `done`. */
+static pthread_barrier_t held, done;
+static void *hold_loader(void *m)
+{
+	pthread_mutex_lock(m);
+	pthread_barrier_wait(&held);
+	pthread_barrier_wait(&done);
+	pthread_mutex_unlock(m);
+	return NULL;
+}
+
 /* A thread that holds the loader's lock (inside a dl_iterate_phdr callback) must not unwind
  * with libunwind, which may wait for that lock in another thread holding its own: its stack is
- * the call site alone, counted; another thread holding it changes nothing. */
+ * the call site alone, counted. Another thread holding it changes nothing (this one may
+ * unwind: libunwind then waits for that holder to let go, which needs nothing of ours). */
 Test(stacks, holding_the_loader_lock_gives_the_call_site_alone)
 {
 	static pthread_mutex_t loader;
@@ -162,11 +174,22 @@ Test(stacks, holding_the_loader_lock_gives_the_call_site_alone)
 	uint32_t held_id = stack_of_caller(th);
 	pthread_mutex_unlock(&loader);
 	uint64_t after = atomic_load(&prof_loader_stacks);
+	pthread_barrier_init(&held, NULL, 2);
+	pthread_barrier_init(&done, NULL, 2);
+	pthread_t holder;
+	pthread_create(&holder, NULL, hold_loader, &loader);
+	pthread_barrier_wait(&held);
+	uint32_t other_id = stack_of_caller(th);
+	uint64_t other_after = atomic_load(&prof_loader_stacks);
+	pthread_barrier_wait(&done);
+	pthread_join(holder, NULL);
 	core_thread_end(th);
 	prof_loader_lock = NULL;
 	const char *path = core_close();
-	cr_assert(free_id && held_id && free_id != held_id);
+	cr_assert(free_id && held_id && other_id && free_id != held_id && other_id != held_id);
 	cr_expect_gt(depth_of(path, free_id), 1, "unwound");
 	cr_expect_eq(depth_of(path, held_id), 1, "the call site alone");
+	cr_expect_gt(depth_of(path, other_id), 1, "unwound while another thread holds it");
 	cr_expect_eq(after, before + 1);
+	cr_expect_eq(other_after, after);
 }
