@@ -232,7 +232,7 @@ static void io_abs_path(int dirfd, const char *path, char *buf, size_t cap)
  * slot leaves it to that one), and a fork in the middle of a write leaves it odd: not used. */
 #define KNOWN_SLOTS 64
 #define KNOWN_NAME 232
-static struct known_name {
+static PROF_BULK struct known_name {
 	_Atomic uint32_t seq;
 	int32_t fd;
 	uint32_t id;

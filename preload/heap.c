@@ -25,7 +25,7 @@ static struct {
 
 /* dlsym() may allocate (calloc) before we know where the real allocator is: serve those few
  * requests from a static arena. Its blocks are never freed; free() recognises them. */
-static _Alignas(64) char arena[64 * 1024];
+static PROF_BULK _Alignas(64) char arena[64 * 1024];
 static _Atomic size_t arena_used;
 static int resolving;  /* a thread is in resolve(): __atomic, as are the real.malloc tests */
 

@@ -33,7 +33,7 @@ static struct {
 
 #define REC_FIRST_SHIFT (64 - 12)  /* 4096 slots, 32 KiB, to begin with */
 
-_Atomic uint32_t heap_rec_filter[1u << HEAP_FILTER_BITS];  /* heap_tally.h */
+PROF_BULK _Atomic uint32_t heap_rec_filter[1u << HEAP_FILTER_BITS];  /* heap_tally.h */
 
 /* The slot of key in slots, or the empty one where it would go; *found says which. */
 static size_t rec_probe(uint64_t *slots, unsigned shift, uint64_t key, int *found)
@@ -216,7 +216,7 @@ static unsigned own_slots;  /* TALLY_SLOTS, or fewer under an address-space limi
 static _Atomic uint64_t tallies_taken[TALLY_SLOTS / 64];
 static _Atomic int shared_used;
 static _Atomic int64_t tallied_in_use;  /* all tallies' usable bytes in use, at their tallies */
-static struct { _Atomic uint64_t allocs, asked; } class_means[HEAP_ROUNDED_CLASSES];
+static PROF_BULK struct { _Atomic uint64_t allocs, asked; } class_means[HEAP_ROUNDED_CLASSES];
 size_t (*heap_usable_size)(void *);
 int heap_glibc_chunks;
 

@@ -132,7 +132,7 @@ void *prof_real_sym(const char *name)
 	if (!p) {
 		/* Rare (once per function): one list for all threads, neither 4 KiB of the
 		 * program's stack nor of every thread's static TLS (small thread stacks hold it). */
-		static struct objects objs;
+		static PROF_BULK struct objects objs;
 		static atomic_flag objs_lock = ATOMIC_FLAG_INIT;
 		while (atomic_flag_test_and_set_explicit(&objs_lock, memory_order_acquire))
 			sched_yield();
@@ -167,7 +167,7 @@ uint64_t prof_hash(const char *s, size_t n, uint64_t seed)
 
 /* Ids whose DB_SQL this process has written; cleared in a fork child (a new trace). */
 #define SEEN_SLOTS 8192u
-static _Atomic uint64_t seen[SEEN_SLOTS];
+static PROF_BULK _Atomic uint64_t seen[SEEN_SLOTS];
 static _Atomic uint32_t seen_pid;
 
 static int seen_before(uint64_t id)

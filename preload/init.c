@@ -40,7 +40,7 @@ static _Atomic int threads_alive;
  * analyzer's estimate from their CPU samples. */
 #define LIVE_SLOTS 4096
 static _Atomic uint64_t live_taken[LIVE_SLOTS / 64];
-static _Atomic uint64_t live[LIVE_SLOTS];
+static PROF_BULK _Atomic uint64_t live[LIVE_SLOTS];
 
 /* The first thread's CPU clock when the trace started: it counts from its creation, which
  * an exec does not reset; what it ran in an image before (or in the loader, before libprof
@@ -227,7 +227,7 @@ static const char *const carried_names[] = { "PROF_OUTPUT", "PROF_EVENTS", "PROF
 					     "PROF_ROOT_PID", "PROF_STACK_CACHE", "PROF_HEAP_SAMPLE",
 					     "PROF_HEAP_SAMPLE_SEED" };
 #define NCARRIED (sizeof(carried_names) / sizeof(carried_names[0]))
-static char carried[NCARRIED][1100];
+static PROF_BULK char carried[NCARRIED][1100];
 
 /* The trace template, relative to the directory the process started in: a program that
  * changes directory (a daemon's chdir("/")) before it forks or execs must not scatter the
@@ -389,13 +389,18 @@ static void write_thread_end(struct prof_thread *th, uint32_t serial, uint32_t t
 	prof_commit(r, PROF_REC_THREAD_END, 0, sizeof(*r), prof_now());
 }
 
-/* The process ends (exit, _exit, exec): th ends every other thread still running. */
+/* The process ends (exit, _exit, exec): th ends every other thread still running. Only the
+ * slots taken are read: reading all of them faulted in 8 pages that most processes never
+ * wrote. */
 static void end_others(struct prof_thread *th)
 {
-	for (unsigned i = 0; i < LIVE_SLOTS; i++) {
-		uint64_t v = atomic_load(&live[i]);  /* 0: a free slot, or one being claimed */
-		if (v && (uint32_t)(v >> 32) != th->serial)
-			write_thread_end(th, (uint32_t)(v >> 32), (uint32_t)v);
+	for (unsigned w = 0; w < LIVE_SLOTS / 64; w++) {
+		for (uint64_t bits = atomic_load(&live_taken[w]); bits; bits &= bits - 1) {
+			unsigned i = w * 64 + (unsigned)__builtin_ctzll(bits);
+			uint64_t v = atomic_load(&live[i]);  /* 0: a slot being claimed */
+			if (v && (uint32_t)(v >> 32) != th->serial)
+				write_thread_end(th, (uint32_t)(v >> 32), (uint32_t)v);
+		}
 	}
 }
 
@@ -744,8 +749,8 @@ static void child_anew(int was_active, int in_hook)
 }
 
 /* The command line, read from /proc (we may start before any constructor has argv). */
-static char cmdline_buf[64 * 1024];
-static char *cmdline_argv[4096];
+static PROF_BULK char cmdline_buf[64 * 1024];
+static PROF_BULK char *cmdline_argv[4096];
 
 static int read_cmdline(void)
 {

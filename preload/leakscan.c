@@ -401,7 +401,7 @@ static inline int batch_add(struct addr_table *t, struct event_batch *b, uint64_
  * record not (yet) committed; its reading position and short records' base stay in locals. */
 static int stream_replay(struct cursor *c, struct addr_table *t)
 {
-	static struct event_batch batch;  /* 13 KiB: not on an exiting thread's stack */
+	static PROF_BULK struct event_batch batch;  /* 13 KiB: not on an exiting thread's stack */
 	batch.n = 0;
 	for (;;) {
 		const char *p = c->p, *end = c->end;
@@ -560,7 +560,7 @@ static size_t blocks_upto(uint64_t v)
  * (so one left from an earlier scan does no harm, and none needs clearing: 64 KiB of pages
  * at every exit). */
 #define NEAR_SLOTS 4096
-static struct near {
+static PROF_BULK struct near {
 	uint64_t page;  /* 1 + the page's number, 0: none */
 	uint32_t block;
 } near[NEAR_SLOTS];
@@ -708,7 +708,7 @@ static int heuristic_start(const struct block *b, uint64_t v)
  * forked, or into a freed block) is told apart with one load, not a search of the blocks.
  * Off (page_filter_on 0) where blocks cover so many pages that the bits would be mostly set. */
 #define PAGE_FILTER_BITS 16
-static uint64_t page_filter[(1u << PAGE_FILTER_BITS) / 64];
+static PROF_BULK uint64_t page_filter[(1u << PAGE_FILTER_BITS) / 64];
 static int page_filter_on;
 
 static inline uint32_t page_bit(uint64_t page)
@@ -784,7 +784,7 @@ static inline __attribute__((always_inline)) void found(uint64_t v, int definite
 	found_near(v, definite);
 }
 
-static uint64_t buf[8192];
+static PROF_BULK uint64_t buf[8192];
 
 /* Every aligned word of [lo, hi), read without faulting. */
 static void scan_words(uint64_t lo, uint64_t hi, int definite)
@@ -819,7 +819,8 @@ static void scan_words(uint64_t lo, uint64_t hi, int definite)
 
 static int pagemap_fd = -1;
 static uint64_t page_size = 4096;
-static uint64_t pm[PM_WINDOW], pm_first, pm_n;  /* entries of pages pm_first.. */
+static PROF_BULK uint64_t pm[PM_WINDOW];
+static uint64_t pm_first, pm_n;  /* entries of pages pm_first.. */
 
 /* What a page holds, as pagemap tells. */
 enum { PAGE_EMPTY, PAGE_ANON, PAGE_OTHER };
@@ -923,8 +924,8 @@ static uint64_t scan(uint64_t lo, uint64_t hi, int definite, int shared, int rw)
 #define BATCH 256
 static void drain(void)
 {
-	static struct iovec local[BATCH], remote[BATCH];
-	static uint64_t batch_buf[sizeof(buf) / 8];
+	static PROF_BULK struct iovec local[BATCH], remote[BATCH];
+	static PROF_BULK uint64_t batch_buf[sizeof(buf) / 8];
 	uint32_t ids[BATCH];
 	if (all_reachable())
 		nwork = 0;
@@ -1003,7 +1004,7 @@ static void scan_root(uint64_t lo, uint64_t hi, int shared, int rw, int from)
  * the records may need more file: if a stopped thread was extending it, all are let go. */
 #define STOP_MAX 1024
 #define STOP_WAIT_MS 200
-static _Atomic uintptr_t stopped_sp[STOP_MAX];
+static PROF_BULK _Atomic uintptr_t stopped_sp[STOP_MAX];
 static _Atomic int stop_slots, stop_ready, stop_release;
 
 static void stop_handler(int sig)
@@ -1165,7 +1166,7 @@ static void scan_maps(uint64_t sp)
 	/* text[at, have): read, not yet parsed. A read only when no whole line is left, and none
 	 * after the end: each read of the file walks the mappings (once per line, it was a
 	 * short process's scan's longest part). */
-	static char text[1 << 16];
+	static PROF_BULK char text[1 << 16];
 	uint64_t libc_data_end = 0;  /* the end of libc's data, while the next mapping is read */
 	size_t at = 0, have = 0;
 	int end = 0;

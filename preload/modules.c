@@ -22,7 +22,7 @@ struct module {
 	int seen;  /* in the current rescan */
 };
 
-static struct module modules[MAX_MODULES];
+static PROF_BULK struct module modules[MAX_MODULES];
 static _Atomic uint32_t module_count;
 static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int prof_modules_stale;  /* prof_modules_mark_stale() */
@@ -207,7 +207,7 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 struct seg {
 	uintptr_t lo, hi;
 };
-static struct seg segs[2][SEGS_MAX];
+static PROF_BULK struct seg segs[2][SEGS_MAX];
 static uint32_t nsegs[2];
 static _Atomic uint32_t seg_gen;  /* 0: never built */
 static _Atomic int dlcloses;      /* in progress */

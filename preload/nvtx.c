@@ -221,7 +221,7 @@ static void mark(uint32_t domain, const char *msg)
 
 /* Start/end ranges may end on another thread: a small table of open ones. */
 #define OPEN_RANGES 1024
-static struct {
+static PROF_BULK struct {
 	_Atomic uint64_t id;  /* 0 = free */
 	uint64_t start;
 	uint32_t domain;

@@ -53,7 +53,7 @@ struct reg_slot {
 	_Atomic uint64_t val;  /* serial << 32 | tid; 0 unknown; REG_PENDING: name waiting */
 	char name[16];
 };
-static struct reg_slot registry[REG_SLOTS];
+static PROF_BULK struct reg_slot registry[REG_SLOTS];
 /* The slots ever claimed, so that a fork child empties those alone: reading all 128 KiB of
  * the table faulted in every page the parent never touched (32 faults a bash subshell). */
 static _Atomic uint64_t reg_claimed[REG_SLOTS / 64];
@@ -148,7 +148,7 @@ struct start_block {
 	int tick_blocked;  /* the creator's view of the sampling signal's mask (cpu.c) */
 };
 #define POOL_BLOCKS 256
-static struct start_block pool[POOL_BLOCKS];
+static PROF_BULK struct start_block pool[POOL_BLOCKS];
 static _Atomic int pool_busy[POOL_BLOCKS];
 static _Atomic uint32_t pool_next;
 

@@ -475,7 +475,7 @@ void prof_writer_forget_bases(struct prof_thread *th)
  * destroy its data, so any doubt skips it, and the faults make the run ready as before. */
 static void run_ready(char *c, uint32_t units)
 {
-	static char zeros[RUN_MAX * UNIT];  /* never written: reads as the zero page */
+	static PROF_BULK char zeros[RUN_MAX * UNIT];  /* never written: reads as the zero page */
 	uint64_t off = (uint64_t)(c - w.base), len = (uint64_t)units * UNIT;
 	int fd = __atomic_load_n(&w.fd, __ATOMIC_RELAXED);
 	if (len <= sizeof(zeros) && off + len <= file_size_limit() && is_trace(fd))
@@ -922,7 +922,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 
 const char *prof_exe_path(void)
 {
-	static char exe[PATH_MAX];
+	static PROF_BULK char exe[PATH_MAX];
 	if (!exe[0]) {  /* a fork child knows its parent's, the same file */
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = '\0';
