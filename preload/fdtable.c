@@ -491,9 +491,26 @@ static void seed(struct prof_thread *th)
 	syscall(SYS_close, dir);
 }
 
+/* A fork child's descriptors are its parent's at the fork: those the parent's table holds
+ * that are still open here (one fcntl each) are named anew, in the child's own trace; any the
+ * parent had not met (opened by a raw system call) are found at their first use. Listing
+ * /proc/self/fd instead made the kernel build an inode for each: some 50 us of a subshell's
+ * life. Under setting_up, at the child's first recorded call, before any other. */
+static void seed_inherited(struct prof_thread *th, uint32_t high)
+{
+	for (uint32_t fd = 0; fd < high && fd < io_fd_table_size; fd++) {
+		uint32_t was = atomic_exchange_explicit(&io_fd_table[fd], 0, memory_order_relaxed);
+		if (was && was != IO_FD_OURS && syscall(SYS_fcntl, (int)fd, F_GETFD) >= 0)
+			discover(th, (int)fd, PROF_IO_INHERITED);
+	}
+}
+
+static int table_inherited;  /* a fork child's table: its parent's, not yet named anew */
+
 /* A fork child's trace is new: the ids its parent gave are not in it (io_ready()). */
 void prof_io_fork_child(void)
 {
+	table_inherited = io_fd_table != NULL;
 	atomic_store(&io_fd_pid, 0);
 }
 
@@ -507,6 +524,13 @@ static void setup_table(struct prof_thread *th, uint32_t pid)
 			atomic_store(&io_fd_pid, pid);
 			return;
 		}
+	} else if (table_inherited) {
+		uint32_t high = atomic_exchange(&fd_high, 0);
+		table_inherited = 0;
+		atomic_store(&next_id, 1);
+		seed_inherited(th, high);
+		atomic_store(&io_fd_pid, pid);
+		return;
 	} else {
 		memset((void *)io_fd_table, 0, atomic_load(&fd_high) * sizeof(uint32_t));
 	}
@@ -528,8 +552,11 @@ void io_fd_setup(struct prof_thread *th)
 		}
 		sched_yield();
 	}
-	if (atomic_load(&io_fd_pid) != pid)
+	if (atomic_load(&io_fd_pid) != pid) {
+		int err = errno;  /* before the program's call: a failed lookup must not show */
 		setup_table(th, pid);
+		errno = err;
+	}
 	atomic_flag_clear_explicit(&setting_up, memory_order_release);
 	prof_signals_restore(blocked, &saved);
 }

@@ -629,9 +629,21 @@ Test(io, two_paths_to_one_buffered_call_keep_their_stacks)
 	two_paths_keep_their_stacks("stdio");
 }
 
+/* The IO_NAME records of the traces in dir whose line holds both op and name. */
+static size_t io_names(const char *dir, const char *op, const char *name)
+{
+	const char *args[] = { "dump", dir, NULL };
+	char *text = e2e_prof_text(dir, args);
+	size_t n = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+		n += strstr(line, " IO_NAME ") && strstr(line, op) && strstr(line, name);
+	free(text);
+	return n;
+}
+
 /* A fork child names the descriptors it inherited as they are at the fork: a number closed
  * and taken again by an open no hook sees (opendir), a dup2, an F_DUPFD and a pipe's end
- * moved by dup. */
+ * moved by dup; not one closed by a system call no hook sees. */
 Test(io, a_fork_child_names_its_descriptors_as_they_are)
 {
 	const char *dir = e2e_tmpdir();
@@ -661,6 +673,12 @@ Test(io, a_fork_child_names_its_descriptors_as_they_are)
 	prof_sum(files, "pipe", &rd, &wr, &rows);
 	cr_expect_eq(wr, 7, "the pipe's end moved by dup");
 	json_decref(doc);
+	/* Named in the child as inherited: second.dat at its three numbers; third.dat (closed
+	 * where the parent's hooks did not see it) not at all, first.dat not either. */
+	cr_expect_eq(io_names(dir, " inherited ", "/second.dat\""), 3);
+	cr_expect_eq(io_names(dir, " inherited ", "/third.dat\""), 0);
+	cr_expect_eq(io_names(dir, " inherited ", "/first.dat\""), 0);
+	cr_expect_eq(io_names(dir, " open ", "/third.dat\""), 1, "the parent's open of third.dat");
 }
 
 /* Most fd calls are 16-byte short IO_CALL records (shared/prof_short.h): a run of calls on one

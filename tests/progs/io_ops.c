@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -367,10 +368,23 @@ static void mode_timeout(const char *dir)
 	printf("timeouts %d, read back %ld\n", timeouts, got);
 }
 
+/* close(2) without libc, whose syscall() libprof hooks too: a close no hook sees. */
+static long unseen_close(int fd)
+{
+#if defined(__x86_64__)
+	long r;
+	__asm__ volatile("syscall" : "=a"(r) : "0"((long)SYS_close), "D"((long)fd) : "rcx", "r11", "memory");
+	return r;
+#else
+	return syscall(SYS_close, fd);
+#endif
+}
+
 /* forked: a fork child uses descriptors its parent opened, closed, reused, dup'ed and
  * moved: each call is the file's the descriptor is at the fork (second.dat: 600 bytes, the
  * pipe: 7, DIR: an lseek), none first.dat's, whose number opendir took (an open no hook
- * sees) and second.dat's next. */
+ * sees) and second.dat's next. third.dat is opened and moved to 60, then closed there by a
+ * system call no hook sees, just before the fork: the child does not have it. */
 static void mode_forked(const char *dir)
 {
 	char first[4096], second[4096];
@@ -392,6 +406,12 @@ static void mode_forked(const char *dir)
 		die("second.dat");
 	int out = dup(p[1]);
 	close(p[1]);
+	char third[4096];
+	path_in(third, sizeof(third), dir, "third.dat");
+	int opened = open(third, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	int gone = fcntl(opened, F_DUPFD, 60);  /* above the number the child's trace takes */
+	if (opened < 0 || gone < 60 || close(opened) != 0 || unseen_close(gone) != 0)
+		die("third.dat");
 	pid_t child = fork();
 	if (child < 0)
 		die("fork");
