@@ -136,7 +136,7 @@ static noinline void resolve(void)
 
 #define LOCK_BITS 18                  /* 32 MiB of address space, touched as it fills */
 #define LOCK_BITS_MIN 10              /* what an address-space limit may leave (table_map()) */
-#define MAX_PROBES 32
+#define MAX_PROBES 40                 /* GROUP_PROBES in the page's group, then 32 (slot_next()) */
 #define HOLD_EXACT 256                /* holds of each lock always timed */
 #define SNAP_EVERY 4096               /* acquisitions between snapshots, past the first ones */
 #define READ_HOLDS 8                  /* read locks a thread holds at once with hold timing */
@@ -227,9 +227,35 @@ static void table_map(void)
 	table = p;  /* last: a hook that sees it sees the rest */
 }
 
+/* A lock's first slots are in the group of 128 slots (PAGE_SLOTS_BITS) of its 4 KiB page of the
+ * program's, in the order of their offsets there (one slot per 32 bytes: no two mutexes,
+ * rwlocks or semaphores start in one), the groups spread by a hash of the page. A program's
+ * locks sit side by side (an array of them, objects of one arena): 4,000 mutexes of an array
+ * take some 160 pages of the table, where a hash of each address gave nearly every one a
+ * page of its own, a page fault at its first use (2 us here) and a TLB miss at each after.
+ * Past GROUP_PROBES slots of its group (more locks in pages whose groups are one), a lock
+ * goes on from a hash of its own address, so the table fills as evenly as before. Entries
+ * never move, so a lookup follows the claims' probes. */
+#define PAGE_SLOTS_BITS 7
+#define GROUP_PROBES 8
 static inline uint32_t slot_of(uintptr_t a)
 {
-	return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS)) & lock_mask;
+	uint64_t page = (uint64_t)a >> 12;
+	uint32_t group = (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS));
+	uint32_t in_page = (uint32_t)(a >> 5) & ((1u << PAGE_SLOTS_BITS) - 1);
+	return ((group & ~((1u << PAGE_SLOTS_BITS) - 1)) | in_page) & lock_mask;
+}
+
+/* The slot of probe n + 1 of lock a, i being probe n's: the next in its group, then from a
+ * hash of its address, in steps that leave a group each time (a full one is full for 128
+ * slots). */
+static inline uint32_t slot_next(uintptr_t a, uint32_t i, uint32_t n)
+{
+	if (n + 1 < GROUP_PROBES)
+		return (i + 1) & lock_mask;
+	if (n + 1 == GROUP_PROBES)
+		return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS)) & lock_mask;
+	return (i + (1u << PAGE_SLOTS_BITS) + 3) & lock_mask;
 }
 
 /* The entry of lock a, or NULL if it has none. Never claims. */
@@ -239,7 +265,7 @@ static inline struct lock_entry *lock_find(const void *lock)
 	struct lock_entry *t = table;
 	if (unlikely(!t))
 		return NULL;
-	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & lock_mask) {
+	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; i = slot_next(a, i, n), n++) {
 		uintptr_t k = LD(t[i].addr);
 		if (k == a)
 			return &t[i];
@@ -345,7 +371,7 @@ static inline struct lock_entry *lock_get(struct prof_thread *th, const void *lo
 	struct lock_entry *t = table;
 	if (unlikely(!t))
 		return NULL;
-	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; n++, i = (i + 1) & lock_mask) {
+	for (uint32_t i = slot_of(a), n = 0; n < MAX_PROBES; i = slot_next(a, i, n), n++) {
 		uintptr_t k = LD(t[i].addr);
 		if (likely(k == a)) {
 			if (unlikely(LD(t[i].acquisitions) == 0))

@@ -565,3 +565,28 @@ Test(locks, a_fork_shares_no_table_the_child_empties, .timeout = 60)
 	cr_expect_eq(children, 4);
 	json_decref(doc);
 }
+
+/* A program's locks sit side by side: the first use of 4000 mutexes of an array costs the
+ * lock table a few page faults for many locks (a group of slots per page of the program's;
+ * tests/progs/lock_array.c), where a hash of each address took two faults a lock. All 4000
+ * are counted, once each. */
+Test(locks, locks_side_by_side_share_pages_of_the_table)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_array"), "4000", NULL };
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_array failed: %d", st);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	char *text = e2e_read_file(path);
+	cr_assert_not_null(text);
+	long faults = -1, locks = 0;
+	cr_assert_eq(sscanf(text, "faults %ld locks %ld", &faults, &locks), 2, "%s", text);
+	free(text);
+	cr_expect_lt(faults, 1000, "the first use of 3999 locks: %ld faults", faults);
+	json_t *p = e2e_process(doc, 0);
+	cr_expect_eq(json_array_size(json_object_get(p, "locks")), 4000);
+	cr_expect_eq(acquisitions(p), 4000);
+	json_decref(doc);
+}
