@@ -9,9 +9,15 @@
 #   BENCH_NO_HEAPTRACK=1  leave heaptrack out     BENCH_CACHE_OFF=1  add PROF_STACK_CACHE=0
 #   BENCH_BASE_LIB=PATH   add a column "base": the programs under another libprof.so (a build
 #                         of an earlier commit), side by side with this one in the same rounds
+#   BENCH_TIMEOUT=S       a program's run killed after S seconds (default 300), shown as "hung":
+#                         heaptrack once hung a bash subshell for good (a lock its fork child
+#                         inherited held), and the whole benchmark waited
 # shellcheck source=bench/lib.sh
 . "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/lib.sh"
 ROUNDS=${BENCH_ROUNDS:-3}
+TIMEOUT=${BENCH_TIMEOUT:-300}
+positive BENCH_ROUNDS "$ROUNDS"
+positive BENCH_TIMEOUT "$TIMEOUT"
 built_lib
 unset_prof_env PROF_STACK_CACHE PROF_HEAP_SAMPLE PROF_HEAP_SAMPLE_SEED PROF_LEAK_CHECK PROF_CUDA_TIMING
 work_dir overhead
@@ -102,8 +108,11 @@ modes=(none libprof sample512k)
 base_lib_from_env
 [[ -z $base_lib ]] || modes+=(base)
 [[ ${BENCH_NO_HEAPTRACK:-} ]] || ! command -v heaptrack >/dev/null || modes+=(heaptrack)
-traced() {  # env... command: under libprof, traces in $out/traces
-	PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib "$@"
+limited() {  # command: run with the time limit (killed, with what it started, at the end)
+	timeout -k 10 "$TIMEOUT" "$@"
+}
+traced() {  # env... command: under libprof, traces in $out/traces (timeout itself is not)
+	limited env PROF_OUTPUT="$out/traces/%p.trace" LD_PRELOAD="$lib" "$@"
 }
 heaptracked() {  # [env VAR=VALUE...] command: under heaptrack, which must run the program
 	# itself: heaptrack running `env` loses the program env executes
@@ -112,22 +121,28 @@ heaptracked() {  # [env VAR=VALUE...] command: under heaptrack, which must run t
 		shift
 		while [[ $1 == *=* ]]; do vars+=("$1"); shift; done
 	fi
-	env "${vars[@]}" heaptrack -o "$out/traces/ht" "$@"
+	limited env "${vars[@]}" heaptrack -o "$out/traces/ht" "$@"
 }
-run() {  # mode name: prints milliseconds
-	local t0 t1
+run() {  # mode name: prints milliseconds, or "hung" where the time limit killed the run
+	local t0 t1 rc=0
 	rm -rf "$out/traces" && mkdir -p "$out/traces"
 	t0=$(date +%s%N)
 	case $1 in
-	none) ${cmd[$2]} >/dev/null 2>&1 ;;
-	libprof) traced ${cmd[$2]} >/dev/null 2>&1 ;;
-	sample512k) PROF_HEAP_SAMPLE=512K traced ${cmd[$2]} >/dev/null 2>&1 ;;
-	cache_off) PROF_STACK_CACHE=0 traced ${cmd[$2]} >/dev/null 2>&1 ;;
-	base) PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$base_lib ${cmd[$2]} >/dev/null 2>&1 ;;
-	heaptrack) heaptracked ${cmd[$2]} >/dev/null 2>&1 ;;
+	none) limited ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
+	libprof) traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
+	sample512k) PROF_HEAP_SAMPLE=512K traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
+	cache_off) PROF_STACK_CACHE=0 traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
+	base) limited env PROF_OUTPUT="$out/traces/%p.trace" LD_PRELOAD="$base_lib" ${cmd[$2]} \
+		      >/dev/null 2>&1 || rc=$? ;;
+	heaptrack) heaptracked ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
 	esac
 	t1=$(date +%s%N)
-	echo $(((t1 - t0) / 1000000))
+	if ((rc == 124 || rc == 137)); then
+		echo "$me: $2 under $1 killed after $TIMEOUT s" >&2
+		echo hung
+	else
+		echo $(((t1 - t0) / 1000000))
+	fi
 }
 # Per call, in ns: "name mode" -> a command printing its ns per call.
 percall() {  # name mode
@@ -167,20 +182,34 @@ done
 python3 - "$results" "${modes[*]}" "$ROUNDS" <<'PY' | tee "$out/../overhead.txt"
 import sys, statistics, collections
 t = collections.defaultdict(list)
+hung = collections.Counter()
 for line in open(sys.argv[1]):
     kind, n, m, v = line.split()
-    t[kind, n, m].append(float(v))
+    if v == "hung":
+        hung[kind, n, m] += 1
+    else:
+        t[kind, n, m].append(float(v))
 modes = sys.argv[2].split()
 goal = {"libprof": "2.0x", "sample512k": "1.1x"}
 print("Programs: wall time, median of %s interleaved rounds (ratio to uninstrumented)" % sys.argv[3])
 print("%-15s" % "program" + "".join("%18s" % m for m in modes))
-for n in dict.fromkeys(k[1] for k in t if k[0] == "prog"):
-    base = statistics.median(t["prog", n, "none"])
+for n in dict.fromkeys(k[1] for k in list(t) + list(hung) if k[0] == "prog"):
+    base = statistics.median(t["prog", n, "none"]) if t["prog", n, "none"] else 0
     cells = []
     for m in modes:
-        med = statistics.median(t["prog", n, m])
-        cells.append("%18s" % ("%d ms" % med if m == "none" else "%d ms %5.2fx" % (med, med / base)))
+        runs = t["prog", n, m]
+        if not runs or not base:
+            cells.append("%18s" % "hung")
+            continue
+        med = statistics.median(runs)
+        cell = "%d ms" % med if m == "none" else "%d ms %5.2fx" % (med, med / base)
+        cells.append("%18s" % (cell + ("*" if hung["prog", n, m] else "")))
     print("%-15s" % n + "".join(cells))
+if hung:
+    print("hung (killed after BENCH_TIMEOUT seconds): "
+          + ", ".join("%s under %s (%d of %s rounds)" % (n, m, c, sys.argv[3])
+                      for (k, n, m), c in hung.items())
+          + "; a * marks the median of the other rounds")
 print("goals: libprof <= 2.0x on the allocation benchmarks and every program; "
       "sample512k <= 1.1x on the allocation benchmarks")
 print()
