@@ -515,6 +515,20 @@ Test(locks, short_and_ordinary_lock_waits_agree_with_the_counters)
 		     others);
 }
 
+/* The report of argv run under libprof, which must exit 0; *text: what the program printed. */
+static json_t *profile_printed(const char *const argv[], char **text)
+{
+	const char *dir;
+	int st;
+	json_t *doc = profile(argv, NULL, &dir, &st);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed: %d", argv[0], st);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	*text = e2e_read_file(path);
+	cr_assert_not_null(*text);
+	return doc;
+}
+
 /* A prefork server (tests/progs/fork_tables.c): the lock and stack tables, which a fork child
  * empties anyway, are not shared with the children (MADV_WIPEONFORK), so the parent's next
  * pass over its 2000 locks faults about as often as without libprof (20 pages of its own
@@ -523,15 +537,9 @@ Test(locks, short_and_ordinary_lock_waits_agree_with_the_counters)
  * call paths with their own stacks. */
 Test(locks, a_fork_shares_no_table_the_child_empties, .timeout = 60)
 {
-	const char *dir;
 	const char *argv[] = { e2e_prog("fork_tables"), "2000", "4", NULL };
-	int st;
-	json_t *doc = profile(argv, NULL, &dir, &st);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fork_tables failed: %d", st);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	char *text = e2e_read_file(path);
-	cr_assert_not_null(text);
+	char *text;
+	json_t *doc = profile_printed(argv, &text);
 	long faults = -1;
 	cr_assert_eq(sscanf(text, "faults_after_fork %ld", &faults), 1, "%s", text);
 	free(text);
@@ -572,15 +580,9 @@ Test(locks, a_fork_shares_no_table_the_child_empties, .timeout = 60)
  * are counted, once each. */
 Test(locks, locks_side_by_side_share_pages_of_the_table)
 {
-	const char *dir;
 	const char *argv[] = { e2e_prog("lock_array"), "4000", NULL };
-	int st;
-	json_t *doc = profile(argv, NULL, &dir, &st);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_array failed: %d", st);
-	char path[512];
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	char *text = e2e_read_file(path);
-	cr_assert_not_null(text);
+	char *text;
+	json_t *doc = profile_printed(argv, &text);
 	long faults = -1, locks = 0;
 	cr_assert_eq(sscanf(text, "faults %ld locks %ld", &faults, &locks), 2, "%s", text);
 	free(text);
