@@ -1524,12 +1524,16 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 						       struct prof_stack_proof *proof)
 {
 	struct stack_cache *c = th->stack_cache;
+	/* Both ways of recording call libunwind (record_by_rules() checks its walk with
+	 * unw_backtrace): not while this thread holds the loader's lock. */
+	if (prof_loader_lock_held(th))
+		return prof_stack_at_uncached(th, call_site, guess);
 	if (table && *guess)
 		__builtin_prefetch(slot_at(*guess, 0, 0));
 	void *buf[PROF_MAX_STACK_DEPTH + 16], **frames = buf;
 	int n = record_by_rules(th, e, call_site, sp0, bp0, buf, &frames);
 	if (!n) {
-		if (prof_loader_lock_held(th) || !recording_begin())
+		if (!recording_begin())
 			return prof_stack_at_uncached(th, call_site, guess);
 		c->debt += RECORD_COST;
 		c->recorded++;
