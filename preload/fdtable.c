@@ -524,19 +524,16 @@ static void setup_table(struct prof_thread *th, uint32_t pid)
 			atomic_store(&io_fd_pid, pid);
 			return;
 		}
-	} else if (table_inherited) {
-		uint32_t high = atomic_exchange(&fd_high, 0);
-		table_inherited = 0;
-		atomic_store(&next_id, 1);
-		seed_inherited(th, high);
-		atomic_store(&io_fd_pid, pid);
-		return;
-	} else {
+	} else if (!table_inherited) {  /* another process's, without a fork handler to say so */
 		memset((void *)io_fd_table, 0, atomic_load(&fd_high) * sizeof(uint32_t));
 	}
-	atomic_store(&fd_high, 0);
+	uint32_t high = atomic_exchange(&fd_high, 0);
 	atomic_store(&next_id, 1);
-	seed(th);
+	if (table_inherited)
+		seed_inherited(th, high);
+	else
+		seed(th);
+	table_inherited = 0;
 	atomic_store(&io_fd_pid, pid);
 }
 
