@@ -238,12 +238,16 @@ static void table_map(void)
  * never move, so a lookup follows the claims' probes. */
 #define PAGE_SLOTS_BITS 7
 #define GROUP_PROBES 8
+static inline uint32_t slot_hash(uint64_t v)  /* LOCK_BITS bits */
+{
+	return (uint32_t)((v * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS));
+}
+
 static inline uint32_t slot_of(uintptr_t a)
 {
-	uint64_t page = (uint64_t)a >> 12;
-	uint32_t group = (uint32_t)((page * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS));
+	uint32_t group = slot_hash((uint64_t)a >> 12) & ~((1u << PAGE_SLOTS_BITS) - 1);
 	uint32_t in_page = (uint32_t)(a >> 5) & ((1u << PAGE_SLOTS_BITS) - 1);
-	return ((group & ~((1u << PAGE_SLOTS_BITS) - 1)) | in_page) & lock_mask;
+	return (group | in_page) & lock_mask;
 }
 
 /* The slot of probe n + 1 of lock a, i being probe n's: the next in its group, then from a
@@ -254,7 +258,7 @@ static inline uint32_t slot_next(uintptr_t a, uint32_t i, uint32_t n)
 	if (n + 1 < GROUP_PROBES)
 		return (i + 1) & lock_mask;
 	if (n + 1 == GROUP_PROBES)
-		return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> (64 - LOCK_BITS)) & lock_mask;
+		return slot_hash(a) & lock_mask;
 	return (i + (1u << PAGE_SLOTS_BITS) + 3) & lock_mask;
 }
 
