@@ -111,7 +111,7 @@ base_lib_from_env
 limited() {  # command: run with the time limit (killed, with what it started, at the end)
 	timeout -k 10 "$TIMEOUT" "$@"
 }
-traced() {  # env... command: under libprof, traces in $out/traces (timeout itself is not)
+traced() {  # env... command: under libprof ($lib), traces in $out/traces (timeout itself is not)
 	limited env PROF_OUTPUT="$out/traces/%p.trace" LD_PRELOAD="$lib" "$@"
 }
 heaptracked() {  # [env VAR=VALUE...] command: under heaptrack, which must run the program
@@ -132,8 +132,7 @@ run() {  # mode name: prints milliseconds, or "hung" where the time limit killed
 	libprof) traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
 	sample512k) PROF_HEAP_SAMPLE=512K traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
 	cache_off) PROF_STACK_CACHE=0 traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
-	base) limited env PROF_OUTPUT="$out/traces/%p.trace" LD_PRELOAD="$base_lib" ${cmd[$2]} \
-		      >/dev/null 2>&1 || rc=$? ;;
+	base) lib=$base_lib traced ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
 	heaptrack) heaptracked ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
 	esac
 	t1=$(date +%s%N)
