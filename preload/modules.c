@@ -97,6 +97,11 @@ int prof_addr_known(uintptr_t ip)
 	return 0;
 }
 
+uint32_t prof_modules_known(void)
+{
+	return atomic_load_explicit(&module_count, memory_order_acquire);
+}
+
 static uint64_t hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;

@@ -462,6 +462,7 @@ static inline void prof_modules_rescan_if_stale(void)
 void prof_modules_reset(void);
 int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);
+uint32_t prof_modules_known(void);  /* objects described so far (a fork child: anew) */
 /* Whether [addr, addr + len) lies in a loaded object's segment (as of the latest rescan, none
  * while a dlclose runs): readable without a check. */
 int prof_addr_in_objects(uintptr_t addr, size_t len);

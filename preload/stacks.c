@@ -419,6 +419,7 @@ struct stack_cache {
 	uint64_t seen[SEEN_BITS / 64];  /* keys missed once, by a hash of the key */
 	uint64_t hits, recorded, first_seen, throttled, closed, py_hits;  /* said with PROF_DEBUG=1 */
 	uint64_t by_steps, by_rules, walks_wrong;  /* recordings made each way; walks unlike */
+	uint64_t book_hits, book_kept;  /* stacks found in the fork family's book; added to it */
 	uint32_t rules_unloads;       /* prof_code_unloads when the rules were learned */
 	uint32_t rules_forgotten;     /* times they were forgotten for a dlclose */
 	uint32_t rule_slots;          /* of rules[] in use: RULE_SLOTS_FIRST and up */
@@ -966,7 +967,7 @@ void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache, i
 	if (cache) {
 		cache->hits = cache->recorded = cache->first_seen = cache->throttled = 0;
 		cache->closed = cache->py_hits = cache->by_steps = cache->by_rules = 0;
-		cache->walks_wrong = 0;
+		cache->walks_wrong = cache->book_hits = cache->book_kept = 0;
 	}
 	atomic_store(&cache_hits, 0);
 	atomic_store(&cache_misses, 0);
@@ -983,13 +984,15 @@ void prof_stacks_thread_done(struct prof_thread *th)
 			prof_log("stack cache of thread %d: %llu hits, %llu recorded, %llu first seen, "
 				 "%llu throttled, %llu closed, %u KiB, %llu hits with other Python "
 				 "frames, %llu recorded by steps, %llu by rules, %llu walks wrong, rules "
-				 "forgotten %u times", th->tid,
+				 "forgotten %u times, %llu found in the fork family's book, %llu added "
+				 "to it", th->tid,
 				 (unsigned long long)c->hits, (unsigned long long)c->recorded,
 				 (unsigned long long)c->first_seen, (unsigned long long)c->throttled,
 				 (unsigned long long)c->closed, c->used >> 10,
 				 (unsigned long long)c->py_hits,
 				 (unsigned long long)c->by_steps, (unsigned long long)c->by_rules,
-				 (unsigned long long)c->walks_wrong, c->rules_forgotten);
+				 (unsigned long long)c->walks_wrong, c->rules_forgotten,
+				 (unsigned long long)c->book_hits, (unsigned long long)c->book_kept);
 		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
 		if (i >= (size_t)atomic_load(&cache_fit)) {
 			munmap(c, CACHE_STRIDE);  /* past a lowered limit's share: never again */
@@ -1035,10 +1038,12 @@ static inline uint64_t check_mix(uint64_t h, uint64_t v)
  * the words at sp + 8 * off[i] (word(i)), sp, the rbp where it decides, the cache's
  * generation. As exact as the stack table, which takes two stacks whose frames hash alike
  * for one. Two lanes, so that the multiplications of a long stack overlap. */
-#define ENTRY_CHECK(n, need_bp, sp, bp, word)                                              \
+#define ENTRY_CHECK(n, need_bp, sp, bp, word) \
+	ENTRY_CHECK_GEN(n, need_bp, sp, bp, word, atomic_load_explicit(&cache_gen, memory_order_relaxed))
+#define ENTRY_CHECK_GEN(n, need_bp, sp, bp, word, gen)                                     \
 	({                                                                                 \
 		uint64_t a_ = check_mix(0x9e3779b97f4a7c15ull ^ (n), (need_bp) ? (bp) : 0); \
-		uint64_t b_ = check_mix((sp), atomic_load_explicit(&cache_gen, memory_order_relaxed)); \
+		uint64_t b_ = check_mix((sp), (gen));                                      \
 		uint32_t i_ = 0;                                                           \
 		for (; i_ + 1 < (n); i_ += 2) {                                            \
 			a_ = check_mix(a_, word(i_));                                      \
@@ -1220,8 +1225,12 @@ static void recording_end(void)
 	atomic_fetch_sub(&recording_unwinds, 1);
 }
 
+static void book_prepare(void);
+static void book_joined(void);
+
 static void fork_prepare(void)
 {
+	book_prepare();
 	atomic_store(&forking, 1);
 	while (atomic_load(&recording_unwinds))
 		sched_yield();
@@ -1240,9 +1249,15 @@ static void fork_parent_done(void)
 	fork_done();
 }
 
+static void fork_child_done(void)
+{
+	fork_done();
+	book_joined();
+}
+
 __attribute__((constructor)) static void stacks_atfork(void)
 {
-	pthread_atfork(fork_prepare, fork_parent_done, fork_done);
+	pthread_atfork(fork_prepare, fork_parent_done, fork_child_done);
 }
 
 int prof_stacks_fork_was_safe(void)
@@ -1514,6 +1529,284 @@ static int record_by_rules(struct prof_thread *th, struct cached_stack *e, uintp
 	return n;
 }
 
+/* ---- The fork family's book ----------------------------------------------------------------
+ * A shell's subshells, a prefork server's workers: the fork children of one process run the
+ * same new call paths, each one's first time in that child, where the parent never went. Each
+ * unwound them anew with libunwind (a bash subshell: 50 unwinds, libunwind's caches copied
+ * page by page on write, 0.8 ms of its 2). So a process that forks maps a book, shared with
+ * every fork child it has after that (and theirs): the stack cache's entries, with frames in
+ * place of the trace's stack id, which each member appends and every member may read. An
+ * entry is checked as the thread's own are (cached_holds(): the same call site and stack
+ * pointer, and every word that decided the unwind holding the same value), which proves the
+ * same unwind where the code is the same: every member has the objects its creator had (no
+ * more described, none unloaded), and every frame of an entry lies in one of them. The
+ * highest word of an entry lies in the reading thread's own stack, or it is not read. From
+ * its second child on, a family records (rather than unwinds fast) the calls it meets first,
+ * so that its later children find them; after its second, only while they do (children that
+ * each run code of their own, as a test runner's, would record what none finds). */
+#define BOOK_BYTES (8u << 20)
+#define BOOK_HEADS 4096
+#define BOOK_CHAIN_MAX 32
+/* Many paths reach one call site at one depth (a helper called from everywhere): a chain is
+ * picked by the values of an entry's first BOOK_KEY_WORDS words as well, each read where the
+ * first entry of the paths alike so far had it (its layout, kept per prefix: the callers'
+ * frames are the same where their return addresses are). */
+#define BOOK_KEY_WORDS 8
+#define BOOK_LAYOUTS 16384
+#define BOOK_LAYOUT_PROBES 8
+#define BOOK_GEN 0  /* ENTRY_CHECK's generation for book entries: they name frames, not ids */
+#define BOOK_RECORD_FROM 2  /* the child from which a family records its first sightings */
+#define BOOK_PAYS 4         /* ... and goes on to, while a hit comes of every 4 it added */
+/* A thread takes a call it has seen before from the book too, rather than record it into its
+ * own cache, until it has taken this many from the book: a short life (a subshell's) ends
+ * before a recording pays, a worker's does not. */
+#define BOOK_SHORT 256
+
+struct book_entry {
+	uintptr_t site, sp;
+	uint64_t check;   /* ENTRY_CHECK_GEN(..., BOOK_GEN) */
+	uint32_t next;    /* 1 + offset of the next entry of the chain, 0 = none */
+	uint16_t n;       /* words */
+	uint16_t top;     /* the highest off[] */
+	uint16_t frames;
+	uint8_t need_bp;
+	uint8_t pad;
+	uint16_t off[];   /* then the frames, 8-aligned */
+};
+
+struct book_layout {
+	_Atomic uint64_t prefix;  /* a hash of site, sp and the words before; 0: free */
+	_Atomic uint32_t off;     /* 1 + where the next word is; 0 while being claimed */
+	uint32_t pad;
+};
+
+struct book {
+	uint32_t modules, unloads;  /* its creator's objects: what every reader must have */
+	_Atomic uint32_t used;      /* bytes of arena taken */
+	_Atomic uint32_t children;  /* fork children started in the family */
+	_Atomic uint32_t hits, adds;  /* entries found, and added by children */
+	_Atomic uint32_t heads[BOOK_HEADS];
+	struct book_layout layouts[BOOK_LAYOUTS];
+	_Alignas(64) char arena[];
+};
+#define BOOK_ARENA (BOOK_BYTES - offsetof(struct book, arena))
+
+static struct book *_Atomic book;  /* inherited by fork children; gone with an exec */
+static int book_child;     /* this process is a fork child in book's family */
+
+static inline uint64_t *book_frames(const struct book_entry *be)
+{
+	return (uint64_t *)((char *)be + ((sizeof(*be) + 2u * be->n + 7u) & ~7u));
+}
+
+static inline uint32_t book_entry_size(uint32_t words, uint32_t frames)
+{
+	return (((uint32_t)sizeof(struct book_entry) + 2u * words + 7u) & ~7u) + 8u * frames;
+}
+
+/* The layout slot of prefix: where it is, or (claim) where it goes; NULL if neither. */
+static struct book_layout *book_layout(struct book *b, uint64_t prefix, int claim)
+{
+	for (uint32_t i = 0; i < BOOK_LAYOUT_PROBES; i++) {
+		struct book_layout *l = &b->layouts[(prefix + i) & (BOOK_LAYOUTS - 1)];
+		uint64_t cur = atomic_load_explicit(&l->prefix, memory_order_acquire);
+		if (cur == prefix)
+			return l;
+		if (cur == 0 && claim &&
+		    (atomic_compare_exchange_strong(&l->prefix, &cur, prefix) || cur == prefix))
+			return l;
+	}
+	return NULL;
+}
+
+/* The chain of the call at site, sp whose stack is word[] (room: how many words of it lie in
+ * the thread's stack): the hash of site, sp and its first words, each read where the layout
+ * of the words before says. A writer (be) makes the layouts its entry takes where none is
+ * yet; a layout made by another path's entry is followed all the same, by writer and reader
+ * alike (the words are only a key: each entry is checked by its own). */
+static _Atomic uint32_t *book_chain(struct book *b, uintptr_t site, uintptr_t sp,
+				    const volatile uintptr_t *word, uint64_t room,
+				    const struct book_entry *be)
+{
+	uint64_t h = site_hash(site, sp) | 1;
+	for (uint32_t k = 0; k < BOOK_KEY_WORDS; k++) {
+		int claim = be && k < be->n;
+		struct book_layout *l = book_layout(b, h, claim);
+		if (!l)
+			break;
+		uint32_t off = atomic_load_explicit(&l->off, memory_order_acquire);
+		if (!off && claim) {
+			off = be->off[k] + 1u;
+			uint32_t none = 0;
+			if (!atomic_compare_exchange_strong(&l->off, &none, off))
+				off = none;
+		}
+		if (!off || off - 1 >= room)
+			break;
+		h = check_mix(h, word[off - 1]) | 1;
+	}
+	return &b->heads[h >> (64 - 12)];
+}
+_Static_assert(BOOK_HEADS == 1u << 12, "book_chain() takes 12 bits");
+
+/* The book, where this process may read and add to it now. */
+static inline struct book *book_open(const struct prof_thread *th)
+{
+	struct book *b = atomic_load_explicit(&book, memory_order_acquire);
+	if (!b || th->in_signal || !th->stack_cache)
+		return NULL;
+	if (prof_modules_known() != b->modules ||
+	    atomic_load_explicit(&prof_code_unloads, memory_order_relaxed) != b->unloads)
+		return NULL;
+	return b;
+}
+
+/* Whether the thread should record a call it meets for the first time: to add it. */
+static int book_records(const struct prof_thread *th)
+{
+	struct book *b = book_open(th);
+	if (!b || !book_child)
+		return 0;
+	uint32_t children = atomic_load_explicit(&b->children, memory_order_relaxed);
+	return children == BOOK_RECORD_FROM ||
+	       (children > BOOK_RECORD_FROM &&
+		(uint64_t)atomic_load_explicit(&b->hits, memory_order_relaxed) * BOOK_PAYS >=
+			atomic_load_explicit(&b->adds, memory_order_relaxed));
+}
+
+/* The entry of the book that holds for the call at site, sp, bp, or NULL. An entry's fields
+ * are checked before use: another member may have written anything into the shared pages. */
+static const struct book_entry *book_search(struct book *b, const struct stack_cache *c,
+					    uintptr_t site, uintptr_t sp, uintptr_t bp)
+{
+	if (!c->stack_hi || sp < c->stack_lo || sp >= c->stack_hi)
+		return NULL;
+	const volatile uintptr_t *word = (const volatile uintptr_t *)sp;
+	uint64_t room = (c->stack_hi - sp) / 8;
+	uint32_t at = atomic_load_explicit(book_chain(b, site, sp, word, room, NULL),
+					   memory_order_acquire);
+	for (int i = 0; at && i < BOOK_CHAIN_MAX; i++) {
+		if (at - 1 > BOOK_ARENA - sizeof(struct book_entry) || ((at - 1) & 7))
+			return NULL;
+		const struct book_entry *be = (const struct book_entry *)(b->arena + at - 1);
+		if (be->site == site && be->sp == sp && be->n && be->frames &&
+		    be->frames <= prof_cfg.stack_depth &&
+		    at - 1 + book_entry_size(be->n, be->frames) <= BOOK_ARENA && room > be->top) {
+#define WORD_NOW(i) word[be->off[i]]
+			if (ENTRY_CHECK_GEN(be->n, be->need_bp, sp, bp, WORD_NOW, BOOK_GEN) == be->check)
+				return be;
+#undef WORD_NOW
+		}
+		at = atomic_load_explicit((const _Atomic uint32_t *)&be->next, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+/* Entry e, just recorded and sealed for the call at sp, bp, and its frames: into the book. */
+static void book_add(struct prof_thread *th, const struct cached_stack *e, uintptr_t bp,
+		     void *const *frames, int n)
+{
+	struct book *b = book_open(th);
+	const struct stack_cache *c = th->stack_cache;
+	if (!b || n <= 0 || !e->n || !c->stack_hi || e->sp < c->stack_lo || e->sp >= c->stack_hi)
+		return;
+	for (int i = 0; i < n; i++)
+		if (!prof_addr_known((uintptr_t)frames[i]))
+			return;  /* code described by some member only (dlopen'ed since) */
+	uint32_t size = book_entry_size(e->n, (uint32_t)n);
+	if (atomic_load_explicit(&b->used, memory_order_relaxed) + size > BOOK_ARENA ||
+	    book_search(b, c, e->site, e->sp, bp))  /* another member's, or the thread's own */
+		return;
+	uint32_t at = atomic_fetch_add(&b->used, size);
+	if (at + size > BOOK_ARENA)
+		return;
+	struct book_entry *be = (struct book_entry *)(b->arena + at);
+	uint16_t top = 0;
+	for (uint32_t i = 0; i < e->n; i++)
+		top = e->off[i] > top ? e->off[i] : top;
+	*be = (struct book_entry){ .site = e->site, .sp = e->sp, .n = e->n, .top = top,
+				   .frames = (uint16_t)n, .need_bp = e->need_bp };
+	memcpy(be->off, e->off, 2u * e->n);
+	const volatile uintptr_t *word = (const volatile uintptr_t *)e->sp;
+#define WORD_NOW(i) word[be->off[i]]
+	be->check = ENTRY_CHECK_GEN(be->n, be->need_bp, be->sp, bp, WORD_NOW, BOOK_GEN);
+#undef WORD_NOW
+	uint64_t *f = book_frames(be);
+	for (int i = 0; i < n; i++)
+		f[i] = (uint64_t)(uintptr_t)frames[i];
+	_Atomic uint32_t *head = book_chain(b, be->site, be->sp, word, (c->stack_hi - be->sp) / 8, be);
+	uint32_t next = atomic_load_explicit(head, memory_order_relaxed);
+	do
+		be->next = next;
+	while (!atomic_compare_exchange_weak_explicit(head, &next, at + 1, memory_order_release,
+						      memory_order_relaxed));
+	th->stack_cache->book_kept++;
+	if (book_child)
+		atomic_fetch_add_explicit(&b->adds, 1, memory_order_relaxed);
+}
+
+/* The stack of the call at call_site from the book, interned: its id, 0 if the book has none
+ * that holds. The book's entries are not copied into the thread's cache: its keys follow the
+ * callers by the rules of their frames, learned from its own recordings (without them, every
+ * path at a call site and depth had one key, whose chain filled and closed). */
+static uint32_t book_hit(struct prof_thread *th, uintptr_t call_site, uintptr_t sp, uintptr_t bp,
+			 uint64_t *guess)
+{
+	struct book *b = book_open(th);
+	const struct book_entry *be = b ? book_search(b, th->stack_cache, call_site, sp, bp) : NULL;
+	if (!be)
+		return 0;
+	void *frames[PROF_MAX_STACK_DEPTH + 16];
+	const uint64_t *f = book_frames(be);
+	int n = be->frames;
+	for (int k = 0; k < n; k++)
+		frames[k] = (void *)(uintptr_t)f[k];
+	uint64_t pychain;
+	n = prof_py_splice(th, frames, n, PROF_MAX_STACK_DEPTH + 16, &pychain);
+	*guess = hash_frames(frames, n);
+	uint32_t id = intern(th, frames, n, *guess);
+	if (!id || id == ID_FAILED)
+		return 0;
+	atomic_fetch_add_explicit(&b->hits, 1, memory_order_relaxed);
+	th->stack_cache->book_hits++;
+	return id;
+}
+
+/* Before a fork (the forking thread, others may run): the book the child will share, made by
+ * the first fork, and again by one whose objects changed since. */
+static void book_prepare(void)
+{
+	if (!atomic_load(&prof_active) || prof_cfg.stack_cache == 0 || prof_cfg.stack_depth == 0)
+		return;
+	uint32_t modules = prof_modules_known(), unloads = atomic_load(&prof_code_unloads);
+	struct book *b = atomic_load(&book);
+	if ((b && b->modules == modules && b->unloads == unloads) ||
+	    prof_vm_budget(BOOK_BYTES, 64) < BOOK_BYTES)  /* under a tight ulimit -v: none */
+		return;
+	int saved = errno;
+	void *p = mmap(NULL, BOOK_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	errno = saved;
+	if (p == MAP_FAILED)
+		return;
+	prof_own_memory(p, BOOK_BYTES);
+	b = p;
+	b->modules = modules;
+	b->unloads = unloads;
+	book_child = 0;
+	atomic_store_explicit(&book, b, memory_order_release);  /* an older one stays mapped:
+								   * libprof's own memory */
+}
+
+static void book_joined(void)
+{
+	struct book *b = atomic_load(&book);
+	if (b) {
+		book_child = 1;
+		atomic_fetch_add(&b->children, 1);
+	}
+}
+
 /* A miss, recorded into entry e: by the rules where every frame's is known, else with
  * libunwind's steps, noting the words each read (unwind_recording()). Out of
  * prof_stack_proven(): the unwind's cursor, context and frames take some 5 KiB of stack,
@@ -1560,6 +1853,8 @@ static __attribute__((noinline)) uint32_t record_miss(struct prof_thread *th,
 			*entry_pychain_at(e) = pychain;
 		if (cache_keep(th, e, bp0) && proof)
 			proof_of(th->stack_cache, e, proof);
+		if (!pychain)
+			book_add(th, e, bp0, frames, n);
 	}
 	return id;
 }
@@ -1617,8 +1912,15 @@ __attribute__((noinline)) uint32_t prof_stack_proven(struct prof_thread *th, uin
 		return prof_stack_at_uncached(th, call_site, guess);
 	struct stack_cache *c = th->stack_cache;
 	uint64_t *seen = &c->seen[(key >> 16) % (SEEN_BITS / 64)], bit = 1ull << (key & 63);
-	if (key && !(*seen & bit)) {
+	int first = key && !(*seen & bit);
+	if (first)
 		*seen |= bit;
+	if (first || c->book_hits < BOOK_SHORT) {
+		uint32_t id = book_hit(th, call_site, sp0, bp0, guess);
+		if (id)
+			return hit_checked(th, call_site, id, *guess, guess, " from the fork family's book");
+	}
+	if (first && !book_records(th)) {
 		c->first_seen++;
 		return prof_stack_at_uncached(th, call_site, guess);
 	}

@@ -26,10 +26,14 @@ static char *checked_hits(const char *prog, const char *arg, long min_hits)
 	char *text = e2e_read_file(err);
 	cr_assert_not_null(text);
 	cr_expect_null(strstr(text, "gave stack"), "%s: the cache and an unwind differ:\n%s", prog, text);
-	long hits = 0, wrong = -1;
-	for (const char *p = text; (p = strstr(p, "stack cache: ")); p++)
-		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &hits, &wrong) != 2)
-			hits = 0;
+	long hits = 0, wrong = -1;  /* of every process */
+	for (const char *p = text; (p = strstr(p, "stack cache: ")); p++) {
+		long h, w;
+		if (sscanf(p, "stack cache: %ld hits checked, %ld wrong", &h, &w) == 2) {
+			hits += h;
+			wrong = w > wrong ? w : wrong;
+		}
+	}
 	cr_expect_gt(hits, min_hits, "%s: %ld hits checked:\n%s", prog, hits, text);
 	cr_expect_eq(wrong, 0, "%s", text);
 	return text;
@@ -40,10 +44,10 @@ static void checked_run(const char *prog)
 	free(checked_hits(prog, NULL, 1000));
 }
 
-static char *flame(const char *prog, const char *cache, long *tails)
+static char *flame_of(const char *prog, const char *arg, const char *cache, long *tails)
 {
 	const char *dir = e2e_tmpdir();
-	const char *argv[] = { e2e_prog(prog), NULL };
+	const char *argv[] = { e2e_prog(prog), arg, NULL };
 	char setting[64];
 	snprintf(setting, sizeof(setting), "PROF_STACK_CACHE=%s", cache);
 	const char *env[] = { setting, NULL };
@@ -54,18 +58,64 @@ static char *flame(const char *prog, const char *cache, long *tails)
 	return text;
 }
 
+static char *flame(const char *prog, const char *cache, long *tails)
+{
+	return flame_of(prog, NULL, cache, tails);
+}
+
+static int line_order(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Folded stacks with each root's " (PID)" taken out, their lines sorted: the same for two
+ * runs of a program that forks, whose children's pids differ. Changes text in place. */
+static char *without_pids(char *text)
+{
+	size_t n = 0, cap = 64;
+	char **lines = malloc(cap * sizeof(*lines));
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n")) {
+		char *semi = strchr(l, ';'), *open = strstr(l, " (");
+		char *close = open ? strchr(open, ')') : NULL;
+		if (open && close && (!semi || close < semi))
+			memmove(open, close + 1, strlen(close + 1) + 1);
+		if (n == cap)
+			lines = realloc(lines, (cap *= 2) * sizeof(*lines));
+		lines[n++] = l;
+	}
+	qsort(lines, n, sizeof(*lines), line_order);
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(lines[i]) + 1;
+	char *out = malloc(len);
+	out[0] = 0;
+	for (size_t i = 0; i < n; i++)
+		strcat(strcat(out, lines[i]), "\n");
+	free(lines);
+	return out;
+}
+
 /* The cache's threads also write most new stacks as tails of recent ones: read back whole. */
-static void same_flames(const char *prog)
+static void same_flames_of(const char *prog, const char *arg)
 {
 	long tails_off, tails_on;
-	char *off = flame(prog, "0", &tails_off), *on = flame(prog, "1", &tails_on);
+	char *off = flame_of(prog, arg, "0", &tails_off), *on = flame_of(prog, arg, "1", &tails_on);
 	cr_assert(off && on);
 	cr_expect_eq(tails_off, 0, "%s: no cache, no tails", prog);
 	cr_expect_gt(tails_on, 10, "%s: %ld stacks written as tails", prog, tails_on);
 	cr_expect_gt(e2e_count_lines(off), 20, "%s", off);
-	cr_expect_str_eq(on, off, "%s: with the cache:\n%s\nwithout:\n%s", prog, on, off);
+	char *on_sorted = without_pids(on), *off_sorted = without_pids(off);
+	cr_expect_str_eq(on_sorted, off_sorted, "%s: with the cache:\n%s\nwithout:\n%s", prog,
+			 on_sorted, off_sorted);
+	free(on_sorted);
+	free(off_sorted);
 	free(off);
 	free(on);
+}
+
+static void same_flames(const char *prog)
+{
+	same_flames_of(prog, NULL);
 }
 
 Test(stack_cache, hits_equal_unwinds_with_frame_pointers) { checked_run("stack_paths"); }
@@ -304,3 +354,49 @@ Test(stack_cache, stacks_through_generated_code)
 	free(off);
 	free(on);
 }
+
+/* Fork children that run the same new call paths one after another, as a shell's subshells
+ * do (`many_paths siblings`: 6 children, each taking its 3,000 paths once, none of which the
+ * parent took): from the third on, a child finds its stacks in the book its family shares
+ * instead of unwinding them, each one what an unwind gives (PROF_STACK_CACHE=check). */
+static void siblings_share(const char *prog)
+{
+	char *text = checked_hits(prog, "siblings", 1000);
+	int children = 0, from_book = 0;
+	for (const char *p = text; (p = strstr(p, "stack cache of thread ")); p++) {
+		unsigned long long found = 0;
+		const char *f = strstr(p, " hits with other Python frames");
+		const char *at = strstr(p, "found in the fork family's book");
+		cr_assert(f && at, "%s", text);
+		while (at > p && at[-2] != ' ')
+			at--;
+		cr_assert_eq(sscanf(at - 1, "%llu", &found), 1, "%s", text);
+		children++;
+		from_book += found > 2000;
+	}
+	cr_expect_eq(children, 7, "%s", text);  /* the parent and its 6 children */
+	cr_expect_eq(from_book, 4, "the 3rd to 6th children found their stacks in the book:\n%s", text);
+	free(text);
+}
+
+Test(stack_cache, fork_siblings_share_their_stacks) { siblings_share("many_paths"); }
+Test(stack_cache, fork_siblings_share_their_stacks_optimised) { siblings_share("many_paths_O2"); }
+
+/* The same with recursion, alloca, longjmp, exceptions, signal handlers, coroutines and
+ * threads in each child (`stack_paths siblings`): every hit, the book's too, is what an unwind
+ * gives, and the family's stacks are the same with the cache and without. */
+Test(stack_cache, fork_siblings_hits_equal_unwinds)
+{
+	char *text = checked_hits("stack_paths_O2", "siblings", 1000);
+	unsigned long long found = 0;
+	for (const char *p = text; (p = strstr(p, " found in the fork family's book")); p++) {
+		const char *n = p;
+		while (n > text && n[-1] != ' ')
+			n--;
+		found += strtoull(n, NULL, 10);
+	}
+	cr_expect_gt(found, 1000, "%s", text);
+	free(text);
+}
+
+Test(stack_cache, fork_siblings_same_stacks) { same_flames_of("stack_paths_O2", "siblings"); }

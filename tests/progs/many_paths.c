@@ -13,7 +13,10 @@
  * `many_paths fork`: the first thread walks the paths, forks, and the child walks them again
  * and prints "child PID"; `many_paths fork-thread` does the same with another thread alive
  * (asleep) when it forks, and `many_paths _Fork-thread` makes the child with _Fork(), which
- * runs no fork handlers. */
+ * runs no fork handlers.
+ * `many_paths siblings`: the first thread forks SIBLINGS children one after another, as a
+ * shell forks its subshells; each walks every path once, in order (paths the parent never
+ * took: each one's first sighting in each child), prints "child PID" and exits. */
 #define _GNU_SOURCE
 #include <sys/wait.h>
 #include <dlfcn.h>
@@ -166,8 +169,33 @@ static int walk_then_fork(int with_thread, int raw)
 	return 0;
 }
 
+#define SIBLINGS 6
+
+static int siblings(void)
+{
+	for (int k = 0; k < SIBLINGS; k++) {
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			uintptr_t sum = 0;
+			for (unsigned path = 0; path < PATHS; path++)
+				sum += next(path, 0, 3 + (int)(hash(path, 99) % 6));
+			printf("child %d %lu\n", (int)getpid(), (unsigned long)sum);
+			exit(0);
+		}
+		int status;
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && argv[1][0] == 's')
+		return siblings();
 	if (argc > 1 && (argv[1][0] == 'f' || argv[1][0] == '_'))
 		return walk_then_fork(strstr(argv[1], "thread") != NULL, argv[1][0] == '_');
 	if (argc > 1 && argv[1][0] == 'u') {

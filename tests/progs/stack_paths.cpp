@@ -2,7 +2,8 @@
 // call site at the same stack depth from different callers, recursion, alloca'd frames,
 // longjmp and exceptions out of deep calls, a signal handler (on the thread's stack and on an
 // alternate one), swapcontext coroutines whose stacks are freed and reused, and threads.
-// Deterministic: the same allocations from the same stacks on every run.
+// Deterministic: the same allocations from the same stacks on every run. `stack_paths
+// siblings` runs it all in each of 5 fork children, one after another.
 #include <alloca.h>
 #include <csetjmp>
 #include <csignal>
@@ -10,7 +11,9 @@
 #include <cstring>
 #include <pthread.h>
 #include <stdexcept>
+#include <sys/wait.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -130,7 +133,7 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-int main(void)
+static int run_all(void)
 {
 	signal(SIGUSR1, on_signal);
 	stack_t alt;
@@ -153,5 +156,24 @@ int main(void)
 	}
 	for (int t = 0; t < 3; t++)
 		pthread_join(threads[t], NULL);
+	return 0;
+}
+
+// `stack_paths siblings`: all of it in each of 5 fork children made one after another, as a
+// shell's subshells run the same code: the family shares its stacks (a book).
+int main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "siblings"))
+		return run_all();
+	for (int k = 0; k < 5; k++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			return 1;
+		if (pid == 0)
+			exit(run_all());
+		int status;
+		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+			return 1;
+	}
 	return 0;
 }
