@@ -1608,7 +1608,7 @@ static inline uint32_t book_entry_size(uint32_t words, uint32_t frames)
 static struct book_layout *book_layout(struct book *b, uint64_t prefix, int claim)
 {
 	for (uint32_t i = 0; i < BOOK_LAYOUT_PROBES; i++) {
-		struct book_layout *l = &b->layouts[(prefix + i) & (BOOK_LAYOUTS - 1)];
+		struct book_layout *l = &b->layouts[((prefix >> 32) + i) & (BOOK_LAYOUTS - 1)];
 		uint64_t cur = atomic_load_explicit(&l->prefix, memory_order_acquire);
 		if (cur == prefix)
 			return l;
