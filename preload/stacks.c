@@ -1915,7 +1915,8 @@ __attribute__((noinline)) uint32_t prof_stack_proven(struct prof_thread *th, uin
 	int first = key && !(*seen & bit);
 	if (first)
 		*seen |= bit;
-	if (first || c->book_hits < BOOK_SHORT) {
+	if (unlikely(atomic_load_explicit(&book, memory_order_relaxed) != NULL) &&
+	    (first || c->book_hits < BOOK_SHORT)) {
 		uint32_t id = book_hit(th, call_site, sp0, bp0, guess);
 		if (id)
 			return hit_checked(th, call_site, id, *guess, guess, " from the fork family's book");
