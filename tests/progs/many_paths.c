@@ -144,6 +144,20 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+/* A fork child's end: its pid and its sum printed, exit status 0. */
+static void child_done(uintptr_t sum)
+{
+	printf("child %d %lu\n", (int)getpid(), (unsigned long)sum);
+	exit(0);
+}
+
+/* 0 if child pid exited with status 0, else 1. */
+static int child_ok(pid_t pid)
+{
+	int status;
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : 1;
+}
+
 static int walk_then_fork(int with_thread, int raw)
 {
 	pthread_t t;
@@ -158,15 +172,9 @@ static int walk_then_fork(int with_thread, int raw)
 	pid_t pid = raw ? _Fork() : fork();
 	if (pid < 0)
 		return 1;
-	if (pid == 0) {
-		sum ^= (uintptr_t)run((void *)0x9e3779b97f4a7c15ull);
-		printf("child %d %lu\n", (int)getpid(), (unsigned long)sum);
-		exit(0);
-	}
-	int status;
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
-		return 1;
-	return 0;
+	if (pid == 0)
+		child_done(sum ^ (uintptr_t)run((void *)0x9e3779b97f4a7c15ull));
+	return child_ok(pid);
 }
 
 #define SIBLINGS 6
@@ -182,11 +190,9 @@ static int siblings(void)
 			uintptr_t sum = 0;
 			for (unsigned path = 0; path < PATHS; path++)
 				sum += next(path, 0, 3 + (int)(hash(path, 99) % 6));
-			printf("child %d %lu\n", (int)getpid(), (unsigned long)sum);
-			exit(0);
+			child_done(sum);
 		}
-		int status;
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		if (child_ok(pid))
 			return 1;
 	}
 	return 0;
