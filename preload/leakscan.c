@@ -671,20 +671,33 @@ static pid_t self;  /* getpid() is a system call each time: thousands of reads a
 
 /* Both readers where both work: process_vm_readv() for long ranges (one copy), the pipe for
  * many small blocks at once (process_vm_readv pins the pages of every range it is given:
- * 0.45 s for a million blocks of 24 bytes, 256 to a call, against 0.04 s through a pipe). */
+ * 0.45 s for a million blocks of 24 bytes, 256 to a call, against 0.04 s through a pipe).
+ * The pipe is made once PIPE_FROM ranges were read without it: a short process's scan reads
+ * a few dozen, fewer than the pipe's own ten system calls would pay for. */
+#define PIPE_FROM 64
+static size_t ranges_read;
+
+static int pipe_ready(void)
+{
+	if (mem_pipe[0] >= 0)
+		return 1;
+	if (pipe2(mem_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return 0;
+	int room = fcntl(mem_pipe[1], F_SETPIPE_SZ, 1 << 20);
+	if (room <= 0)
+		room = fcntl(mem_pipe[1], F_GETPIPE_SZ);
+	mem_pipe_room = room > 0 ? (size_t)room : 4096;
+	return 1;
+}
+
 static int readers_ready(void)
 {
 	uint64_t probe = 0x5a17, copy = 0;
 	struct iovec local = { &copy, 8 }, remote = { &probe, 8 };
 	self = getpid();
+	ranges_read = 0;
 	vm_readv_ok = process_vm_readv(self, &local, 1, &remote, 1, 0) == 8 && copy == probe;
-	if (mem_pipe[0] < 0 && pipe2(mem_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
-		return vm_readv_ok ? 0 : -1;
-	int room = fcntl(mem_pipe[1], F_SETPIPE_SZ, 1 << 20);
-	if (room <= 0)
-		room = fcntl(mem_pipe[1], F_GETPIPE_SZ);
-	mem_pipe_room = room > 0 ? (size_t)room : 4096;
-	return 0;
+	return vm_readv_ok || pipe_ready() ? 0 : -1;
 }
 
 /* Copies what can be read of [addr, addr + n) from its start to dst: how many bytes. */
@@ -715,7 +728,8 @@ static size_t read_mem(void *dst, uint64_t addr, size_t n)
 static int read_ranges(const struct iovec *local, const struct iovec *remote, size_t n,
 		       size_t bytes)
 {
-	if (mem_pipe[0] < 0 || bytes > mem_pipe_room)
+	ranges_read += n;
+	if ((vm_readv_ok && ranges_read < PIPE_FROM) || !pipe_ready() || bytes > mem_pipe_room)
 		return vm_readv_ok && process_vm_readv(self, local, n, remote, n, 0) == (ssize_t)bytes ?
 			       0 : -1;
 	ssize_t put = writev(mem_pipe[1], remote, (int)n);  /* the ranges in one call */
