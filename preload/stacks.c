@@ -1773,14 +1773,18 @@ static uint32_t book_hit(struct prof_thread *th, uintptr_t call_site, uintptr_t 
 }
 
 /* Before a fork (the forking thread, others may run): the book the child will share, made by
- * the first fork, and again by one whose objects changed since. */
+ * the first fork, and again by one whose objects changed since, up to BOOKS_MAX in all. An
+ * older one stays mapped (a thread may be reading it), libprof's own memory for the leak
+ * scan: the ranges it keeps are few. */
+#define BOOKS_MAX 4
 static void book_prepare(void)
 {
+	static int made;
 	if (!atomic_load(&prof_active) || prof_cfg.stack_cache == 0 || prof_cfg.stack_depth == 0)
 		return;
 	uint32_t modules = prof_modules_known(), unloads = atomic_load(&prof_code_unloads);
 	struct book *b = atomic_load(&book);
-	if ((b && b->modules == modules && b->unloads == unloads) ||
+	if ((b && b->modules == modules && b->unloads == unloads) || made >= BOOKS_MAX ||
 	    prof_vm_budget(BOOK_BYTES, 64) < BOOK_BYTES)  /* under a tight ulimit -v: none */
 		return;
 	int saved = errno;
@@ -1794,8 +1798,8 @@ static void book_prepare(void)
 	b->modules = modules;
 	b->unloads = unloads;
 	book_child = 0;
-	atomic_store_explicit(&book, b, memory_order_release);  /* an older one stays mapped:
-								   * libprof's own memory */
+	made++;
+	atomic_store_explicit(&book, b, memory_order_release);
 }
 
 static void book_joined(void)
