@@ -1674,6 +1674,17 @@ static int book_records(const struct prof_thread *th)
 			atomic_load_explicit(&b->adds, memory_order_relaxed));
 }
 
+/* Whether every word of entry be lies in the room words above the stack pointer. */
+static int book_fits(const struct book_entry *be, uint64_t room)
+{
+	if (room <= be->top)
+		return 0;
+	for (uint32_t i = 0; i < be->n; i++)
+		if (be->off[i] > be->top)
+			return 0;
+	return 1;
+}
+
 /* The entry of the book that holds for the call at site, sp, bp, or NULL. An entry's fields
  * are checked before use: another member may have written anything into the shared pages. */
 static const struct book_entry *book_search(struct book *b, const struct stack_cache *c,
@@ -1691,7 +1702,7 @@ static const struct book_entry *book_search(struct book *b, const struct stack_c
 		const struct book_entry *be = (const struct book_entry *)(b->arena + at - 1);
 		if (be->site == site && be->sp == sp && be->n && be->frames &&
 		    be->frames <= prof_cfg.stack_depth &&
-		    at - 1 + book_entry_size(be->n, be->frames) <= BOOK_ARENA && room > be->top) {
+		    at - 1 + book_entry_size(be->n, be->frames) <= BOOK_ARENA && book_fits(be, room)) {
 #define WORD_NOW(i) word[be->off[i]]
 			if (ENTRY_CHECK_GEN(be->n, be->need_bp, sp, bp, WORD_NOW, BOOK_GEN) == be->check)
 				return be;
