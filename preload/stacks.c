@@ -1556,7 +1556,8 @@ static int record_by_rules(struct prof_thread *th, struct cached_stack *e, uintp
 #define BOOK_LAYOUT_PROBES 8
 #define BOOK_GEN 0  /* ENTRY_CHECK's generation for book entries: they name frames, not ids */
 #define BOOK_RECORD_FROM 2  /* the child from which a family records its first sightings */
-#define BOOK_PAYS 4         /* ... and goes on to, while a hit comes of every 4 it added */
+#define BOOK_PAYS 4         /* ... and goes on to, while a hit comes of every 4 it added
+			     * (and some came: a Python child's stacks are not added) */
 /* A thread takes a call it has seen before from the book too, rather than record it into its
  * own cache, until it has taken this many from the book: a short life (a subshell's) ends
  * before a recording pays, a worker's does not. */
@@ -1668,10 +1669,10 @@ static int book_records(const struct prof_thread *th)
 	if (!b || !book_child)
 		return 0;
 	uint32_t children = atomic_load_explicit(&b->children, memory_order_relaxed);
+	uint64_t hits = atomic_load_explicit(&b->hits, memory_order_relaxed);
 	return children == BOOK_RECORD_FROM ||
-	       (children > BOOK_RECORD_FROM &&
-		(uint64_t)atomic_load_explicit(&b->hits, memory_order_relaxed) * BOOK_PAYS >=
-			atomic_load_explicit(&b->adds, memory_order_relaxed));
+	       (children > BOOK_RECORD_FROM && hits &&
+		hits * BOOK_PAYS >= atomic_load_explicit(&b->adds, memory_order_relaxed));
 }
 
 /* Whether every word of entry be lies in the room words above the stack pointer. */
