@@ -1714,13 +1714,16 @@ static const struct book_entry *book_search(struct book *b, const struct stack_c
 	return NULL;
 }
 
-/* Entry e, just recorded and sealed for the call at sp, bp, and its frames: into the book. */
+/* Entry e, just recorded and sealed for the call at sp, bp, and its frames: into the book,
+ * once the family has a second child (a process that forks once, to run its work in the
+ * child, has no one to find what its child adds). */
 static void book_add(struct prof_thread *th, const struct cached_stack *e, uintptr_t bp,
 		     void *const *frames, int n)
 {
 	struct book *b = book_open(th);
 	const struct stack_cache *c = th->stack_cache;
-	if (!b || n <= 0 || !e->n || !c->stack_hi || e->sp < c->stack_lo || e->sp >= c->stack_hi)
+	if (!b || n <= 0 || !e->n || !c->stack_hi || e->sp < c->stack_lo || e->sp >= c->stack_hi ||
+	    atomic_load_explicit(&b->children, memory_order_relaxed) < 2)  /* none to find it */
 		return;
 	for (int i = 0; i < n; i++)
 		if (!prof_addr_known((uintptr_t)frames[i]))
@@ -1765,7 +1768,8 @@ static uint32_t book_hit(struct prof_thread *th, uintptr_t call_site, uintptr_t 
 			 uint64_t *guess)
 {
 	struct book *b = book_open(th);
-	const struct book_entry *be = b ? book_search(b, th->stack_cache, call_site, sp, bp) : NULL;
+	const struct book_entry *be = b && atomic_load_explicit(&b->used, memory_order_relaxed) ?
+					      book_search(b, th->stack_cache, call_site, sp, bp) : NULL;
 	if (!be)
 		return 0;
 	void *frames[PROF_MAX_STACK_DEPTH + 16];
