@@ -101,16 +101,20 @@ static void *small_take(size_t bytes)
 	return p;
 }
 
-static void *scratch(size_t bytes)
+/* A mapping of its own, registered as libprof's memory. */
+static void *mapped_scratch(size_t bytes)
 {
-	void *p = small_take(bytes);
-	if (p)
-		return p;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
 	prof_own_memory(p, bytes);
 	return p;
+}
+
+static void *scratch(size_t bytes)
+{
+	void *p = small_take(bytes);
+	return p ? p : mapped_scratch(bytes);
 }
 
 /* ---- the blocks allocated at exit, from the trace ---------------------------------------- */
@@ -180,8 +184,8 @@ static struct addr_event *at_map(size_t cap, int own)
 	void *p = small_take(bytes);
 	if (p)
 		return p;
-	p = own ? scratch(bytes) : mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-					MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = own ? mapped_scratch(bytes) : mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+					       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!p || p == MAP_FAILED)
 		return NULL;
 	/* One call maps it all: not a page fault every 4 KiB, two where a page is read before

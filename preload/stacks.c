@@ -1686,15 +1686,22 @@ static int book_fits(const struct book_entry *be, uint64_t room)
 	return 1;
 }
 
+/* The words of the thread's own stack from sp up, 0 where sp is not in it (or its bounds are
+ * not known): what the book's entries and keys may read there. */
+static uint64_t book_room(const struct stack_cache *c, uintptr_t sp)
+{
+	return c->stack_hi && sp >= c->stack_lo && sp < c->stack_hi ? (c->stack_hi - sp) / 8 : 0;
+}
+
 /* The entry of the book that holds for the call at site, sp, bp, or NULL. An entry's fields
  * are checked before use: another member may have written anything into the shared pages. */
 static const struct book_entry *book_search(struct book *b, const struct stack_cache *c,
 					    uintptr_t site, uintptr_t sp, uintptr_t bp)
 {
-	if (!c->stack_hi || sp < c->stack_lo || sp >= c->stack_hi)
+	uint64_t room = book_room(c, sp);
+	if (!room)
 		return NULL;
 	const volatile uintptr_t *word = (const volatile uintptr_t *)sp;
-	uint64_t room = (c->stack_hi - sp) / 8;
 	uint32_t at = atomic_load_explicit(book_chain(b, site, sp, word, room, NULL),
 					   memory_order_acquire);
 	for (int i = 0; at && i < BOOK_CHAIN_MAX; i++) {
@@ -1722,9 +1729,10 @@ static void book_add(struct prof_thread *th, const struct cached_stack *e, uintp
 {
 	struct book *b = book_open(th);
 	const struct stack_cache *c = th->stack_cache;
-	if (!b || n <= 0 || !e->n || !c->stack_hi || e->sp < c->stack_lo || e->sp >= c->stack_hi ||
-	    atomic_load_explicit(&b->children, memory_order_relaxed) < 2)  /* none to find it */
-		return;
+	uint64_t room = b ? book_room(c, e->sp) : 0;
+	if (!room || n <= 0 || !e->n ||
+	    atomic_load_explicit(&b->children, memory_order_relaxed) < BOOK_RECORD_FROM)
+		return;  /* no second child yet: none to find it */
 	for (int i = 0; i < n; i++)
 		if (!prof_addr_known((uintptr_t)frames[i]))
 			return;  /* code described by some member only (dlopen'ed since) */
@@ -1749,7 +1757,7 @@ static void book_add(struct prof_thread *th, const struct cached_stack *e, uintp
 	uint64_t *f = book_frames(be);
 	for (int i = 0; i < n; i++)
 		f[i] = (uint64_t)(uintptr_t)frames[i];
-	_Atomic uint32_t *head = book_chain(b, be->site, be->sp, word, (c->stack_hi - be->sp) / 8, be);
+	_Atomic uint32_t *head = book_chain(b, be->site, be->sp, word, room, be);
 	uint32_t next = atomic_load_explicit(head, memory_order_relaxed);
 	do
 		be->next = next;
