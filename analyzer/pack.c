@@ -1,7 +1,8 @@
 /* prof pack [--level N] [-q] TRACE|DIR...: compresses finished raw traces in place (NAME.trace
  * becomes NAME.trace.zst, which every command reads as it reads the raw file); prof-run does
  * it for each trace of a run. A trace is removed only once its compressed copy has been
- * written, synced and read back; on any failure it stays as it was. */
+ * written, synced and read back; on any failure it stays as it was. prof pack -d turns
+ * compressed traces back into raw ones, the same way. */
 #include "commands.h"
 #include "zpack.h"
 
@@ -14,10 +15,12 @@
 
 static const char usage_text[] =
 	"usage: prof pack [--level N] [--wait SECONDS] [-q] TRACE|DIR...\n"
+	"       prof pack -d [-q] TRACE.zst|DIR...\n"
 	"Compresses finished traces with zstd: NAME.trace becomes NAME.trace.zst, which every prof\n"
-	"command reads as it reads the raw trace (zstd -d gives the raw trace back). A directory\n"
-	"means the traces in it. Compressed traces are skipped; a trace that cannot be compressed\n"
-	"(or changes meanwhile: its process still runs) stays as it is.\n\n"
+	"command reads as it reads the raw trace (prof pack -d gives the raw trace back). A\n"
+	"directory means the traces in it. Compressed traces are skipped; a trace that cannot be\n"
+	"compressed (or changes meanwhile: its process still runs) stays as it is.\n\n"
+	"  -d, --decompress  turn compressed traces back into raw ones (raw ones are skipped)\n"
 	"  --level N    zstd level, 1 (fastest) to 19 (smallest); default 3\n"
 	"  --wait S     wait up to S seconds in all for processes still writing their traces to\n"
 	"               end (a program's helpers that outlive it by a moment); default 0\n"
@@ -26,12 +29,14 @@ static const char usage_text[] =
 
 int cmd_pack(int argc, char **argv)
 {
-	int level = DEFAULT_LEVEL, quiet = 0, i = 1;
+	int level = DEFAULT_LEVEL, quiet = 0, unpack = 0, i = 1;
 	double wait_s = 0;
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
 			return 0;
+		} else if (!strcmp(argv[i], "-d") || !strcmp(argv[i], "--decompress")) {
+			unpack = 1;
 		} else if (!strcmp(argv[i], "-q") || !strcmp(argv[i], "--quiet")) {
 			quiet = 1;
 		} else if (!strcmp(argv[i], "--level") && i + 1 < argc) {
@@ -74,12 +79,16 @@ int cmd_pack(int argc, char **argv)
 		}
 		char err[1024] = "";
 		uint64_t raw = 0, packed = 0;
-		int r = zpack_file(paths[k], level, &raw, &packed, err, sizeof(err));
+		int r = unpack ? zpack_unpack_file(paths[k], &raw, &packed, err, sizeof(err))
+			       : zpack_file(paths[k], level, &raw, &packed, err, sizeof(err));
 		if (r < 0) {
 			prof_error("%s", err);
 			rc = 1;
-		} else if (r == 0 && !strstr(err, "already compressed")) {
+		} else if (r == 0 && !strstr(err, unpack ? "not compressed" : "already compressed")) {
 			prof_error("%s", err);  /* skipped for a reason worth saying */
+		} else if (r > 0 && !quiet && unpack) {
+			printf("%.*s: %llu -> %llu bytes\n", (int)(strlen(paths[k]) - 4), paths[k],
+			       (unsigned long long)packed, (unsigned long long)raw);
 		} else if (r > 0 && !quiet) {
 			printf("%s.zst: %llu -> %llu bytes (%.1fx)\n", paths[k], (unsigned long long)raw,
 			       (unsigned long long)packed, packed ? (double)raw / (double)packed : 0.0);

@@ -1,10 +1,11 @@
 /* Compressed traces: the packer (prof pack, prof-run) and the reader's source (trace.c). A
  * compressed trace is untrusted input like a raw one: its index is checked against the file's
  * size before use, and a frame must decompress to exactly the bytes the index promises. The
- * reader's memory is the index (8 bytes a frame) and at most CACHE_SLOTS decompressed frames,
- * whatever the trace's size. */
+ * reader's memory is the index (8 bytes a frame), at most CACHE_SLOTS decompressed frames and
+ * (PROFZIX2) one modeled frame and the model, whatever the trace's size. */
 #include "zpack.h"
 #include "format.h"
+#include "zmodel.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,9 @@ struct zsrc {
 	uint8_t *cbuf;      /* one compressed frame */
 	size_t cbuf_cap;
 	ZSTD_DCtx *dctx;
+	int modeled;        /* PROFZIX2: frames hold modeled pieces */
+	struct zm_model *model;
+	uint8_t *blob;      /* one modeled piece, zm_blob_cap(frame_raw) bytes */
 	struct slot slots[CACHE_SLOTS];
 	uint64_t clock;
 };
@@ -87,6 +91,8 @@ void zsrc_close(struct zsrc *z)
 		free(z->slots[i].buf);
 	free(z->coff);
 	free(z->cbuf);
+	free(z->blob);
+	zm_model_free(z->model);
 	ZSTD_freeDCtx(z->dctx);
 	free(z);
 }
@@ -111,7 +117,7 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 						    : "read: %s", strerror(errno));
 		goto fail;
 	}
-	if (rc < 0 || f->magic != ZPACK_MAGIC) {
+	if (rc < 0 || (f->magic != ZPACK_MAGIC1 && f->magic != ZPACK_MAGIC2)) {
 		fmt_where_error(err, errlen, path, "zstd-compressed, but not by prof pack (no frame index): "
 			  "decompress it with zstd -d, or compress the raw trace with prof pack");
 		goto fail;
@@ -121,6 +127,7 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 		fmt_where_error(err, errlen, path, "bad frame index: frame size %u", fr);
 		goto fail;
 	}
+	z->modeled = f->magic == ZPACK_MAGIC2;
 	uint64_t n = f->nframes, want = f->raw_size / fr + (f->raw_size % fr != 0);
 	if (n != want || n > (size - tail) / 4) {
 		fmt_where_error(err, errlen, path, "bad frame index: %" PRIu64 " frames for %" PRIu64
@@ -143,7 +150,7 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 		fmt_where_error(err, errlen, path, "cannot read the frame index: %s", strerror(errno));
 		goto fail;
 	}
-	size_t bound = ZSTD_compressBound(fr);
+	size_t bound = ZSTD_compressBound(z->modeled ? zm_blob_cap(fr) : fr);
 	z->coff[0] = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		if (csize[i] == 0 || csize[i] > bound) {
@@ -161,7 +168,8 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 	free(csize);
 	csize = NULL;
 	z->cbuf_cap = bound;
-	if (!(z->cbuf = malloc(bound)) || !(z->dctx = ZSTD_createDCtx())) {
+	if (!(z->cbuf = malloc(bound)) || !(z->dctx = ZSTD_createDCtx()) ||
+	    (z->modeled && (!(z->blob = malloc(zm_blob_cap(fr))) || !(z->model = zm_model_new())))) {
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto fail;
 	}
@@ -193,9 +201,11 @@ static const uint8_t *frame(struct zsrc *z, uint64_t i, char *err, size_t errlen
 	uint32_t fr = z->f.frame_raw;
 	uint64_t raw = i + 1 < z->f.nframes ? fr : z->f.raw_size - i * fr;
 	uint64_t clen = z->coff[i + 1] - z->coff[i];
+	/* A small trace's one frame takes only what it needs. */
+	size_t cap = z->f.raw_size < fr ? (size_t)z->f.raw_size : fr;
 	victim->frame = UINT64_MAX;
-	if (!victim->buf && !(victim->buf = malloc(fr))) {
-		fmt_where_error(err, errlen, z->path, "out of memory (a frame of %u bytes)", fr);
+	if (!victim->buf && !(victim->buf = malloc(cap ? cap : 1))) {
+		fmt_where_error(err, errlen, z->path, "out of memory (a frame of %zu bytes)", cap);
 		return NULL;
 	}
 	int rc = pread_full(z->fd, z->cbuf, (size_t)clen, z->coff[i]);
@@ -205,11 +215,19 @@ static const uint8_t *frame(struct zsrc *z, uint64_t i, char *err, size_t errlen
 			      : strerror(errno));
 		return NULL;
 	}
-	size_t got = ZSTD_decompressDCtx(z->dctx, victim->buf, fr, z->cbuf, (size_t)clen);
-	if (ZSTD_isError(got) || got != raw) {
+	uint8_t *dst = z->modeled ? z->blob : victim->buf;
+	size_t got = ZSTD_decompressDCtx(z->dctx, dst, z->modeled ? zm_blob_cap(fr) : cap, z->cbuf,
+					 (size_t)clen);
+	if (ZSTD_isError(got) || (!z->modeled && got != raw)) {
 		fmt_where_error(err, errlen, z->path, "compressed offset %" PRIu64 ": frame %" PRIu64 " %s%s",
 		     z->coff[i], i, ZSTD_isError(got) ? "is corrupt: " : "has the wrong length",
 		     ZSTD_isError(got) ? ZSTD_getErrorName(got) : "");
+		return NULL;
+	}
+	const char *why;
+	if (z->modeled && zm_decode(z->model, z->blob, got, victim->buf, (size_t)raw, &why) < 0) {
+		fmt_where_error(err, errlen, z->path, "compressed offset %" PRIu64 ": frame %" PRIu64
+			  " is corrupt: %s", z->coff[i], i, why);
 		return NULL;
 	}
 	victim->frame = i;
@@ -270,10 +288,12 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 {
 	int in = -1, out = -1, rc = -1;
 	char *dst = NULL, *tmp = NULL;
-	uint8_t *src = NULL, *cbuf = NULL, *check = NULL;
+	uint8_t *src = NULL, *cbuf = NULL, *check = NULL, *blob = NULL, *blob2 = NULL;
 	uint32_t *csize = NULL;
 	ZSTD_CCtx *cctx = NULL;
 	ZSTD_DCtx *dctx = NULL;
+	struct zm_model *model = NULL;
+	struct zm_walk walk = { 0 };
 	const uint32_t fr = ZPACK_FRAME_RAW;
 
 	in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -320,14 +340,17 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		fmt_where_error(err, errlen, path, "%s exists already; left as it is", dst);
 		goto out;
 	}
-	size_t bound = ZSTD_compressBound(fr);
-	src = malloc(fr);
+	size_t bcap = zm_blob_cap(fr), bound = ZSTD_compressBound(bcap);
+	src = malloc(fr + ZM_LOOKAHEAD);
+	blob = malloc(bcap);
+	blob2 = malloc(bcap);
 	cbuf = malloc(bound);
 	check = malloc(fr);
 	csize = malloc(n ? 4 * n : 1);
 	cctx = ZSTD_createCCtx();
 	dctx = ZSTD_createDCtx();
-	if (!src || !cbuf || !check || !csize || !cctx || !dctx) {
+	model = zm_model_new();
+	if (!src || !blob || !blob2 || !cbuf || !check || !csize || !cctx || !dctx || !model) {
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
@@ -339,20 +362,37 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 	uint64_t total = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		size_t len = i + 1 < n ? fr : (size_t)(size - i * fr);
-		int r = pread_full(in, src, len, i * fr);
+		uint64_t after = size - i * fr - len;
+		size_t avail = len + (after < ZM_LOOKAHEAD ? (size_t)after : ZM_LOOKAHEAD);
+		int r = pread_full(in, src, avail, i * fr);
 		if (r < 0) {
 			fmt_where_error(err, errlen, path, "offset %" PRIu64 ": read: %s", i * fr,
 			     r == -2 ? "the file shrank while being compressed" : strerror(errno));
 			goto out;
 		}
-		size_t c = ZSTD_compressCCtx(cctx, cbuf, bound, src, len, level);
-		if (ZSTD_isError(c)) {
-			fmt_where_error(err, errlen, path, "zstd: %s", ZSTD_getErrorName(c));
+		size_t b = zm_encode(model, &walk, src, len, avail, i * fr, blob, bcap);
+		if (!b) {
+			fmt_where_error(err, errlen, path, "out of memory");
 			goto out;
 		}
-		/* Every frame is read back before the raw trace can go. */
-		size_t d = ZSTD_decompressDCtx(dctx, check, fr, cbuf, c);
-		if (ZSTD_isError(d) || d != len || memcmp(check, src, len)) {
+		/* Each column a zstd frame of its own: the frames decompress back to back into the
+		 * blob, and each gets the statistics of its own bytes. */
+		size_t part[ZM_MAX_PARTS], c = 0, from = 0;
+		int nparts = zm_blob_parts(blob, b, part);
+		for (int k = 0; k < nparts; k++) {
+			size_t got = ZSTD_compressCCtx(cctx, cbuf + c, bound - c, blob + from, part[k], level);
+			if (ZSTD_isError(got)) {
+				fmt_where_error(err, errlen, path, "zstd: %s", ZSTD_getErrorName(got));
+				goto out;
+			}
+			c += got;
+			from += part[k];
+		}
+		/* Every frame is read back, as the reader will, before the raw trace can go. */
+		const char *why;
+		size_t d = ZSTD_decompressDCtx(dctx, blob2, bcap, cbuf, c);
+		if (ZSTD_isError(d) || zm_decode(model, blob2, d, check, len, &why) < 0 ||
+		    memcmp(check, src, len)) {
 			fmt_where_error(err, errlen, path, "offset %" PRIu64 ": the compressed frame does not "
 				  "decompress to the original; left as it is", i * fr);
 			goto out;
@@ -365,7 +405,7 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		total += c;
 	}
 	struct zpack_footer f = { .raw_size = size, .frame_raw = fr, .nframes = (uint32_t)n,
-				  .magic = ZPACK_MAGIC };
+				  .magic = ZPACK_MAGIC2 };
 	uint32_t skip[2] = { ZPACK_SKIPPABLE, (uint32_t)(4 * n + sizeof(f)) };
 	if (write_full(out, skip, sizeof(skip)) < 0 || write_full(out, csize, 4 * n) < 0 ||
 	    write_full(out, &f, sizeof(f)) < 0 || fsync(out) < 0) {
@@ -406,10 +446,105 @@ out:
 		close(in);
 	ZSTD_freeCCtx(cctx);
 	ZSTD_freeDCtx(dctx);
+	zm_model_free(model);
 	free(src);
+	free(blob);
+	free(blob2);
 	free(cbuf);
 	free(check);
 	free(csize);
+	free(dst);
+	free(tmp);
+	return rc;
+}
+
+int zpack_unpack_file(const char *path, uint64_t *raw, uint64_t *packed, char *err,
+		      size_t errlen)
+{
+	int in = -1, out = -1, rc = -1;
+	char *dst = NULL, *tmp = NULL;
+	uint8_t *buf = NULL;
+	struct zsrc *z = NULL;
+	size_t plen = strlen(path);
+	uint8_t head[4];
+	struct stat st;
+
+	in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (in < 0 || fstat(in, &st) < 0) {
+		fmt_where_error(err, errlen, path, "%s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fmt_where_error(err, errlen, path, "not a regular file");
+		goto out;
+	}
+	if (st.st_size < 4 || pread_full(in, head, 4, 0) < 0 || !zpack_is_compressed(head, 4)) {
+		fmt_where_error(err, errlen, path, "not compressed");
+		rc = 0;
+		goto out;
+	}
+	if (plen < 5 || strcmp(path + plen - 4, ".zst")) {
+		fmt_where_error(err, errlen, path, "a compressed trace's name ends in .zst; left as it is");
+		goto out;
+	}
+	if (!(dst = strndup(path, plen - 4)) || asprintf(&tmp, "%s.tmp", dst) < 0) {
+		tmp = NULL;
+		fmt_where_error(err, errlen, path, "out of memory");
+		goto out;
+	}
+	if (access(dst, F_OK) == 0) {
+		fmt_where_error(err, errlen, path, "%s exists already; left as it is", dst);
+		goto out;
+	}
+	if (!(z = zsrc_open(in, (uint64_t)st.st_size, path, err, errlen)))
+		goto out;
+	uint64_t size = zsrc_raw_size(z), step = z->f.frame_raw;
+	if (!(buf = malloc(step))) {
+		fmt_where_error(err, errlen, path, "out of memory");
+		goto out;
+	}
+	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (out < 0) {
+		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
+		goto out;
+	}
+	for (uint64_t off = 0; off < size; off += step) {
+		size_t len = size - off < step ? (size_t)(size - off) : (size_t)step;
+		if (zsrc_read(z, buf, len, off, err, errlen) < 0)
+			goto out;
+		if (write_full(out, buf, len) < 0) {
+			fmt_where_error(err, errlen, tmp, "write: %s", strerror(errno));
+			goto out;
+		}
+	}
+	if (fsync(out) < 0 || fchmod(out, st.st_mode & 0777) < 0 || close(out) < 0) {
+		out = -1;
+		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
+		goto out;
+	}
+	out = -1;
+	if (rename(tmp, dst) < 0) {
+		fmt_where_error(err, errlen, dst, "rename: %s", strerror(errno));
+		goto out;
+	}
+	if (unlink(path) < 0) {
+		fmt_where_error(err, errlen, path, "decompressed to %s, but cannot remove it: %s", dst,
+		     strerror(errno));
+		unlink(dst);
+		goto out;
+	}
+	*raw = size;
+	*packed = (uint64_t)st.st_size;
+	rc = 1;
+out:
+	if (out >= 0)
+		close(out);
+	if (rc < 0 && tmp)
+		unlink(tmp);
+	zsrc_close(z);
+	if (in >= 0)
+		close(in);
+	free(buf);
 	free(dst);
 	free(tmp);
 	return rc;

@@ -1,7 +1,9 @@
 /* Compressed traces (`prof pack`, prof-run): a raw trace cut into fixed-size pieces, each
- * compressed as one zstd frame, then a skippable frame holding the index of the frames. `zstd
- * -d` turns such a file back into the raw trace; the reader (trace.c) reads it in place, any
- * piece at any time, holding a bounded cache of decompressed frames. Layout: shared/FORMAT.md,
+ * compressed as one zstd frame, then a skippable frame holding the index of the frames. The
+ * reader (trace.c) reads it in place, any piece at any time, holding a bounded cache of
+ * decompressed frames. prof pack writes PROFZIX2 files, whose frames hold each piece as
+ * columns (zmodel.h); PROFZIX1 files (earlier versions) hold the raw pieces, so that `zstd -d`
+ * gives the raw trace back; `prof pack -d` does it for both. Layout: shared/FORMAT.md,
  * "Compressed traces". */
 #ifndef PROF_ZPACK_H
 #define PROF_ZPACK_H
@@ -9,10 +11,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ZPACK_MAGIC 0x3158495a464f5250ULL  /* "PROFZIX1" read as a little-endian u64 */
+#define ZPACK_MAGIC1 0x3158495a464f5250ULL  /* "PROFZIX1" read as a little-endian u64: raw pieces */
+#define ZPACK_MAGIC2 0x3258495a464f5250ULL  /* "PROFZIX2": modeled pieces (zmodel.h) */
 #define ZPACK_SKIPPABLE 0x184d2a5eu        /* a zstd skippable frame's magic (0x184D2A5?) */
 #define ZPACK_ZSTD_MAGIC 0xfd2fb528u       /* a zstd frame's magic */
-#define ZPACK_FRAME_RAW (128u << 10)       /* raw bytes per frame, what prof pack writes */
+#define ZPACK_FRAME_RAW (1u << 20)         /* raw bytes per frame, what prof pack writes */
 #define ZPACK_FRAME_MIN (4u << 10)         /* ... the range a reader accepts */
 #define ZPACK_FRAME_MAX (4u << 20)
 
@@ -22,7 +25,7 @@ struct zpack_footer {
 	uint32_t frame_raw;  /* raw bytes per frame (the last one may hold fewer), a power of two */
 	uint32_t nframes;    /* = ceil(raw_size / frame_raw) */
 	uint64_t reserved;   /* 0 */
-	uint64_t magic;      /* ZPACK_MAGIC */
+	uint64_t magic;      /* ZPACK_MAGIC2 (or ZPACK_MAGIC1) */
 };
 _Static_assert(sizeof(struct zpack_footer) == 32, "compressed trace footer layout");
 
@@ -42,6 +45,11 @@ void zsrc_close(struct zsrc *z);
  * 1 done (sizes in *raw, *packed), 0 skipped (already compressed: message in err), -1 error. */
 int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, char *err,
 	       size_t errlen);
+/* Decompresses path (a compressed trace) back into the raw trace (path without ".zst"),
+ * verified as zpack_file() verifies, and removes path. 1 done (sizes in *raw, *packed), 0
+ * skipped (not compressed: message in err), -1 error. */
+int zpack_unpack_file(const char *path, uint64_t *raw, uint64_t *packed, char *err,
+		      size_t errlen);
 /* Whether the trace at path is still being written by a running process (which
  * zpack_file() leaves as it is). */
 int zpack_still_running(const char *path);

@@ -112,6 +112,17 @@ Test(pack, compressed_and_raw_traces_give_the_same_output)
 	cr_expect_str_eq(x, y, "leaks differs");
 	free(x);
 	free(y);
+
+	/* prof pack -d: the raw trace again, which reads as it did. */
+	cr_assert_eq(prof_to(f[2], "pack", "-d", NULL, run), 0);
+	cr_expect_eq(count_suffix(run, ".trace.zst"), 0);
+	cr_assert_eq(count_suffix(run, ".trace"), 1);
+	cr_assert_eq(prof_to(f[3], "leaks", NULL, NULL, run), 0);
+	x = e2e_read_file(f[1]);
+	y = e2e_read_file(f[3]);
+	cr_expect_str_eq(x, y, "leaks differs after prof pack -d");
+	free(x);
+	free(y);
 }
 
 /* Runs prof-run -o DIR/run [opt] heap_threads; returns the run directory. */

@@ -1,8 +1,12 @@
-/* Compressed traces (analyzer/zpack.c): prof pack's output reads exactly as the raw trace did,
- * a file that is not prof's is refused with one line, and mutated or cut compressed files end
- * in an error, never a crash (`make asan` runs these under ASan and UBSan). */
+/* Compressed traces (analyzer/zpack.c, zmodel.c): prof pack's output reads exactly as the raw
+ * trace did and `prof pack -d` gives it back byte for byte, the record model rebuilds any bytes
+ * cut into pieces anywhere and makes heap records far smaller than zstd alone, files of the
+ * earlier layout (PROFZIX1) still read, a file that is not prof's is refused with one line,
+ * and mutated or cut compressed files and column blobs end in an error, never a crash (`make
+ * asan` runs these under ASan and UBSan). */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +17,7 @@
 #include "prof_short.h"
 #include "trace.h"
 #include "unit/tracegen.h"
+#include "zmodel.h"
 #include "zpack.h"
 
 static char dir[64], path[128], zpath[140];
@@ -30,6 +35,156 @@ static void teardown(void)
 }
 
 TestSuite(zpack, .init = setup, .fini = teardown);
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545f4914f6cdd1dull;
+}
+
+/* ---- a heap trace as libprof writes one ---- */
+
+#define RUN_UNITS 16
+#define RUN_ROOM (RUN_UNITS * 1024 - 24)
+#define LIVE 2048   /* blocks each thread keeps */
+#define STACKS 600
+
+struct gen {
+	struct tg *tg;
+	uint32_t stream;
+	uint64_t used;  /* bytes of records in the current chunk */
+	struct prof_short_base b;
+	uint64_t t;
+	uint64_t freed[300][8];  /* the toy allocator's freed blocks, per 16-byte class */
+	unsigned nfreed[300];
+	uint64_t top;           /* where fresh blocks are cut */
+	uint64_t live[LIVE];
+	uint32_t live_size[LIVE];
+};
+
+/* Room for a record of up to 48 bytes, or a new chunk (whose bases start empty). */
+static void gen_room(struct gen *g)
+{
+	if (g->used + 48 <= RUN_ROOM)
+		return;
+	tg_new_run(g->tg, g->stream, RUN_UNITS);
+	g->used = 0;
+	memset(&g->b, 0, sizeof(g->b));
+}
+
+/* An ALLOC (alloc) or FREE, short where the chunk has a base, as the writer does. */
+static void gen_heap(struct gen *g, int alloc, unsigned fn, uint64_t ptr, uint32_t size,
+		     uint32_t stack)
+{
+	gen_room(g);
+	g->t += 40 + rnd() % 400;
+	uint64_t w[2] = { prof_short_word(&g->b, alloc ? fn : PROF_SHORT_FREE_KIND, g->t, ptr),
+			  prof_short_alloc_word2(size, stack) };
+	if (w[0]) {
+		tg_raw(g->tg, g->stream, w, alloc ? 16 : 8);
+		g->used += alloc ? 16 : 8;
+		g->b.time = g->t;
+		g->b.ptr = ptr;
+	} else {
+		struct prof_rec_alloc r = { .h = { alloc ? PROF_REC_ALLOC : PROF_REC_FREE,
+						   alloc ? (uint16_t)fn : 0, 0, g->t },
+					    .ptr = ptr, .size = size, .stack = stack };
+		if (alloc)
+			tg_alloc_fn(g->tg, g->stream, g->t, fn, ptr, size, stack);
+		else
+			tg_free(g->tg, g->stream, g->t, ptr);
+		g->used += alloc ? 40 : 24;
+		prof_short_note(&g->b, &r.h);
+	}
+}
+
+static void gen_lock_wait(struct gen *g, uint64_t lock, uint32_t stack)
+{
+	gen_room(g);
+	g->t += 100 + rnd() % 5000;
+	uint64_t wait = 500 + rnd() % 100000, w[2];
+	unsigned op = 0, kind = prof_lock_op_kind(op);
+	if (prof_short_lock_words(&g->b, op, kind, g->t, lock, 0, wait, stack, 0, w)) {
+		tg_raw(g->tg, g->stream, w, 16);
+		g->used += 16;
+		g->b.lock_time = g->t;
+		g->b.lock = lock;
+	} else {
+		struct prof_rec_lock_wait r = { .h = { PROF_REC_LOCK_WAIT, (uint16_t)op,
+						       sizeof(r), g->t },
+						.lock = lock, .wait_ns = wait, .stack = stack,
+						.kind = (uint16_t)kind };
+		tg_rec(g->tg, g->stream, PROF_REC_LOCK_WAIT, (uint16_t)op, g->t,
+		       (const char *)&r + sizeof(r.h), sizeof(r) - sizeof(r.h));
+		g->used += sizeof(r);
+		prof_short_note(&g->b, &r.h);
+	}
+}
+
+static uint64_t gen_block(struct gen *g, uint32_t size)
+{
+	unsigned c = (size + 23) / 16;
+	if (g->nfreed[c])
+		return g->freed[c][--g->nfreed[c]];
+	uint64_t p = g->top;
+	g->top += (size + 23) & ~15u;
+	return p;
+}
+
+static void gen_release(struct gen *g, uint64_t p, uint32_t size)
+{
+	unsigned c = (size + 23) / 16;
+	if (g->nfreed[c] < 8)
+		g->freed[c][g->nfreed[c]++] = p;
+}
+
+/* ops heap operations on each of three threads, in turns of a few: most blocks freed at once,
+ * some kept in a ring of live blocks that replaces one at random, a lock wait now and then. */
+static void build_heap(const char *p, unsigned ops)
+{
+	struct tg *tg = tg_create();
+	tg_set_runs(tg, 1024, RUN_UNITS);
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_LOCK_WAITS;
+	uint64_t frames[3] = { 0x401000, 0x402000, 0x403000 };
+	for (uint32_t id = 1; id <= STACKS; id++) {
+		frames[0] = 0x401000 + id;
+		tg_stack(tg, 0, TG_START_NS, id, frames, 3);
+	}
+	static struct gen gens[3];
+	memset(gens, 0, sizeof(gens));
+	for (uint32_t k = 0; k < 3; k++) {
+		gens[k] = (struct gen){ .tg = tg, .stream = 2 * k, .t = TG_START_NS + 1000,
+					.top = 0x7f0000000000ull + ((uint64_t)k << 32) };
+		gens[k].used = RUN_ROOM;  /* the first record starts a chunk of its own */
+	}
+	for (unsigned i = 0; i < ops; i++) {
+		struct gen *g = &gens[(i / 7) % 3];
+		uint32_t stack = 1 + (uint32_t)(rnd() % STACKS);
+		uint32_t size = 8 + (stack * 37) % 2000 + (uint32_t)(rnd() % 4) * 8;
+		uint64_t p = gen_block(g, size);
+		gen_heap(g, 1, stack % 3 ? PROF_ALLOC_MALLOC : PROF_ALLOC_CALLOC, p, size, stack);
+		if (rnd() % 10 < 6) {
+			gen_heap(g, 0, 0, p, 0, 0);
+			gen_release(g, p, size);
+		} else {
+			unsigned slot = (unsigned)(rnd() % LIVE);
+			if (g->live[slot]) {
+				gen_heap(g, 0, 0, g->live[slot], 0, 0);
+				gen_release(g, g->live[slot], g->live_size[slot]);
+			}
+			g->live[slot] = p;
+			g->live_size[slot] = size;
+		}
+		if (i % 97 == 0)
+			gen_lock_wait(g, 0x601000 + 64 * (rnd() % 8), stack);
+	}
+	tg_exit(tg, 0, gens[0].t + 1000000, 0, 0);
+	tg_write(tg, p);
+	tg_destroy(tg);
+}
 
 /* A trace of several streams, long enough for many frames, with short records. */
 static void build(void)
@@ -83,14 +238,36 @@ static uint64_t digest(const char *p, uint64_t *count)
 	return h;
 }
 
+/* zstd alone, as PROFZIX1 packed: each piece of frame bytes compressed at level 3. */
+static uint64_t plain_zstd_size(const uint8_t *raw, size_t len, size_t frame)
+{
+	size_t cap = ZSTD_compressBound(frame);
+	uint8_t *z = malloc(cap);
+	uint64_t total = 0;
+	for (size_t off = 0; off < len; off += frame) {
+		size_t n = len - off < frame ? len - off : frame;
+		size_t c = ZSTD_compress(z, cap, raw + off, n, 3);
+		cr_assert(!ZSTD_isError(c));
+		total += c;
+	}
+	free(z);
+	return total;
+}
+
+static uint8_t *slurp(const char *p, size_t *len);
+
 Test(zpack, packed_trace_reads_as_the_raw_one)
 {
-	build();
+	build_heap(path, 200000);
 	uint64_t n1, n2;
 	uint64_t d1 = digest(path, &n1);
-	cr_assert_eq(n1, 2 + 30000 + 1 + 100);
+	cr_assert_gt(n1, 350000, "%" PRIu64 " records", n1);
 	struct stat st;
 	cr_assert_eq(stat(path, &st), 0);
+	size_t rawlen;
+	uint8_t *rawbytes = slurp(path, &rawlen);
+	uint64_t plain = plain_zstd_size(rawbytes, rawlen, 128 << 10);
+	free(rawbytes);
 	char err[512] = "";
 	uint64_t raw, packed;
 	cr_assert_eq(zpack_file(path, 3, &raw, &packed, err, sizeof(err)), 1, "%s", err);
@@ -100,13 +277,186 @@ Test(zpack, packed_trace_reads_as_the_raw_one)
 	cr_assert_eq(stat(zpath, &zs), 0);
 	cr_assert_eq((uint64_t)zs.st_size, packed);
 	cr_assert_eq(zs.st_mode & 0777, st.st_mode & 0777);
-	cr_assert_lt(packed, raw / 4);
 	cr_assert_gt(raw, 4 * ZPACK_FRAME_RAW, "several frames");
+	/* The model: heap records in columns, freed and reused blocks as references, sizes
+	 * against their stack's last. */
+	cr_log_info("%" PRIu64 " records: raw %" PRIu64 ", zstd alone %" PRIu64 ", packed %" PRIu64,
+		    n1, raw, plain, packed);
+	cr_assert_lt(packed * 10, plain * 7, "packed %" PRIu64 " bytes, zstd alone %" PRIu64, packed,
+		     plain);
 	cr_assert_eq(digest(zpath, &n2), d1);
 	cr_assert_eq(n2, n1);
 	/* Packing it again does nothing. */
 	cr_assert_eq(zpack_file(zpath, 3, &raw, &packed, err, sizeof(err)), 0);
 	cr_assert_not_null(strstr(err, "already compressed"));
+}
+
+/* prof pack -d: the raw trace back, byte for byte, and the compressed one gone. */
+Test(zpack, unpacking_gives_the_raw_trace_back)
+{
+	build_heap(path, 60000);
+	size_t len0, len1;
+	uint8_t *orig = slurp(path, &len0);
+	char err[512] = "";
+	uint64_t raw, packed;
+	cr_assert_eq(zpack_unpack_file(path, &raw, &packed, err, sizeof(err)), 0, "raw: skipped");
+	cr_assert_not_null(strstr(err, "not compressed"), "%s", err);
+	cr_assert_eq(zpack_file(path, 3, &raw, &packed, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(zpack_unpack_file(zpath, &raw, &packed, err, sizeof(err)), 1, "%s", err);
+	cr_assert_eq(raw, len0);
+	cr_assert_neq(access(zpath, F_OK), 0, "the compressed trace is gone");
+	uint8_t *back = slurp(path, &len1);
+	cr_assert_eq(len1, len0);
+	cr_assert(!memcmp(back, orig, len0), "the same bytes");
+	free(back);
+	free(orig);
+}
+
+/* A PROFZIX1 file, as prof pack wrote before the record model: raw pieces of 128 KiB. */
+static void write_zix1(const char *raw_path, const char *out_path)
+{
+	size_t len;
+	uint8_t *raw = slurp(raw_path, &len);
+	const size_t fr = 128 << 10, n = (len + fr - 1) / fr, cap = ZSTD_compressBound(fr);
+	uint8_t *z = malloc(cap);
+	uint32_t *csize = malloc(4 * n);
+	FILE *f = fopen(out_path, "wb");
+	cr_assert_not_null(f);
+	for (size_t i = 0; i < n; i++) {
+		size_t piece = len - i * fr < fr ? len - i * fr : fr;
+		size_t c = ZSTD_compress(z, cap, raw + i * fr, piece, 3);
+		cr_assert(!ZSTD_isError(c));
+		cr_assert_eq(fwrite(z, 1, c, f), c);
+		csize[i] = (uint32_t)c;
+	}
+	struct zpack_footer foot = { .raw_size = len, .frame_raw = (uint32_t)fr,
+				     .nframes = (uint32_t)n, .magic = ZPACK_MAGIC1 };
+	uint32_t skip[2] = { ZPACK_SKIPPABLE, (uint32_t)(4 * n + sizeof(foot)) };
+	cr_assert_eq(fwrite(skip, 1, 8, f), 8);
+	cr_assert_eq(fwrite(csize, 4, n, f), n);
+	cr_assert_eq(fwrite(&foot, 1, sizeof(foot), f), sizeof(foot));
+	fclose(f);
+	free(csize);
+	free(z);
+	free(raw);
+}
+
+Test(zpack, files_of_the_earlier_layout_still_read)
+{
+	build_heap(path, 30000);
+	uint64_t n1, n2;
+	uint64_t d1 = digest(path, &n1);
+	write_zix1(path, zpath);
+	cr_assert_eq(digest(zpath, &n2), d1);
+	cr_assert_eq(n2, n1);
+	size_t len0, len1;
+	uint8_t *orig = slurp(path, &len0);
+	cr_assert_eq(unlink(path), 0);
+	char err[512] = "";
+	uint64_t raw, packed;
+	cr_assert_eq(zpack_unpack_file(zpath, &raw, &packed, err, sizeof(err)), 1, "%s", err);
+	uint8_t *back = slurp(path, &len1);
+	cr_assert(len1 == len0 && !memcmp(back, orig, len0));
+	free(back);
+	free(orig);
+}
+
+/* Encodes buf as pieces of the given lengths (cycled) with one walker, decodes each alone. */
+static void round_trip(const uint8_t *buf, size_t len, const size_t *pieces, size_t npieces)
+{
+	struct zm_model *enc = zm_model_new(), *dec = zm_model_new();
+	struct zm_walk w = { 0 };
+	size_t maxp = 0;
+	for (size_t k = 0; k < npieces; k++)
+		maxp = pieces[k] > maxp ? pieces[k] : maxp;
+	uint8_t *blob = malloc(zm_blob_cap(maxp)), *out = malloc(maxp);
+	size_t k = 0;
+	for (size_t off = 0; off < len; k++) {
+		size_t n = pieces[k % npieces] < len - off ? pieces[k % npieces] : len - off;
+		size_t after = len - off - n, avail = n + (after < ZM_LOOKAHEAD ? after : ZM_LOOKAHEAD);
+		size_t b = zm_encode(enc, &w, buf + off, n, avail, off, blob, zm_blob_cap(maxp));
+		cr_assert_gt(b, 0);
+		const char *why = "";
+		cr_assert_eq(zm_decode(dec, blob, b, out, n, &why), 0, "piece at %zu: %s", off, why);
+		cr_assert(!memcmp(out, buf + off, n), "piece at %zu of %zu bytes differs", off, n);
+		off += n;
+	}
+	free(blob);
+	free(out);
+	zm_model_free(enc);
+	zm_model_free(dec);
+}
+
+/* The decoder rebuilds whatever it is given, cut anywhere: a trace in pieces that split
+ * records, chunk headers and the file header, random bytes, zeros, a trace whose header
+ * lies. */
+Test(zpack, the_model_rebuilds_any_bytes_cut_anywhere)
+{
+	build_heap(path, 20000);
+	size_t len;
+	uint8_t *trace = slurp(path, &len);
+	const size_t odd[] = { 1000, 4096, 77, 65536 + 8, 3 }, big[] = { 1u << 20 };
+	round_trip(trace, len, odd, 5);
+	round_trip(trace, len, big, 1);
+	for (size_t cut = 1; cut < 200; cut += 13) {  /* the first piece ends inside the header */
+		const size_t p2[] = { cut, 5000 };
+		round_trip(trace, len < 40000 ? len : 40000, p2, 2);
+	}
+	uint8_t *junk = malloc(300000);
+	for (size_t i = 0; i < 300000; i++)
+		junk[i] = (uint8_t)(i % 5000 < 2000 ? 0 : rnd());
+	round_trip(junk, 300000, odd, 5);
+	memset(junk, 0, 300000);
+	round_trip(junk, 300000, big, 1);
+	/* A header that claims more chunks than there are, in a file of random records. */
+	memcpy(junk, trace, 4096);
+	for (size_t i = 4096; i < 300000; i += 8) {
+		uint64_t v = rnd() | 0x8000;
+		memcpy(junk + i, &v, 8);
+	}
+	round_trip(junk, 300000, odd, 5);
+	free(junk);
+	free(trace);
+}
+
+/* Mutated blobs: an error or some bytes, never a crash, never a write past the piece. */
+Test(zpack, mutated_blobs_never_crash, .timeout = 120)
+{
+	build_heap(path, 20000);
+	size_t len;
+	uint8_t *trace = slurp(path, &len);
+	size_t n = len < (256 << 10) ? len : (256 << 10);
+	struct zm_model *m = zm_model_new();
+	struct zm_walk w = { 0 };
+	size_t cap = zm_blob_cap(n);
+	uint8_t *blob = malloc(cap), *mut = malloc(cap), *out = malloc(n);
+	size_t b = zm_encode(m, &w, trace, n, n, 0, blob, cap);
+	cr_assert_gt(b, 0);
+	int failed = 0;
+	for (int iter = 0; iter < 20000; iter++) {
+		memcpy(mut, blob, b);
+		size_t ml = b;
+		if (iter % 10 == 9) {
+			ml = (size_t)(rnd() % b);
+		} else {
+			for (int k = 1 + (int)(rnd() % 3); k > 0; k--) {
+				size_t at = iter % 2 ? (size_t)(rnd() % b) : (size_t)(rnd() % 60);
+				mut[at] ^= (uint8_t)(1u << (rnd() % 8));
+			}
+		}
+		const char *why = NULL;
+		if (zm_decode(m, mut, ml, out, n, &why) < 0) {
+			cr_assert_not_null(why);
+			failed++;
+		}
+	}
+	cr_log_info("mutated blobs: %d of 20000 refused", failed);
+	cr_assert_gt(failed, 10000);
+	free(blob);
+	free(mut);
+	free(out);
+	free(trace);
+	zm_model_free(m);
 }
 
 static void open_fails(const char *p, const char *want)
@@ -161,15 +511,6 @@ Test(zpack, foreign_files_are_refused_with_one_line)
 	cr_assert_eq(zpack_file(path, 3, &a, &b, err, sizeof(err)), -1);
 	cr_assert_not_null(strstr(err, "not a libprof trace"), "%s", err);
 	cr_assert_eq(access(path, F_OK), 0, "left as it is");
-}
-
-static uint64_t rng = 0x2545f4914f6cdd1dull;
-static uint64_t rnd(void)
-{
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545f4914f6cdd1dull;
 }
 
 /* Mutated and cut compressed traces: open fails or the pass ends, with one line, never a
