@@ -451,7 +451,25 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 		while (end - p >= 8) {
 			const struct prof_rec *r = (const void *)p;
 			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-			if (prof_is_short(prefix)) {  /* prof_short.h: ALLOC, FREE, LOCK_WAIT, IO_CALL */
+			unsigned kind = (unsigned)(prefix >> 8) & 0x7f;
+			if (prof_is_short(prefix) && kind < PROF_SHORT_LOCK_KIND && base.valid) {
+				/* A short ALLOC or FREE, most of a trace: prof_short_decode()'s
+				 * arithmetic, without building the record. */
+				int alloc = kind < PROF_SHORT_FREE_KIND;
+				ptrdiff_t len = alloc ? PROF_SHORT_ALLOC_SIZE : PROF_SHORT_FREE_SIZE;
+				if (end - p < len)
+					break;
+				base.time += (prefix & 0xff) | ((prefix >> 16) & 0xffff) << 8;
+				base.ptr += (uint64_t)(int64_t)(int32_t)(uint32_t)(prefix >> 32);
+				uint32_t size = 0;
+				if (alloc)
+					memcpy(&size, p + 8, sizeof(size));
+				p += len;
+				if (batch_add(t, &batch, base.ptr, size, base.time, alloc) < 0)
+					return -1;
+				continue;
+			}
+			if (prof_is_short(prefix)) {  /* prof_short.h: LOCK_WAIT, IO_CALL, or no base */
 				union prof_short_rec a;
 				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
 				if (len < 0)
