@@ -3,7 +3,9 @@
 # bench/alloc_bench.c (1 thread, BENCH_OPS operations, default its own 1M),
 # bench/cxx_bench.cpp (its defaults: 4 threads) and bench/io_bench.c (300,000 4 KiB reads of a
 # cached 1 MiB file): bytes per record of the raw trace and of the
-# trace after `prof pack` (zstd, default level), and the whole file's size either way. Then
+# trace after `prof pack` (its columns, then zstd at the default level), the whole file's size
+# either way, and beside them what zstd alone makes of the raw trace (`zstd -3`, where the zstd
+# command is installed: scripts/install-deps --bench). Then
 # the wall time of alloc_bench under libprof with PROF_CLOCK=tsc against PROF_CLOCK=monotonic
 # (and without libprof), median of BENCH_ROUNDS (default 5) interleaved runs. The table goes to
 # stdout and to $BUILD/bench/tracesize.txt.
@@ -35,7 +37,8 @@ records() {
 out=$outdir/tracesize.txt
 {
 	echo "libprof trace size (format $("$prof" --version | sed 's/.*format //'))"
-	printf '%-28s %10s %13s %9s %13s %9s\n' program records raw_bytes raw_B/rec packed_bytes packed_B/rec
+	printf '%-28s %10s %13s %9s %13s %9s %9s\n' program records raw_bytes raw_B/rec packed_bytes \
+		packed_B/rec zstd_B/rec
 	for prog in "alloc_bench 1 $OPS" "cxx_bench" "io_bench read $tmp/read.dat 300000"; do
 		set -- $prog
 		rm -rf "$tmp/run"
@@ -43,10 +46,15 @@ out=$outdir/tracesize.txt
 		LD_PRELOAD=$lib PROF_OUTPUT=$tmp/run/t.trace "$outdir/$1" "${@:2}" >/dev/null
 		n=$(records "$tmp/run/t.trace")
 		raw=$(stat -c %s "$tmp/run/t.trace")
+		plain=-1
+		if command -v zstd >/dev/null; then
+			plain=$(zstd -3 -q -c "$tmp/run/t.trace" | wc -c)
+		fi
 		"$prof" pack -q "$tmp/run/t.trace"
 		packed=$(stat -c %s "$tmp/run/t.trace.zst")
-		awk -v p="${prog/$tmp\//}" -v n="$n" -v r="$raw" -v z="$packed" 'BEGIN {
-			printf "%-28s %10d %13d %9.2f %13d %9.2f\n", p, n, r, r / n, z, z / n }'
+		awk -v p="${prog/$tmp\//}" -v n="$n" -v r="$raw" -v z="$packed" -v q="$plain" 'BEGIN {
+			printf "%-28s %10d %13d %9.2f %13d %9.2f %9s\n", p, n, r, r / n, z, z / n,
+				q < 0 ? "-" : sprintf("%.2f", q / n) }'
 	done
 	echo
 	echo "trace clock: alloc_bench 1 $OPS, wall seconds, median of $ROUNDS interleaved runs"
