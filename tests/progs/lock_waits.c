@@ -2,7 +2,9 @@
  * ordinary ones where they cannot be): THREADS threads each make ROUNDS passes over 8 mutexes
  * of a static array, a mutex of a heap block (far from the array: its deltas do not fit), a
  * timed lock, a rwlock taken for writing and a condition variable, holding each a few
- * microseconds so that the others wait. Prints each lock's address: "NAME 0xADDR".
+ * microseconds so that the others wait, and every 32nd hold of a thread 200 us: on a loaded
+ * machine, where the threads may take turns on one CPU, every lock still has waiters. Prints
+ * each lock's address: "NAME 0xADDR".
  *
  *	lock_waits [THREADS [ROUNDS]]   (defaults 4 and 400) */
 #include <pthread.h>
@@ -22,8 +24,11 @@ static volatile unsigned long counter;
 
 static void hold_briefly(void)
 {
+	static __thread unsigned holds;
 	for (int i = 0; i < 2000; i++)
 		counter++;
+	if (++holds % 32 == 0)  /* 11 locks a round: over the rounds, each of them */
+		nanosleep(&(struct timespec){ 0, 200 * 1000 }, NULL);
 }
 
 __attribute__((noinline)) static void take(pthread_mutex_t *m)
