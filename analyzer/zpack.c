@@ -283,6 +283,78 @@ int zpack_still_running(const char *path)
 	return running;
 }
 
+/* path opened for reading, a regular file (its status in *st), or -1 with the message. */
+static int open_regular(const char *path, struct stat *st, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, st) < 0) {
+		fmt_where_error(err, errlen, path, "%s", strerror(errno));
+	} else if (!S_ISREG(st->st_mode)) {
+		fmt_where_error(err, errlen, path, "not a regular file");
+	} else {
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* tmp created for writing, where path's new form dst does not exist yet; or -1 with the
+ * message. */
+static int create_tmp(const char *path, const char *dst, const char *tmp, char *err,
+		      size_t errlen)
+{
+	if (access(dst, F_OK) == 0) {
+		fmt_where_error(err, errlen, path, "%s exists already; left as it is", dst);
+		return -1;
+	}
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
+	return fd;
+}
+
+/* The end of a rewrite, whichever way it went: its files closed, and tmp removed after a
+ * failure. */
+static void rewrite_done(int in, int out, const char *tmp, int failed)
+{
+	if (out >= 0)
+		close(out);
+	if (failed && tmp)
+		unlink(tmp);
+	if (in >= 0)
+		close(in);
+}
+
+/* The new file tmp (open as *out, written and synced) becomes dst, with path's mode, and path
+ * goes. 0, or -1 with the message: path is then as it was (a dst renamed already is removed
+ * again), and a tmp left is the caller's to remove. */
+static int replace_with(int *out, const char *tmp, const char *dst, const char *path, mode_t mode,
+			const char *done, char *err, size_t errlen)
+{
+	int bad = fchmod(*out, mode & 0777) < 0, saved = errno;
+	if (close(*out) < 0 && !bad) {
+		bad = 1;
+		saved = errno;
+	}
+	*out = -1;
+	if (bad) {
+		fmt_where_error(err, errlen, tmp, "%s", strerror(saved));
+		return -1;
+	}
+	if (rename(tmp, dst) < 0) {
+		fmt_where_error(err, errlen, dst, "rename: %s", strerror(errno));
+		return -1;
+	}
+	if (unlink(path) < 0) {
+		fmt_where_error(err, errlen, path, "%s to %s, but cannot remove it: %s", done, dst,
+				strerror(errno));
+		unlink(dst);
+		return -1;
+	}
+	return 0;
+}
+
 int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, char *err,
 	       size_t errlen)
 {
@@ -296,16 +368,9 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 	struct zm_walk walk = { 0 };
 	const uint32_t fr = ZPACK_FRAME_RAW;
 
-	in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	struct stat st, st2;
-	if (in < 0 || fstat(in, &st) < 0) {
-		fmt_where_error(err, errlen, path, "%s", strerror(errno));
+	if ((in = open_regular(path, &st, err, errlen)) < 0)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		fmt_where_error(err, errlen, path, "not a regular file");
-		goto out;
-	}
 	uint64_t magic = 0;
 	if (st.st_size >= 8 && pread_full(in, &magic, 8, 0) < 0) {
 		fmt_where_error(err, errlen, path, "read: %s", strerror(errno));
@@ -336,10 +401,6 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
-	if (access(dst, F_OK) == 0) {
-		fmt_where_error(err, errlen, path, "%s exists already; left as it is", dst);
-		goto out;
-	}
 	size_t bcap = zm_blob_cap(fr), bound = ZSTD_compressBound(bcap);
 	src = malloc(fr + ZM_LOOKAHEAD);
 	blob = malloc(bcap);
@@ -354,11 +415,8 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
+	if ((out = create_tmp(path, dst, tmp, err, errlen)) < 0)
 		goto out;
-	}
 	uint64_t total = 0;
 	for (uint64_t i = 0; i < n; i++) {
 		size_t len = i + 1 < n ? fr : (size_t)(size - i * fr);
@@ -418,32 +476,13 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		fmt_where_error(err, errlen, path, "changed while being compressed (still written?); left as it is");
 		goto out;
 	}
-	if (fchmod(out, st.st_mode & 0777) < 0 || close(out) < 0) {
-		out = -1;
-		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
+	if (replace_with(&out, tmp, dst, path, st.st_mode, "compressed", err, errlen) < 0)
 		goto out;
-	}
-	out = -1;
-	if (rename(tmp, dst) < 0) {
-		fmt_where_error(err, errlen, dst, "rename: %s", strerror(errno));
-		goto out;
-	}
-	if (unlink(path) < 0) {
-		fmt_where_error(err, errlen, path, "compressed to %s, but cannot remove it: %s", dst,
-		     strerror(errno));
-		unlink(dst);
-		goto out;
-	}
 	*raw = size;
 	*packed = total + sizeof(skip) + 4 * n + sizeof(f);
 	rc = 1;
 out:
-	if (out >= 0)
-		close(out);
-	if (rc < 0 && tmp)
-		unlink(tmp);
-	if (in >= 0)
-		close(in);
+	rewrite_done(in, out, tmp, rc < 0);
 	ZSTD_freeCCtx(cctx);
 	ZSTD_freeDCtx(dctx);
 	zm_model_free(model);
@@ -469,15 +508,8 @@ int zpack_unpack_file(const char *path, uint64_t *raw, uint64_t *packed, char *e
 	uint8_t head[4];
 	struct stat st;
 
-	in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (in < 0 || fstat(in, &st) < 0) {
-		fmt_where_error(err, errlen, path, "%s", strerror(errno));
+	if ((in = open_regular(path, &st, err, errlen)) < 0)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		fmt_where_error(err, errlen, path, "not a regular file");
-		goto out;
-	}
 	if (st.st_size < 4 || pread_full(in, head, 4, 0) < 0 || !zpack_is_compressed(head, 4)) {
 		fmt_where_error(err, errlen, path, "not compressed");
 		rc = 0;
@@ -492,10 +524,6 @@ int zpack_unpack_file(const char *path, uint64_t *raw, uint64_t *packed, char *e
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
-	if (access(dst, F_OK) == 0) {
-		fmt_where_error(err, errlen, path, "%s exists already; left as it is", dst);
-		goto out;
-	}
 	if (!(z = zsrc_open(in, (uint64_t)st.st_size, path, err, errlen)))
 		goto out;
 	uint64_t size = zsrc_raw_size(z), step = z->f.frame_raw;
@@ -503,11 +531,8 @@ int zpack_unpack_file(const char *path, uint64_t *raw, uint64_t *packed, char *e
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
-	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (out < 0) {
-		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
+	if ((out = create_tmp(path, dst, tmp, err, errlen)) < 0)
 		goto out;
-	}
 	for (uint64_t off = 0; off < size; off += step) {
 		size_t len = size - off < step ? (size_t)(size - off) : (size_t)step;
 		if (zsrc_read(z, buf, len, off, err, errlen) < 0)
@@ -517,33 +542,18 @@ int zpack_unpack_file(const char *path, uint64_t *raw, uint64_t *packed, char *e
 			goto out;
 		}
 	}
-	if (fsync(out) < 0 || fchmod(out, st.st_mode & 0777) < 0 || close(out) < 0) {
-		out = -1;
+	if (fsync(out) < 0) {
 		fmt_where_error(err, errlen, tmp, "%s", strerror(errno));
 		goto out;
 	}
-	out = -1;
-	if (rename(tmp, dst) < 0) {
-		fmt_where_error(err, errlen, dst, "rename: %s", strerror(errno));
+	if (replace_with(&out, tmp, dst, path, st.st_mode, "decompressed", err, errlen) < 0)
 		goto out;
-	}
-	if (unlink(path) < 0) {
-		fmt_where_error(err, errlen, path, "decompressed to %s, but cannot remove it: %s", dst,
-		     strerror(errno));
-		unlink(dst);
-		goto out;
-	}
 	*raw = size;
 	*packed = (uint64_t)st.st_size;
 	rc = 1;
 out:
-	if (out >= 0)
-		close(out);
-	if (rc < 0 && tmp)
-		unlink(tmp);
 	zsrc_close(z);
-	if (in >= 0)
-		close(in);
+	rewrite_done(in, out, tmp, rc < 0);
 	free(buf);
 	free(dst);
 	free(tmp);

@@ -32,11 +32,7 @@ static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
 static uint64_t rnd(void)
 {
-	/* xorshift64*: reproducible across libcs, unlike rand(). */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dull;
+	return tg_rand(&rng_state);
 }
 
 /* runs: the runs layout (1 KiB units, chunks of 3, a tail given back and reused); 2: also

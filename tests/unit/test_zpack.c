@@ -39,10 +39,7 @@ TestSuite(zpack, .init = setup, .fini = teardown);
 static uint64_t rng = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(void)
 {
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545f4914f6cdd1dull;
+	return tg_rand(&rng);
 }
 
 /* ---- a heap trace as libprof writes one ---- */

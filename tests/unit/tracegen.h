@@ -123,6 +123,18 @@ void tg_truncate(const char *path, uint64_t size);
 			 sizeof(tg_v_));                                               \
 	} while (0)
 
+/* xorshift64*: the next pseudo-random number of *state (not 0), the same on every libc,
+ * unlike rand(): for tests that mutate or generate traces reproducibly. */
+static inline uint64_t tg_rand(uint64_t *state)
+{
+	uint64_t x = *state;
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * 0x2545f4914f6cdd1dull;
+}
+
 /* A fresh mkdtemp() directory under /tmp (in buf, at least 64 bytes); tg_tmpdir_remove()
  * deletes the plain files in it, then it. */
 void tg_tmpdir(char *buf, size_t len);
