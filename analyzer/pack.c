@@ -21,11 +21,12 @@ static const char usage_text[] =
 	"directory means the traces in it. Compressed traces are skipped; a trace that cannot be\n"
 	"compressed (or changes meanwhile: its process still runs) stays as it is.\n\n"
 	"  -d, --decompress  turn compressed traces back into raw ones (raw ones are skipped)\n"
-	"  --level N    zstd level, 1 (fastest) to 19 (smallest); default 3\n"
-	"  --wait S     wait up to S seconds in all for processes still writing their traces to\n"
-	"               end (a program's helpers that outlive it by a moment); default 0\n"
-	"  -q, --quiet  say nothing but errors\n"
-	"  -h, --help   this help\n";
+	"  --level N         zstd level, 1 (fastest) to 19 (smallest); default 3\n"
+	"  --wait S          wait up to S seconds in all for processes still writing their\n"
+	"                    traces to end (a program's helpers that outlive it by a moment);\n"
+	"                    default 0\n"
+	"  -q, --quiet       say nothing but errors\n"
+	"  -h, --help        this help\n";
 
 int cmd_pack(int argc, char **argv)
 {
