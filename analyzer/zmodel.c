@@ -60,11 +60,13 @@ struct zm_model {
 	uint64_t free_addr[RING];
 	uint64_t freed[CLASSES][DEPTH];  /* oldest first */
 	uint8_t nfreed[CLASSES];
-	uint64_t size_key[SIZES];  /* stack | 1 << 32; 0: empty */
+	uint32_t piece;     /* which piece this is (from 1): a size slot of an earlier one is empty */
+	uint64_t size_key[SIZES];  /* stack | piece << 32 */
 	uint32_t size_last[SIZES];
 	/* The encoder's own. */
 	uint64_t cache_addr[CACHE], fcache_addr[CACHE];
 	uint32_t cache_seq[CACHE], fcache_seq[CACHE];
+	unsigned cache_shift;    /* a small piece's caches use fewer slots: fewer pages touched */
 	uint8_t *col[NCOLUMNS];  /* values in order, each width[c] bytes little-endian */
 	size_t used[NCOLUMNS], cap;
 	int overflow;
@@ -95,7 +97,10 @@ static void model_reset(struct zm_model *m)
 	m->base = 0;
 	m->n = m->nf = 0;
 	memset(m->nfreed, 0, sizeof(m->nfreed));
-	memset(m->size_key, 0, sizeof(m->size_key));
+	if (++m->piece == 0) {  /* after 2^32 pieces: the slots emptied for real */
+		memset(m->size_key, 0, sizeof(m->size_key));
+		m->piece = 1;
+	}
 }
 
 static unsigned size_class(uint64_t size)
@@ -134,13 +139,13 @@ static unsigned size_slot(uint32_t stack)
 static uint32_t size_guess(const struct zm_model *m, uint32_t stack)
 {
 	unsigned h = size_slot(stack);
-	return m->size_key[h] == ((uint64_t)stack | 1ull << 32) ? m->size_last[h] : 0;
+	return m->size_key[h] == ((uint64_t)stack | (uint64_t)m->piece << 32) ? m->size_last[h] : 0;
 }
 
 static void size_note(struct zm_model *m, uint32_t stack, uint32_t size)
 {
 	unsigned h = size_slot(stack);
-	m->size_key[h] = (uint64_t)stack | 1ull << 32;
+	m->size_key[h] = (uint64_t)stack | (uint64_t)m->piece << 32;
 	m->size_last[h] = size;
 }
 
@@ -276,9 +281,9 @@ static void item_span(struct piece *e, struct zm_walk *w, uint64_t to)
 	w->pos = to;
 }
 
-static uint64_t cache_slot(uint64_t addr)
+static uint64_t cache_slot(const struct zm_model *m, uint64_t addr)
 {
-	return (addr * 0x9e3779b97f4a7c15ull) >> 48;  /* 16 bits: CACHE */
+	return (addr * 0x9e3779b97f4a7c15ull) >> m->cache_shift;  /* up to 16 bits: CACHE */
 }
 
 /* A short record wholly in the piece: w1 is its second word (16-byte kinds). */
@@ -306,7 +311,7 @@ static void encode_short(struct piece *e, struct zm_walk *w, uint64_t w0, uint64
 		unsigned c = size_class(size), i = 0;
 		while (i < m->nfreed[c] && m->freed[c][m->nfreed[c] - 1u - i] != addr)
 			i++;
-		uint64_t fh = cache_slot(addr);
+		uint64_t fh = cache_slot(m, addr);
 		uint32_t fseq = m->fcache_seq[fh];
 		if (i < m->nfreed[c]) {
 			emit_op(m, OP_ALLOC_HIT | kind);
@@ -324,12 +329,12 @@ static void encode_short(struct piece *e, struct zm_walk *w, uint64_t w0, uint64
 		put(m, C_STACK, stack);
 		put(m, C_SIZE, (uint32_t)(size - size_guess(m, stack)));
 		size_note(m, stack, size);
-		uint64_t h = cache_slot(addr);
+		uint64_t h = cache_slot(m, addr);
 		m->cache_addr[h] = addr;
 		m->cache_seq[h] = m->n;
 		note_alloc(m, addr, size);
 	} else {
-		uint64_t h = cache_slot(addr);
+		uint64_t h = cache_slot(m, addr);
 		uint32_t seq = m->cache_seq[h];
 		if (m->cache_addr[h] == addr && seq < m->n && m->n - seq <= RING &&
 		    m->ring_addr[seq % RING] == addr) {
@@ -477,6 +482,10 @@ size_t zm_encode(struct zm_model *m, struct zm_walk *w, const uint8_t *p, size_t
 		m->cap = need;
 	}
 	model_reset(m);
+	unsigned bits = 10;
+	while (bits < 16 && (1ull << bits) < len / 8)  /* a slot per record it may hold */
+		bits++;
+	m->cache_shift = 64 - bits;
 	memset(m->used, 0, sizeof(m->used));
 	m->overflow = 0;
 	m->pend_raw = m->pend_zero = 0;

@@ -34,12 +34,13 @@ struct zsrc {
 	const char *path;
 	struct zpack_footer f;
 	uint64_t *coff;     /* nframes + 1 offsets of the frames in the file */
-	uint8_t *cbuf;      /* one compressed frame */
+	uint8_t *cbuf;      /* one compressed frame: the longest */
 	size_t cbuf_cap;
 	ZSTD_DCtx *dctx;
 	int modeled;        /* PROFZIX2: frames hold modeled pieces */
 	struct zm_model *model;
-	uint8_t *blob;      /* one modeled piece, zm_blob_cap(frame_raw) bytes */
+	uint8_t *blob;      /* one modeled piece, zm_blob_cap(piece_cap) bytes */
+	size_t piece_cap;   /* the longest piece: frame_raw, or a smaller trace's size */
 	struct slot slots[CACHE_SLOTS];
 	uint64_t clock;
 };
@@ -159,6 +160,8 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 			goto fail;
 		}
 		z->coff[i + 1] = z->coff[i] + csize[i];
+		if (csize[i] > z->cbuf_cap)
+			z->cbuf_cap = csize[i];
 	}
 	if (z->coff[n] != idx - 8) {
 		fmt_where_error(err, errlen, path, "bad frame index: frames add up to %" PRIu64
@@ -167,9 +170,11 @@ struct zsrc *zsrc_open(int fd, uint64_t size, const char *path, char *err, size_
 	}
 	free(csize);
 	csize = NULL;
-	z->cbuf_cap = bound;
-	if (!(z->cbuf = malloc(bound)) || !(z->dctx = ZSTD_createDCtx()) ||
-	    (z->modeled && (!(z->blob = malloc(zm_blob_cap(fr))) || !(z->model = zm_model_new())))) {
+	/* A small trace's one piece needs buffers of its own size only. */
+	z->piece_cap = z->f.raw_size < fr ? (size_t)z->f.raw_size : fr;
+	if (!(z->cbuf = malloc(z->cbuf_cap ? z->cbuf_cap : 1)) || !(z->dctx = ZSTD_createDCtx()) ||
+	    (z->modeled &&
+	     (!(z->blob = malloc(zm_blob_cap(z->piece_cap))) || !(z->model = zm_model_new())))) {
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto fail;
 	}
@@ -201,8 +206,7 @@ static const uint8_t *frame(struct zsrc *z, uint64_t i, char *err, size_t errlen
 	uint32_t fr = z->f.frame_raw;
 	uint64_t raw = i + 1 < z->f.nframes ? fr : z->f.raw_size - i * fr;
 	uint64_t clen = z->coff[i + 1] - z->coff[i];
-	/* A small trace's one frame takes only what it needs. */
-	size_t cap = z->f.raw_size < fr ? (size_t)z->f.raw_size : fr;
+	size_t cap = z->piece_cap;
 	victim->frame = UINT64_MAX;
 	if (!victim->buf && !(victim->buf = malloc(cap ? cap : 1))) {
 		fmt_where_error(err, errlen, z->path, "out of memory (a frame of %zu bytes)", cap);
@@ -216,7 +220,7 @@ static const uint8_t *frame(struct zsrc *z, uint64_t i, char *err, size_t errlen
 		return NULL;
 	}
 	uint8_t *dst = z->modeled ? z->blob : victim->buf;
-	size_t got = ZSTD_decompressDCtx(z->dctx, dst, z->modeled ? zm_blob_cap(fr) : cap, z->cbuf,
+	size_t got = ZSTD_decompressDCtx(z->dctx, dst, z->modeled ? zm_blob_cap(cap) : cap, z->cbuf,
 					 (size_t)clen);
 	if (ZSTD_isError(got) || (!z->modeled && got != raw)) {
 		fmt_where_error(err, errlen, z->path, "compressed offset %" PRIu64 ": frame %" PRIu64 " %s%s",
@@ -401,12 +405,14 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 		fmt_where_error(err, errlen, path, "out of memory");
 		goto out;
 	}
-	size_t bcap = zm_blob_cap(fr), bound = ZSTD_compressBound(bcap);
-	src = malloc(fr + ZM_LOOKAHEAD);
+	/* A trace smaller than a piece (a subshell's: tens of KiB) needs buffers of its size. */
+	size_t piece = size < fr ? (size_t)size + 1 : fr;
+	size_t bcap = zm_blob_cap(piece), bound = ZSTD_compressBound(bcap);
+	src = malloc(piece + ZM_LOOKAHEAD);
 	blob = malloc(bcap);
 	blob2 = malloc(bcap);
 	cbuf = malloc(bound);
-	check = malloc(fr);
+	check = malloc(piece);
 	csize = malloc(n ? 4 * n : 1);
 	cctx = ZSTD_createCCtx();
 	dctx = ZSTD_createDCtx();
@@ -428,7 +434,7 @@ int zpack_file(const char *path, int level, uint64_t *raw, uint64_t *packed, cha
 			     r == -2 ? "the file shrank while being compressed" : strerror(errno));
 			goto out;
 		}
-		size_t b = zm_encode(model, &walk, src, len, avail, i * fr, blob, bcap);
+		size_t b = zm_encode(model, &walk, src, len, avail, i * fr, blob, zm_blob_cap(len));
 		if (!b) {
 			fmt_where_error(err, errlen, path, "out of memory");
 			goto out;
