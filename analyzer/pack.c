@@ -4,6 +4,7 @@
  * written, synced and read back; on any failure it stays as it was. prof pack -d turns
  * compressed traces back into raw ones, the same way. */
 #include "commands.h"
+#include "process.h"
 #include "zpack.h"
 
 #include <stdio.h>
@@ -27,6 +28,46 @@ static const char usage_text[] =
 	"                    default 0\n"
 	"  -q, --quiet       say nothing but errors\n"
 	"  -h, --help        this help\n";
+
+/* One prof pack over its files, each packed (or unpacked) by one of process_parallel()'s
+ * workers: a run of many processes' traces takes a core each. */
+struct pack_job {
+	char **paths;
+	int level, quiet, unpack;
+	double deadline;  /* --wait: until then, a trace still written is waited for */
+	_Atomic int failed;
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static void pack_one(void *ctx, size_t k)
+{
+	struct pack_job *j = ctx;
+	const char *path = j->paths[k];
+	while (zpack_still_running(path) && now_s() < j->deadline)
+		nanosleep(&(struct timespec){ 0, 20 * 1000000L }, NULL);
+	char err[1024] = "";
+	uint64_t raw = 0, packed = 0;
+	int r = j->unpack ? zpack_unpack_file(path, &raw, &packed, err, sizeof(err))
+			  : zpack_file(path, j->level, &raw, &packed, err, sizeof(err));
+	if (r < 0) {
+		prof_error("%s", err);
+		j->failed = 1;
+	} else if (r == 0 && !strstr(err, j->unpack ? "not compressed" : "already compressed")) {
+		prof_error("%s", err);  /* skipped for a reason worth saying */
+	} else if (r > 0 && !j->quiet && j->unpack) {
+		printf("%.*s: %llu -> %llu bytes\n", (int)(strlen(path) - 4), path,
+		       (unsigned long long)packed, (unsigned long long)raw);
+	} else if (r > 0 && !j->quiet) {
+		printf("%s.zst: %llu -> %llu bytes (%.1fx)\n", path, (unsigned long long)raw,
+		       (unsigned long long)packed, packed ? (double)raw / (double)packed : 0.0);
+	}
+}
 
 int cmd_pack(int argc, char **argv)
 {
@@ -67,34 +108,9 @@ int cmd_pack(int argc, char **argv)
 	size_t n;
 	if (inputs_expand(argv + i, argc - i, &paths, &n) < 0)
 		return 1;
-	int rc = 0;
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	double deadline = (double)now.tv_sec + (double)now.tv_nsec / 1e9 + wait_s;
-	for (size_t k = 0; k < n; k++) {
-		while (zpack_still_running(paths[k])) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			if ((double)now.tv_sec + (double)now.tv_nsec / 1e9 >= deadline)
-				break;
-			nanosleep(&(struct timespec){ 0, 20 * 1000000L }, NULL);
-		}
-		char err[1024] = "";
-		uint64_t raw = 0, packed = 0;
-		int r = unpack ? zpack_unpack_file(paths[k], &raw, &packed, err, sizeof(err))
-			       : zpack_file(paths[k], level, &raw, &packed, err, sizeof(err));
-		if (r < 0) {
-			prof_error("%s", err);
-			rc = 1;
-		} else if (r == 0 && !strstr(err, unpack ? "not compressed" : "already compressed")) {
-			prof_error("%s", err);  /* skipped for a reason worth saying */
-		} else if (r > 0 && !quiet && unpack) {
-			printf("%.*s: %llu -> %llu bytes\n", (int)(strlen(paths[k]) - 4), paths[k],
-			       (unsigned long long)packed, (unsigned long long)raw);
-		} else if (r > 0 && !quiet) {
-			printf("%s.zst: %llu -> %llu bytes (%.1fx)\n", paths[k], (unsigned long long)raw,
-			       (unsigned long long)packed, packed ? (double)raw / (double)packed : 0.0);
-		}
-	}
+	struct pack_job job = { paths, level, quiet, unpack, now_s() + wait_s, 0 };
+	process_parallel(n, pack_one, &job);
+	int rc = job.failed;
 	inputs_free(paths);
 	return rc;
 }
