@@ -125,6 +125,44 @@ Test(pack, compressed_and_raw_traces_give_the_same_output)
 	free(y);
 }
 
+/* A run of many processes' traces, packed and unpacked by four workers at once
+ * (PROF_JOBS=4): every trace is packed, the run reads as it did, and every trace comes back. */
+Test(pack, many_traces_pack_and_unpack_in_parallel)
+{
+	const char *dir = e2e_tmpdir();
+	char run[PATH_MAX];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	const char *mk[] = { "mkdir", run, NULL };
+	cr_assert_eq(e2e_run(mk, NULL, NULL, NULL), 0);
+	const char *argv[] = { e2e_prog("forker"), NULL };
+	for (int i = 0; i < 6; i++) {  /* 3 traces each: parent, fork child, its exec */
+		int st = e2e_profile(run, argv, NULL, NULL, NULL);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 7, "forker: status %d", st);
+	}
+	int traces = count_suffix(run, ".trace");
+	cr_assert_geq(traces, 12, "%d traces", traces);
+	json_t *raw = e2e_prof_json("report", run);
+	cr_assert_not_null(raw);
+
+	const char *env[] = { "PROF_JOBS=4", NULL };
+	const char *pack[] = { e2e_prof(), "pack", "-q", run, NULL };
+	cr_assert_eq(e2e_run(pack, env, NULL, NULL), 0);
+	cr_expect_eq(count_suffix(run, ".trace"), 0);
+	cr_assert_eq(count_suffix(run, ".trace.zst"), traces);
+	json_t *packed = e2e_prof_json("report", run);
+	cr_assert_not_null(packed);
+	drop_trace_names(raw);
+	drop_trace_names(packed);
+	cr_expect(json_equal(raw, packed), "the packed run reads differently");
+	json_decref(raw);
+	json_decref(packed);
+
+	const char *unpack[] = { e2e_prof(), "pack", "-d", "-q", run, NULL };
+	cr_assert_eq(e2e_run(unpack, env, NULL, NULL), 0);
+	cr_expect_eq(count_suffix(run, ".trace.zst"), 0);
+	cr_expect_eq(count_suffix(run, ".trace"), traces);
+}
+
 /* Runs prof-run -o DIR/run [opt] heap_threads; returns the run directory. */
 static const char *prof_run(const char *dir, const char *opt)
 {
