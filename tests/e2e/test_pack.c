@@ -67,13 +67,20 @@ static int prof_to(const char *out, const char *a1, const char *a2, const char *
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-Test(pack, compressed_and_raw_traces_give_the_same_output)
+/* A fresh directory for a run's traces, DIR/run. */
+static const char *run_dir(const char *dir)
 {
-	const char *dir = e2e_tmpdir();
-	char run[PATH_MAX], f[4][PATH_MAX + 16];
+	static char run[PATH_MAX];
 	snprintf(run, sizeof(run), "%s/run", dir);
 	const char *mk[] = { "mkdir", run, NULL };
 	cr_assert_eq(e2e_run(mk, NULL, NULL, NULL), 0);
+	return run;
+}
+
+Test(pack, compressed_and_raw_traces_give_the_same_output)
+{
+	const char *dir = e2e_tmpdir(), *run = run_dir(dir);
+	char f[4][PATH_MAX + 16];
 	const char *argv[] = { e2e_prog("heap_threads"), "3", "20000", NULL };
 	cr_assert_eq(e2e_profile(run, argv, NULL, NULL, NULL), 0);
 	cr_assert_eq(count_suffix(run, ".trace"), 1);
@@ -129,11 +136,7 @@ Test(pack, compressed_and_raw_traces_give_the_same_output)
  * (PROF_JOBS=4): every trace is packed, the run reads as it did, and every trace comes back. */
 Test(pack, many_traces_pack_and_unpack_in_parallel)
 {
-	const char *dir = e2e_tmpdir();
-	char run[PATH_MAX];
-	snprintf(run, sizeof(run), "%s/run", dir);
-	const char *mk[] = { "mkdir", run, NULL };
-	cr_assert_eq(e2e_run(mk, NULL, NULL, NULL), 0);
+	const char *run = run_dir(e2e_tmpdir());
 	const char *argv[] = { e2e_prog("forker"), NULL };
 	for (int i = 0; i < 6; i++) {  /* 3 traces each: parent, fork child, its exec */
 		int st = e2e_profile(run, argv, NULL, NULL, NULL);
