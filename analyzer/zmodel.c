@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "prof_format.h"
+#include "prof_short.h"
 
 /* The columns of a blob, in this order. Each holds values of a fixed width, stored in planes. */
 enum column {
@@ -163,12 +164,6 @@ static void note_free(struct zm_model *m, uint64_t addr)
 	m->nf++;
 }
 
-static uint64_t short_w0(unsigned kind, uint32_t dt, uint32_t top)
-{
-	return (dt & 0xffu) | (uint64_t)kind << 8 | 0x8000u | (uint64_t)(dt >> 8) << 16 |
-	       (uint64_t)top << 32;
-}
-
 static uint64_t load64(const uint8_t *p)
 {
 	uint64_t v;
@@ -290,9 +285,9 @@ static uint64_t cache_slot(const struct zm_model *m, uint64_t addr)
 static void encode_short(struct piece *e, struct zm_walk *w, uint64_t w0, uint64_t w1)
 {
 	struct zm_model *m = e->m;
-	unsigned kind = (unsigned)(w0 >> 8) & 0x7f;
-	uint32_t dt = (uint32_t)((w0 & 0xff) | ((w0 >> 16) & 0xffff) << 8), top = (uint32_t)(w0 >> 32);
-	if (kind >= 32) {  /* LOCK_WAIT, IO_CALL and kinds to come: columns only */
+	unsigned kind = prof_short_kind(w0);
+	uint32_t dt = (uint32_t)prof_short_dt(w0), top = (uint32_t)(w0 >> 32);
+	if (kind >= PROF_SHORT_LOCK_KIND) {  /* LOCK_WAIT, IO_CALL, kinds to come: columns only */
 		emit_op(m, OP_SHORT | kind);
 		put(m, C_DT, dt);
 		put(m, C_VAL, top);
@@ -306,7 +301,7 @@ static void encode_short(struct piece *e, struct zm_walk *w, uint64_t w0, uint64
 		m->base = w->base;
 	}
 	uint64_t addr = m->base + (uint64_t)(int64_t)(int32_t)top;
-	if (kind < 16) {
+	if (kind < PROF_SHORT_FREE_KIND) {
 		uint32_t size = (uint32_t)w1, stack = (uint32_t)(w1 >> 32);
 		unsigned c = size_class(size), i = 0;
 		while (i < m->nfreed[c] && m->freed[c][m->nfreed[c] - 1u - i] != addr)
@@ -338,7 +333,7 @@ static void encode_short(struct piece *e, struct zm_walk *w, uint64_t w0, uint64
 		uint32_t seq = m->cache_seq[h];
 		if (m->cache_addr[h] == addr && seq < m->n && m->n - seq <= RING &&
 		    m->ring_addr[seq % RING] == addr) {
-			emit_op(m, OP_FREE_HIT | (kind - 16));
+			emit_op(m, OP_FREE_HIT | (kind - PROF_SHORT_FREE_KIND));
 			put(m, C_AGE, m->n - 1 - seq);
 			freed_push(m, m->ring_size[seq % RING], addr);
 		} else {
@@ -397,13 +392,13 @@ static void walk_record(struct piece *e, struct zm_walk *w, const uint8_t *q, si
 		item_span(e, w, w->chunk_end);
 		return;
 	}
-	if (w0 & 0x8000u) {
-		unsigned kind = (unsigned)(w0 >> 8) & 0x7f;
-		uint64_t len = kind >= 16 && kind < 32 ? 8 : 16;
+	if (prof_is_short(w0)) {
+		unsigned kind = prof_short_kind(w0);
+		uint64_t len = prof_short_len(kind);
 		if (!w->shorts || len > room || len > have) {
 			item_span(e, w, w->chunk_end);
 		} else if (w->pos + len > e->end) {  /* crosses into the next piece: copied */
-			if (kind < 32)
+			if (kind < PROF_SHORT_LOCK_KIND)
 				w->base += (uint64_t)(int64_t)(int32_t)(w0 >> 32);
 			item_span(e, w, w->pos + len);
 		} else {
@@ -629,14 +624,14 @@ int zm_decode(struct zm_model *m, const uint8_t *blob, size_t blen, uint8_t *out
 		else if ((op & 0xf0) == OP_ALLOC_HIT)
 			kind = (unsigned)op & 0xf;
 		else if ((op & 0xf0) == OP_FREE_HIT)
-			kind = 16 + ((unsigned)op & 0xf);
+			kind = PROF_SHORT_FREE_KIND + ((unsigned)op & 0xf);
 		else if ((op & 0xf0) == OP_ALLOC_FREED)
 			kind = (unsigned)op & 0xf;
 		else {
 			*why = "an unknown operation";
 			return -1;
 		}
-		size_t rlen = kind >= 16 && kind < 32 ? 8 : 16;
+		size_t rlen = prof_short_len(kind);
 		if (rlen > len - o) {
 			*why = "a record runs past the piece";
 			return -1;
@@ -644,13 +639,13 @@ int zm_decode(struct zm_model *m, const uint8_t *blob, size_t blen, uint8_t *out
 		uint64_t dt, top, w1 = 0;
 		if (get(&r[C_DT], &dt) < 0)
 			return -1;
-		if (kind >= 32) {
+		if (kind >= PROF_SHORT_LOCK_KIND) {
 			uint64_t lo, stack;
 			if (get(&r[C_VAL], &top) < 0 || get(&r[C_LO], &lo) < 0 ||
 			    get(&r[C_STACK], &stack) < 0)
 				return -1;
 			w1 = lo | stack << 32;
-		} else if (kind < 16) {
+		} else if (kind < PROF_SHORT_FREE_KIND) {
 			uint64_t stack, dsize;
 			if (get(&r[C_STACK], &stack) < 0 || get(&r[C_SIZE], &dsize) < 0)
 				return -1;
@@ -705,7 +700,7 @@ int zm_decode(struct zm_model *m, const uint8_t *blob, size_t blen, uint8_t *out
 			note_free(m, addr);
 			m->base = addr;
 		}
-		uint64_t w0 = short_w0(kind, (uint32_t)dt, (uint32_t)top);
+		uint64_t w0 = prof_short_w0(kind, dt, top);
 		memcpy(out + o, &w0, 8);
 		if (rlen > 8)
 			memcpy(out + o + 8, &w1, 8);

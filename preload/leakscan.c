@@ -451,16 +451,15 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 		while (end - p >= 8) {
 			const struct prof_rec *r = (const void *)p;
 			uint64_t prefix = __atomic_load_n((const uint64_t *)p, __ATOMIC_ACQUIRE);
-			unsigned kind = (unsigned)(prefix >> 8) & 0x7f;
+			unsigned kind = prof_short_kind(prefix);
 			if (prof_is_short(prefix) && kind < PROF_SHORT_LOCK_KIND && base.valid) {
-				/* A short ALLOC or FREE, most of a trace: prof_short_decode()'s
-				 * arithmetic, without building the record. */
+				/* A short ALLOC or FREE, most of a trace: its base step, without
+				 * building the record as prof_short_decode() does. */
 				int alloc = kind < PROF_SHORT_FREE_KIND;
 				ptrdiff_t len = alloc ? PROF_SHORT_ALLOC_SIZE : PROF_SHORT_FREE_SIZE;
 				if (end - p < len)
 					break;
-				base.time += (prefix & 0xff) | ((prefix >> 16) & 0xffff) << 8;
-				base.ptr += (uint64_t)(int64_t)(int32_t)(uint32_t)(prefix >> 32);
+				prof_short_heap_step(&base, prefix);
 				uint32_t size = 0;
 				if (alloc)
 					memcpy(&size, p + 8, sizeof(size));

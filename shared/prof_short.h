@@ -112,6 +112,32 @@ static inline uint64_t prof_short_w0(unsigned kind, uint64_t dt24, uint64_t top3
 	       top32 << 32;
 }
 
+/* ... and its parts back: the kind, the time delta (24 bits, unsigned) and the length of the
+ * record in the file (an unknown kind's too: 16, as LOCK_WAIT and IO_CALL). */
+static inline unsigned prof_short_kind(uint64_t w0)
+{
+	return (unsigned)(w0 >> 8) & 0x7f;
+}
+
+static inline uint64_t prof_short_dt(uint64_t w0)
+{
+	return (w0 & 0xff) | ((w0 >> 16) & 0xffff) << 8;
+}
+
+static inline uint32_t prof_short_len(unsigned kind)
+{
+	return kind < PROF_SHORT_FREE_KIND || kind >= PROF_SHORT_LOCK_KIND ? PROF_SHORT_ALLOC_SIZE
+									    : PROF_SHORT_FREE_SIZE;
+}
+
+/* A short ALLOC or FREE (kind below PROF_SHORT_LOCK_KIND; the base valid): the heap base moves
+ * to its time and address. */
+static inline void prof_short_heap_step(struct prof_short_base *b, uint64_t w0)
+{
+	b->time += prof_short_dt(w0);
+	b->ptr += (uint64_t)(int64_t)(int32_t)(uint32_t)(w0 >> 32);
+}
+
 /* A signed time delta of 24 bits, as short LOCK_WAITs and IO_CALLs hold it, or 0 with *ok
  * clear when it does not fit. */
 static inline uint64_t prof_short_signed_dt(uint64_t time, uint64_t base, int *ok)
@@ -183,16 +209,14 @@ static inline int prof_short_io_words(const struct prof_short_base *b, unsigned 
 static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, const void *p,
 				    uint64_t room, union prof_short_rec *out)
 {
-	unsigned kind = (unsigned)(w0 >> 8) & 0x7f;
+	unsigned kind = prof_short_kind(w0);
 	if ((kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT && kind < PROF_SHORT_IO_KIND) ||
 	    kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT)
 		return -3;
-	uint32_t len = kind < PROF_SHORT_FREE_KIND || kind >= PROF_SHORT_LOCK_KIND
-			       ? PROF_SHORT_ALLOC_SIZE
-			       : PROF_SHORT_FREE_SIZE;
+	uint32_t len = prof_short_len(kind);
 	if (room < len)
 		return -2;
-	uint64_t dt = (w0 & 0xff) | ((w0 >> 16) & 0xffff) << 8;
+	uint64_t dt = prof_short_dt(w0);
 	uint64_t w1 = 0;
 	if (len > 8)
 		__builtin_memcpy(&w1, (const char *)p + 8, 8);
@@ -230,10 +254,7 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 	}
 	if (!b->valid)
 		return -1;
-	int32_t dp = (int32_t)(uint32_t)(w0 >> 32);
-	uint64_t time = b->time + dt, ptr = b->ptr + (uint64_t)(int64_t)dp;
-	b->time = time;
-	b->ptr = ptr;
+	prof_short_heap_step(b, w0);
 	if (kind < PROF_SHORT_FREE_KIND) {
 		out->alloc.h.type = PROF_REC_ALLOC;
 		out->alloc.h.flags = (uint16_t)kind;
@@ -246,8 +267,8 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 		out->free.h.flags = (uint16_t)(kind - PROF_SHORT_FREE_KIND);
 		out->free.h.size = (uint32_t)sizeof(struct prof_rec_free);
 	}
-	out->h.time = time;
-	out->free.ptr = ptr;
+	out->h.time = b->time;
+	out->free.ptr = b->ptr;
 	return (int)len;
 }
 
