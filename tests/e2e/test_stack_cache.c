@@ -355,10 +355,6 @@ Test(stack_cache, stacks_through_generated_code)
 	free(on);
 }
 
-/* Fork children that run the same new call paths one after another, as a shell's subshells
- * do (`many_paths siblings`: 6 children, each taking its 3,000 paths once, none of which the
- * parent took): from the third on, a child finds its stacks in the book its family shares
- * instead of unwinding them, each one what an unwind gives (PROF_STACK_CACHE=check). */
 /* The number in text that ends just before at (at: " WORDS..."). */
 static unsigned long long number_before(const char *text, const char *at)
 {
@@ -367,6 +363,10 @@ static unsigned long long number_before(const char *text, const char *at)
 	return strtoull(at, NULL, 10);
 }
 
+/* Fork children that run the same new call paths one after another, as a shell's subshells
+ * do (`many_paths siblings`: 6 children, each taking its 3,000 paths once, none of which the
+ * parent took): from the third on, a child finds its stacks in the book its family shares
+ * instead of unwinding them, each one what an unwind gives (PROF_STACK_CACHE=check). */
 static void siblings_share(const char *prog)
 {
 	char *text = checked_hits(prog, "siblings", 1000);
