@@ -3,7 +3,8 @@
 
 #include <string.h>
 
-void series_add(struct series *s, uint64_t t, uint64_t value)
+/* series_add() for a value outside the bucket written last. */
+void series_add_bucket(struct series *s, uint64_t t, uint64_t value)
 {
 	if (!s->width)
 		s->width = 1000;  /* 1 us to start with */
@@ -25,4 +26,7 @@ void series_add(struct series *s, uint64_t t, uint64_t value)
 	if (i + 1 > s->n)
 		s->n = i + 1;
 	s->values++;
+	s->last = i;
+	s->last_lo = i * s->width;
+	s->last_hi = s->last_lo + s->width;
 }

@@ -15,9 +15,24 @@ struct series {
 	uint8_t set[SERIES_POINTS];   /* the bucket saw a value */
 	size_t n;                     /* buckets in use */
 	uint64_t values;              /* values added: how much was folded into n points */
+	/* The bucket written last covers [last_lo, last_hi): most values go there too, and then
+	 * need no division. last_hi 0: none. */
+	uint64_t last_lo, last_hi;
+	size_t last;
 };
 
-/* value at time t (ns since the process start). */
-void series_add(struct series *s, uint64_t t, uint64_t value);
+void series_add_bucket(struct series *s, uint64_t t, uint64_t value);
+
+/* value at time t (ns since the process start). Called for every heap event. */
+static inline void series_add(struct series *s, uint64_t t, uint64_t value)
+{
+	if (t >= s->last_lo && t < s->last_hi) {
+		if (value > s->max[s->last])
+			s->max[s->last] = value;
+		s->values++;
+		return;
+	}
+	series_add_bucket(s, t, value);
+}
 
 #endif

@@ -760,35 +760,21 @@ static int key_less(const struct heap_ent *a, const struct heap_ent *b)
 	return a->time < b->time || (a->time == b->time && a->id < b->id);
 }
 
-/* Restores the heap after heap[i] grew (or was replaced). A thread often writes runs of
- * records, so first check whether the entry stays where it is; otherwise Floyd's variant: walk
- * the hole down along the smaller children (one compare per level), then move the entry up
- * from the bottom, since a replaced top usually belongs near the bottom. */
+/* Restores the heap after heap[i] grew (or was replaced): moves it down past the smaller
+ * children. Threads that run at once interleave their records one by one, so the stream
+ * just read from usually goes a level or two down, seldom to the bottom. */
 static void heap_down(struct trace *t, size_t i)
 {
 	struct heap_ent *h = t->heap, e = h[i];
-	size_t n = t->nheap, start = i, c = 2 * i + 1;
+	size_t n = t->nheap, c;
 
-	if (c >= n)
-		return;
-	if (c + 1 < n && key_less(&h[c + 1], &h[c]))
-		c++;
-	if (!key_less(&h[c], &e))
-		return;
-	h[i] = h[c];
-	i = c;
 	while ((c = 2 * i + 1) < n) {
 		if (c + 1 < n && key_less(&h[c + 1], &h[c]))
 			c++;
+		if (!key_less(&h[c], &e))
+			break;
 		h[i] = h[c];
 		i = c;
-	}
-	while (i > start) {
-		size_t p = (i - 1) / 2;
-		if (!key_less(&e, &h[p]))
-			break;
-		h[i] = h[p];
-		i = p;
 	}
 	h[i] = e;
 }
