@@ -439,11 +439,41 @@ static inline int batch_add(struct addr_table *t, struct event_batch *b, uint64_
 	return b->n < BATCH_EVENTS ? 0 : batch_apply(t, b);
 }
 
+/* A stream's latest ALLOC, held back from its table: if the stream's next event is its FREE
+ * (a temporary block, most of many programs' allocations), the pair leaves nothing, as it
+ * would have left nothing in the table (see struct addr_event), and the table is never
+ * touched. Where records were lost, a pair may follow an ALLOC whose FREE was lost, which the
+ * table's pair would have taken with it: every event goes to the table then. */
+struct held_alloc {
+	uint64_t ptr, size, time;  /* ptr 0: none */
+};
+static int pairs_skip;
+
+static inline int replay_event(struct addr_table *t, struct event_batch *b, struct held_alloc *h,
+			       uint64_t ptr, uint64_t size, uint64_t time, int alloc)
+{
+	if (h->ptr) {
+		if (!alloc && ptr == h->ptr) {
+			h->ptr = 0;
+			return 0;
+		}
+		if (batch_add(t, b, h->ptr, h->size, h->time, 1) < 0)
+			return -1;
+		h->ptr = 0;
+	}
+	if (alloc && ptr && pairs_skip) {
+		*h = (struct held_alloc){ ptr, size, time };
+		return 0;
+	}
+	return batch_add(t, b, ptr, size, time, alloc);
+}
+
 /* One stream's ALLOC and FREE records into its own table t. A chunk is read up to its first
  * record not (yet) committed; its reading position and short records' base stay in locals. */
 static int stream_replay(struct cursor *c, struct addr_table *t)
 {
 	static PROF_BULK struct event_batch batch;  /* 13 KiB: not on an exiting thread's stack */
+	struct held_alloc held = { 0 };
 	batch.n = 0;
 	for (;;) {
 		const char *p = c->p, *end = c->end;
@@ -464,7 +494,7 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 				if (alloc)
 					memcpy(&size, p + 8, sizeof(size));
 				p += len;
-				if (batch_add(t, &batch, base.ptr, size, base.time, alloc) < 0)
+				if (replay_event(t, &batch, &held, base.ptr, size, base.time, alloc) < 0)
 					return -1;
 				continue;
 			}
@@ -477,8 +507,8 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 				if (a.h.type != PROF_REC_ALLOC && a.h.type != PROF_REC_FREE)
 					continue;
 				int alloc = a.h.type == PROF_REC_ALLOC;
-				if (batch_add(t, &batch, a.free.ptr, alloc ? a.alloc.size : 0, a.h.time,
-					      alloc) < 0)
+				if (replay_event(t, &batch, &held, a.free.ptr, alloc ? a.alloc.size : 0,
+						 a.h.time, alloc) < 0)
 					return -1;
 				continue;
 			}
@@ -490,12 +520,16 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 			if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
 				const struct prof_rec_alloc *a = (const void *)r;  /* ptr first in both */
 				int alloc = r->type == PROF_REC_ALLOC;
-				if (batch_add(t, &batch, a->ptr, alloc ? a->size : 0, r->time, alloc) < 0)
+				if (replay_event(t, &batch, &held, a->ptr, alloc ? a->size : 0, r->time,
+						 alloc) < 0)
 					return -1;
 			}
 		}
-		if (c->chunk == c->last)
+		if (c->chunk == c->last) {
+			if (held.ptr && batch_add(t, &batch, held.ptr, held.size, held.time, 1) < 0)
+				return -1;
 			return batch_apply(t, &batch);
+		}
 		c->chunk++;
 		cursor_enter(c);
 	}
@@ -568,6 +602,7 @@ static __attribute__((noinline)) int read_trace(void)
 	if (prof_writer_units(&trace_data, &units, &trace_unit, &lo, &hi) < 0)
 		return -1;
 	prof_own_memory((void *)lo, hi - lo);
+	pairs_skip = prof_writer_lost() == 0;
 	size_t nchunks = 0;
 	struct chunk_ref *chunks = chunks_in_order(trace_data, units, &nchunks);
 	if (!chunks)

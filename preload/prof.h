@@ -367,6 +367,7 @@ int prof_fd_hide(int fd);  /* our own descriptors live above the program's */
 int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
 		      uintptr_t *map_lo, uintptr_t *map_hi);
 int prof_writer_growing(void);
+uint64_t prof_writer_lost(void);  /* records lost so far (the header's count) */
 
 /* Registers the calling thread (THREAD_START) if it is not yet; returns its state. Inline:
  * every hook asks, and all but a thread's first find it registered. */

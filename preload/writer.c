@@ -1030,6 +1030,11 @@ int prof_writer_units(const char **data, uint64_t *units, uint32_t *unit_size,
 	return 0;
 }
 
+uint64_t prof_writer_lost(void)
+{
+	return w.hdr ? __atomic_load_n(&w.hdr->lost_records, __ATOMIC_RELAXED) : 0;
+}
+
 /* The program lowers its address-space limit to `limit` bytes: the mapping beyond what the
  * file holds now, and beyond a sixteenth of the new limit, is given back before the limit
  * takes effect (the trace then fills sooner, and says so). Under w.growing: no thread is
