@@ -170,6 +170,11 @@ static _Atomic uint32_t *used;   /* indices of claimed slots, in claim order */
 static _Atomic uint32_t nused;
 static uint32_t hold_sample = 64;
 static uint64_t hold_mask = 63;
+/* Acquisitions past HOLD_EXACT where something may be due (a timed hold, a snapshot) are
+ * multiples of rare_mask + 1: of hold_sample, and of 256, as powers of two from there on and
+ * multiples of SNAP_EVERY are. One test then passes by all the others. */
+static uint64_t rare_mask = 63;
+_Static_assert(SNAP_EVERY % 256 == 0 && HOLD_EXACT >= 256, "rare_mask finds every snapshot");
 
 /* Shorthands: relaxed loads and stores, an add by the only writer, an add by one of many. */
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
@@ -442,33 +447,57 @@ static inline struct lock_entry *lock_find_released(const void *lock)
 	return lock_find(lock);
 }
 
-/* An exclusive acquisition by th (the lock is held: nobody else writes the entry). */
-static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
+/* An exclusive acquisition by th (the lock is held: nobody else writes the entry), its
+ * counts: returns what is left to do, seldom (acquired_rare()): ACQ_TIME_HOLD, ACQ_SNAPSHOT. */
+enum { ACQ_TIME_HOLD = 1, ACQ_SNAPSHOT = 2 };
+
+static inline unsigned acquired_count(struct prof_thread *th, struct lock_entry *e, uint64_t *acq)
 {
+	unsigned rare = 0;
 	last_entry = e;
 	uint32_t me = th->serial;
 	uint64_t n = LD(e->acquisitions) + 1;
 	ST(e->acquisitions, n);
+	*acq = n;
 	uint32_t last = LD(e->last_owner);
 	if (last != me) {
 		ST(e->last_owner, me);
 		if (last)
 			ADD_EX(e->owner_changes, 1);
 	}
+	int maybe = n <= HOLD_EXACT || (n & rare_mask) == 0;
 	if (LD(e->holder) == me) {
 		e->depth++;  /* recursive mutex taken again */
 	} else {
 		ST(e->holder, me);
 		e->depth = 1;
-		if (unlikely(hold_timed(n))) {
-			e->hold_w = n <= HOLD_EXACT ? 1 : hold_sample;
-			hold_begin(th, e);
-		} else {
-			e->hold_t0 = 0;
-		}
+		e->hold_t0 = 0;
+		if (unlikely(maybe) && hold_timed(n))
+			rare = ACQ_TIME_HOLD;
 	}
-	if (unlikely(snapshot_due(n)))
+	if (unlikely(maybe) && snapshot_due(n))
+		rare |= ACQ_SNAPSHOT;
+	return rare;
+}
+
+/* Out of line, so that the common way of an acquisition saves few registers. */
+static noinline void acquired_rare(struct prof_thread *th, struct lock_entry *e, uint64_t n,
+				   unsigned rare)
+{
+	if (rare & ACQ_TIME_HOLD) {
+		e->hold_w = n <= HOLD_EXACT ? 1 : hold_sample;
+		hold_begin(th, e);
+	}
+	if (rare & ACQ_SNAPSHOT)
 		snapshot(th, e, 0);
+}
+
+static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
+{
+	uint64_t n;
+	unsigned rare = acquired_count(th, e, &n);
+	if (unlikely(rare))
+		acquired_rare(th, e, n, rare);
 }
 
 /* Out of line: most holds are not timed, and the fast path then saves fewer registers. */
@@ -667,6 +696,7 @@ void prof_locks_init(void)
 			p <<= 1;
 		hold_sample = p;
 		hold_mask = p - 1;
+		rare_mask = hold_mask < 255 ? hold_mask : 255;
 	}
 	if ((v = getenv("PROF_LOCK_STACK_REFRESH_US")) && *v)
 		stack_refresh_ns = strtoull(v, NULL, 10) * 1000;
@@ -842,9 +872,59 @@ static inline __attribute__((always_inline)) int mutex_lock_common(pthread_mutex
 	return rc;
 }
 
+/* The way most lock and unlock calls take: recording on, the calling thread registered and
+ * in no hook of ours, the lock counted before, its entry the one the thread took last or in
+ * the first slot of its own. Only the lock's entry is live across the real call, so the hook
+ * saves few registers, and an unlock's real call is its last. Anything else takes the whole
+ * way (mutex_lock_common(), mutex_unlock_whole()). */
+static inline __attribute__((always_inline)) struct prof_thread *lock_thread_fast(void)
+{
+	struct prof_thread *th = &prof_self;
+	if (unlikely(!atomic_load_explicit(&prof_active, memory_order_relaxed) ||
+		     !(prof_cfg.events & PROF_EV_LOCK) || th->in_hook || !th->serial))
+		return NULL;
+	return th;
+}
+
+static inline __attribute__((always_inline)) struct lock_entry *lock_entry_fast(const void *lock)
+{
+	struct lock_entry *e = last_entry, *t;
+	if (likely(e && LD(e->addr) == (uintptr_t)lock))
+		return e;
+	if (unlikely(!(t = table)))
+		return NULL;
+	e = &t[slot_of((uintptr_t)lock)];
+	return LD(e->addr) == (uintptr_t)lock ? e : NULL;
+}
+
+static noinline int mutex_lock_whole(pthread_mutex_t *m, uintptr_t site)
+{
+	return mutex_lock_common(m, CALL_PLAIN, 0, NULL, site);
+}
+
+/* The count after the real call, out of the hook: the hook keeps only e across that call. */
+static noinline int mutex_locked_rare(struct lock_entry *e, uint64_t n, unsigned rare, int rc)
+{
+	acquired_rare(&prof_self, e, n, rare);
+	return rc;
+}
+
+static noinline int mutex_locked(struct lock_entry *e, int rc)
+{
+	uint64_t n;
+	unsigned rare;
+	if (likely(acquired_rc(rc)) && unlikely(rare = acquired_count(&prof_self, e, &n)))
+		return mutex_locked_rare(e, n, rare, rc);
+	return rc;
+}
+
 PROF_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-	return mutex_lock_common(m, CALL_PLAIN, 0, NULL, CALLER);
+	struct lock_entry *e;
+	if (unlikely(!real.mutex_lock) || !lock_thread_fast() || !(e = lock_entry_fast(m)) ||
+	    !LD(e->acquisitions) || __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0)
+		return mutex_lock_whole(m, CALLER);
+	return mutex_locked(e, real.mutex_lock(m));
 }
 
 PROF_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs)
@@ -873,7 +953,7 @@ PROF_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 	return rc;
 }
 
-PROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+static noinline int mutex_unlock_whole(pthread_mutex_t *m)
 {
 	RESOLVED(mutex_lock);
 	struct prof_thread *th = lock_thread();
@@ -885,6 +965,20 @@ PROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 	int rc = real.mutex_unlock(m);
 	after_release(th);
 	return rc;
+}
+
+/* The lock the thread took last is released on the short way whatever the recording's state
+ * now (released_excl() keeps its entry true, and does nothing for a thread not its holder),
+ * but not inside a hook of ours (a vfork child's: its parent's entries). */
+PROF_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	struct prof_thread *th = &prof_self;
+	struct lock_entry *e = last_entry;
+	if (unlikely(!real.mutex_lock) || !e || LD(e->addr) != (uintptr_t)m || th->in_hook ||
+	    pending.set)
+		return mutex_unlock_whole(m);
+	released_excl(th, e);
+	return real.mutex_unlock(m);  /* nothing of ours after it: no wait is pending */
 }
 
 /* ---- rwlocks ------------------------------------------------------------------------------ */

@@ -158,6 +158,52 @@ Test(locks, private_lock_has_no_contention)
 	json_decref(doc);
 }
 
+/* The number NAME_estimate printed by the program in DIR/out.txt. */
+static long printed_long(const char *dir, const char *name)
+{
+	char path[512], key[96];
+	snprintf(path, sizeof(path), "%s/out.txt", dir);
+	char *text = e2e_read_file(path);
+	cr_assert_not_null(text);
+	snprintf(key, sizeof(key), "\n%.64s ", name);
+	char *p = strstr(text, key);
+	cr_assert_not_null(p, "%s not printed", name);
+	long v = atol(p + strlen(key));
+	free(text);
+	return v;
+}
+
+/* Hold times past the first 256 holds are sampled, one hold in PROF_LOCK_HOLD_SAMPLE counting
+ * for that many: the total must be the estimate the program works out from its own timing of
+ * every hold, for a mutex and a rwlock, with the default sample and another. */
+Test(locks, sampled_hold_times_add_up_to_their_estimate)
+{
+	const char *samples[] = { "64", "16" };
+	for (int k = 0; k < 2; k++) {
+		char var[64];
+		snprintf(var, sizeof(var), "PROF_LOCK_HOLD_SAMPLE=%s", samples[k]);
+		const char *env[] = { k ? var : NULL, NULL };  /* 64: the default */
+		const char *argv[] = { e2e_prog("lock_holds"), "3000", "20", samples[k], NULL };
+		const char *dir;
+		json_t *doc = profile(argv, env, &dir, NULL);
+		const char *names[] = { "mutex", "rwlock" };
+		for (int i = 0; i < 2; i++) {
+			json_t *l = find_lock(e2e_process(doc, 0), printed_addr(dir, names[i]));
+			cr_assert_not_null(l, "%s not reported", names[i]);
+			char key[64];
+			snprintf(key, sizeof(key), "%s_estimate", names[i]);
+			long want = printed_long(dir, key), got = e2e_int(l, "hold_ns");
+			cr_expect_eq(e2e_int(l, "acquisitions"), 3000);
+			cr_expect_eq(e2e_int(l, "hold_sample"), atol(samples[k]));
+			cr_expect(got > want * 0.9 && got < want * 1.1,
+				  "%s, sample %s: hold_ns %ld, the program's estimate %ld", names[i],
+				  samples[k], got, want);
+			cr_expect_geq(e2e_int(l, "max_hold_ns"), 20000);
+		}
+		json_decref(doc);
+	}
+}
+
 /* main holds the shared mutex for 100 ms while the workers start: they wait, and the report
  * says where; the locks are sorted by total wait; the threads' blocked time adds up. */
 Test(locks, contended_lock_shows_wait_at_its_stack)
