@@ -33,10 +33,12 @@
 #define POOL_SLOTS 64u              /* unit ranges given back by streams */
 #define LOST_BATCH 256u             /* losses a stream counts before adding them to the header */
 /* Space is reserved ahead of the writers (fallocate). A short process (a shell's subshell)
- * writes a few KiB: reserving a MiB for it, which tmpfs allocates and zeroes and the close
- * gives back, cost more than the rest of its trace. So the file starts small and grows by
- * an eighth of its size, at least GROW_MIN. */
-#define FIRST_DATA (128u << 10)     /* data space of a new trace, bytes */
+ * writes a few KiB: reserving more for it, which tmpfs allocates and zeroes and the close
+ * gives back, cost more than the rest of its trace (128 KiB and a 64 KiB header area: a
+ * fifth of what libprof added to a subshell on tmpfs). So the data begins at the page after
+ * the header's strings, the file starts small and grows by an eighth of its size, at least
+ * GROW_MIN. */
+#define FIRST_DATA (32u << 10)      /* data space of a new trace, bytes */
 #define GROW_MIN (256ull << 10)     /* file growth steps, bytes */
 #define MAP_MIN (2u << 20)          /* the least address space a trace is given */
 #define TRACE_VM_SHARE 16           /* of an address-space limit, the most the trace takes */
@@ -870,27 +872,50 @@ static uint64_t reserve_size(void)
 	return prof_vm_budget(want, TRACE_VM_SHARE);
 }
 
+/* The header's strings, each ending in a NUL: exe, host, then the arguments that fit in
+ * HEADER_AREA. Written to `strings`, or only measured where it is NULL. Returns their size;
+ * *kept: how many arguments. */
+static size_t header_strings(char *strings, int argc, char **argv, const char *exe,
+			     const char *host, uint32_t *kept)
+{
+	size_t cap = HEADER_AREA - sizeof(struct prof_file_header), len = 0;
+	const char *fixed[2] = { exe, host };
+	for (int i = 0; i < 2; i++) {
+		size_t l = strlen(fixed[i]);
+		if (l > cap - 2 - len)
+			l = cap - 2 - len;
+		if (strings) {
+			memcpy(strings + len, fixed[i], l);
+			strings[len + l] = '\0';
+		}
+		len += l + 1;
+	}
+	*kept = 0;
+	for (int i = 0; i < argc && argv && argv[i]; i++) {
+		size_t l = strlen(argv[i]);
+		if (len + l + 1 > cap)
+			break;
+		if (strings)
+			memcpy(strings + len, argv[i], l + 1);
+		len += l + 1;
+		(*kept)++;
+	}
+	return len;
+}
+
+/* Where the data begins: after the header and its strings, at the next page. */
+static uint32_t data_offset_for(size_t strings_len)
+{
+	return (uint32_t)((sizeof(struct prof_file_header) + strings_len + 4095) & ~(size_t)4095);
+}
+
 /* Fills the header and its strings: exe, host, argv. */
 static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *exe,
 			     const char *host, uint64_t realtime, uint64_t start)
 {
 	struct prof_file_header *h = w.hdr;
-	char *strings = (char *)h + sizeof(*h);
-	size_t cap = HEADER_AREA - sizeof(*h), len = 0;
-	const char *fixed[2] = { exe, host };
-	for (int i = 0; i < 2; i++) {
-		len = put(strings, len, cap - 1, fixed[i]);
-		len++;
-	}
-	uint32_t kept = 0;
-	for (int i = 0; i < argc && argv && argv[i]; i++) {
-		size_t l = strlen(argv[i]);
-		if (len + l + 1 > cap)
-			break;
-		memcpy(strings + len, argv[i], l + 1);
-		len += l + 1;
-		kept++;
-	}
+	uint32_t kept;
+	size_t len = header_strings((char *)h + sizeof(*h), argc, argv, exe, host, &kept);
 	const char *rank = rank_from_env();
 	h->version = PROF_FORMAT_VERSION;
 	h->min_version = PROF_FORMAT_MIN_VERSION;
@@ -899,7 +924,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 		      PROF_FEAT_SHORT_LOCK_WAITS | PROF_FEAT_SHORT_IO_CALLS |
 		      (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
-	h->data_offset = HEADER_AREA;
+	h->data_offset = data_offset_for(len);
 	h->pid = (uint32_t)getpid();
 	h->ppid = ppid;
 	h->start_realtime_ns = realtime;
@@ -978,10 +1003,12 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	 * run at a time anyway (next_chunk()). */
 	madvise(w.base, w.map_size, MADV_RANDOM);
 	/* The first size, within the file size limit (a smaller trace fills sooner, and says so) */
-	uint64_t first = HEADER_AREA + FIRST_DATA, limit = file_size_limit();
+	uint32_t kept;
+	uint64_t data = data_offset_for(header_strings(NULL, argc, argv, exe, un.nodename, &kept));
+	uint64_t first = data + FIRST_DATA, limit = file_size_limit();
 	if (limit < first)
 		first = limit / UNIT * UNIT;
-	if (first < HEADER_AREA + 4 * UNIT) {
+	if (first < data + 4 * UNIT) {
 		prof_log("the file size limit (ulimit -f: %llu bytes) leaves no room for trace file "
 			 "%s; profiling disabled", (unsigned long long)limit, w.path);
 		goto fail_quiet;
@@ -996,7 +1023,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	w.hdr = (struct prof_file_header *)w.base;
 	w.chunk_size = UNIT;
 	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
-	atomic_store(&w.capacity, (first - HEADER_AREA) / UNIT);
+	atomic_store(&w.capacity, (first - data) / UNIT);
 	atomic_store(&w.warned_full, 0);
 	atomic_store(&w.final, 0);
 	return 0;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "e2e.h"
+#include "prof_format.h"
 
 static void teardown(void)
 {
@@ -383,4 +384,59 @@ Test(writer, an_address_space_limit_leaves_the_program_its_memory)
 	cr_assert_not_null(text);
 	cr_expect_not_null(strstr(text, "address-space limit"), "%s", text);
 	free(text);
+}
+
+/* The header of the only trace in dir, and the file's size. */
+static struct prof_file_header only_header(const char *dir, off_t *size)
+{
+	char traces[2][PATH_MAX];
+	cr_assert_eq(list_traces(dir, traces, 2), 1);
+	struct prof_file_header h;
+	FILE *f = fopen(traces[0], "rb");
+	cr_assert_not_null(f);
+	cr_assert_eq(fread(&h, sizeof(h), 1, f), 1);
+	fclose(f);
+	struct stat st;
+	cr_assert_eq(stat(traces[0], &st), 0);
+	*size = st.st_size;
+	return h;
+}
+
+/* The data begins at the page after the header's strings: a short process's trace is a few
+ * KiB (a 64 KiB header area, most of it zeros, made each subshell's trace 70 KiB, and tmpfs
+ * allocated and zeroed it), and a long command line is kept whole, up to 64 KiB of it. */
+Test(writer, the_data_begins_at_the_page_after_the_header)
+{
+	static char args[26][101];
+	for (int i = 0; i < 26; i++)
+		memset(args[i], 'a' + i, 100);
+	int counts[3] = { 3, 400, 700 };  /* about 0, 40 and 70 KiB of arguments */
+	for (int k = 0; k < 3; k++) {
+		const char *argv[702];
+		int n = 0;
+		argv[n++] = "/bin/true";
+		for (int i = 0; i < counts[k]; i++)
+			argv[n++] = args[i % 26];
+		argv[n] = NULL;
+		const char *dir = e2e_tmpdir();
+		int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+		off_t size;
+		struct prof_file_header h = only_header(dir, &size);
+		cr_expect_eq(h.data_offset, (h.header_size + 4095) / 4096 * 4096, "data at %u, header %u",
+			     h.data_offset, h.header_size);
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		size_t kept = json_array_size(json_object_get(e2e_process(doc, 0), "argv"));
+		if (k < 2) {
+			cr_expect_eq(kept, (size_t)n, "arguments kept: %zu of %d", kept, n);
+			cr_expect_leq(h.data_offset, k ? 48 * 1024 : 4096);
+		} else {
+			cr_expect(kept > 500 && kept < (size_t)n, "arguments kept: %zu of %d", kept, n);
+			cr_expect_leq(h.data_offset, 64 * 1024);
+		}
+		if (k == 0)
+			cr_expect_leq(size, 16 * 1024, "a trace of /bin/true: %ld bytes", (long)size);
+		json_decref(doc);
+	}
 }
