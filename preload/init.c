@@ -404,7 +404,7 @@ static void end_others(struct prof_thread *th)
 	}
 }
 
-void prof_thread_end(struct prof_thread *th)
+void prof_thread_end(struct prof_thread *th, int process_ends)
 {
 	if (th->serial == 0)
 		return;
@@ -419,7 +419,7 @@ void prof_thread_end(struct prof_thread *th)
 		th->live_slot = 0;
 	}
 	prof_writer_thread_done(th);
-	prof_stacks_thread_done(th);
+	prof_stacks_thread_done(th, process_ends);
 	atomic_fetch_sub(&threads_alive, 1);
 }
 
@@ -435,7 +435,7 @@ static void thread_key_destructor(void *arg)
 		return;
 	int saved = errno;
 	prof_hook_enter(th);
-	prof_thread_end(th);
+	prof_thread_end(th, 0);
 	th->in_hook--;
 	errno = saved;
 }
@@ -504,7 +504,7 @@ static void exit_work(int status, uintptr_t stack_from)
 	io_batches_flush_all(th);
 	prof_locks_flush();
 	end_others(th);
-	prof_thread_end(th);
+	prof_thread_end(th, 1);
 	say_cuts();
 	write_exit(0, status);
 	atomic_store(&prof_active, 0);
@@ -600,7 +600,7 @@ void prof_quick_exit(int status)
 		io_batches_flush_all(th);
 		prof_locks_flush();
 		end_others(th);
-		prof_thread_end(th);
+		prof_thread_end(th, 1);
 		write_exit(2, status);
 		prof_self.in_hook--;
 	}

@@ -379,7 +379,7 @@ static inline struct prof_thread *prof_thread_get(void)
 		prof_thread_register(th);
 	return th;
 }
-void prof_thread_end(struct prof_thread *th);
+void prof_thread_end(struct prof_thread *th, int process_ends);
 /* dlsym of a symbol that may be missing, as libprof's own work (hookmap.c). A failed lookup
  * leaves its error message allocated in the loader's state of the thread until the next dl*
  * call frees it, maybe the program's, whose free would then be recorded as that of a block
@@ -448,7 +448,9 @@ void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache, i
  * thread was inside libunwind's steps (a recording unwind); 0 for copies made without the
  * handlers (_Fork, clone, syscall: clone.c). */
 int prof_stacks_fork_was_safe(void);
-void prof_stacks_thread_done(struct prof_thread *th);  /* unmaps the thread's stack cache */
+/* Gives the thread's stack cache back, its memory too unless the process ends (no use then:
+ * the kernel takes it all, and emptying its pages cost a subshell's exit some 10 us). */
+void prof_stacks_thread_done(struct prof_thread *th, int process_ends);
 
 /* modules.c: MODULE records for every loaded object; rescans after dlopen/dlclose. */
 void prof_modules_init(void);

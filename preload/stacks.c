@@ -974,7 +974,7 @@ void prof_stacks_fork_child(struct prof_thread *th, struct stack_cache *cache, i
 	atomic_store(&cache_wrong, 0);
 }
 
-void prof_stacks_thread_done(struct prof_thread *th)
+void prof_stacks_thread_done(struct prof_thread *th, int process_ends)
 {
 	struct stack_cache *c = th->stack_cache, *all = atomic_load(&caches);
 	th->stack_cache_done = 1;
@@ -994,7 +994,9 @@ void prof_stacks_thread_done(struct prof_thread *th)
 				 (unsigned long long)c->walks_wrong, c->rules_forgotten,
 				 (unsigned long long)c->book_hits, (unsigned long long)c->book_kept);
 		size_t i = (size_t)((char *)c - (char *)all) / CACHE_STRIDE;
-		if (i >= (size_t)atomic_load(&cache_fit)) {
+		if (process_ends) {
+			/* its memory goes with the process */
+		} else if (i >= (size_t)atomic_load(&cache_fit)) {
 			munmap(c, CACHE_STRIDE);  /* past a lowered limit's share: never again */
 		} else {
 			madvise(c, CACHE_STRIDE, MADV_DONTNEED);
