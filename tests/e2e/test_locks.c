@@ -35,20 +35,23 @@ static json_t *profile(const char *const argv[], const char *const env[], const 
 	return doc;
 }
 
-/* The address the program printed as "name 0x..." in DIR/out.txt, as "0x..." (static). */
-static const char *printed_addr(const char *dir, const char *name)
+/* The word the program printed after "NAME " at the start of a line of DIR/out.txt: a lock's
+ * address ("0x..."), or a number (static). */
+static const char *printed(const char *dir, const char *name)
 {
-	static char addr[64];
-	char path[512], key[64];
+	static char word[64];
+	char path[512], key[96];
 	snprintf(path, sizeof(path), "%s/out.txt", dir);
 	char *text = e2e_read_file(path);
 	cr_assert_not_null(text);
-	snprintf(key, sizeof(key), "%s 0x", name);
-	char *p = strstr(text, key);
+	snprintf(key, sizeof(key), "%.64s ", name);
+	char *p = text;
+	while ((p = strstr(p, key)) && p != text && p[-1] != '\n')
+		p++;
 	cr_assert_not_null(p, "%s not printed", name);
-	sscanf(p + strlen(name) + 1, "%63s", addr);
+	sscanf(p + strlen(key), "%63s", word);
 	free(text);
-	return addr;
+	return word;
 }
 
 static json_t *find_lock(json_t *proc, const char *addr)
@@ -89,29 +92,29 @@ Test(locks, exact_counts_for_every_kind)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_counts failed: %d", st);
 	json_t *p = e2e_process(doc, 0);
 
-	json_t *l = find_lock(p, printed_addr(dir, "shared"));
+	json_t *l = find_lock(p, printed(dir, "shared"));
 	cr_assert_not_null(l, "shared mutex not reported");
 	cr_expect_str_eq(kind_of(l), "mutex");
 	/* each worker's, and main's one */
 	cr_expect_eq(e2e_int(l, "acquisitions"), threads * iters + 1, "shared: %ld",
 		     e2e_int(l, "acquisitions"));
 
-	l = find_lock(p, printed_addr(dir, "rwlock"));
+	l = find_lock(p, printed(dir, "rwlock"));
 	cr_assert_not_null(l);
 	cr_expect_str_eq(kind_of(l), "rwlock");
 	cr_expect_eq(e2e_int(l, "acquisitions"), 2 * threads * (iters / 10));
 
-	l = find_lock(p, printed_addr(dir, "spin"));
+	l = find_lock(p, printed(dir, "spin"));
 	cr_assert_not_null(l);
 	cr_expect_str_eq(kind_of(l), "spin");
 	cr_expect_eq(e2e_int(l, "acquisitions"), threads * (iters / 10));
 
-	l = find_lock(p, printed_addr(dir, "sem"));
+	l = find_lock(p, printed(dir, "sem"));
 	cr_assert_not_null(l);
 	cr_expect_str_eq(kind_of(l), "sem");
 	cr_expect_eq(e2e_int(l, "acquisitions"), threads * (iters / 10));
 
-	l = find_lock(p, printed_addr(dir, "barrier"));
+	l = find_lock(p, printed(dir, "barrier"));
 	cr_assert_not_null(l);
 	cr_expect_str_eq(kind_of(l), "barrier");
 	cr_expect_eq(e2e_int(l, "acquisitions"), threads * 3);
@@ -130,13 +133,13 @@ Test(locks, exact_counts_when_the_process_ends_by__exit)
 	json_t *doc = profile(argv, NULL, &dir, &st);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_counts failed: %d", st);
 	json_t *p = e2e_process(doc, 0);
-	json_t *l = find_lock(p, printed_addr(dir, "shared"));
+	json_t *l = find_lock(p, printed(dir, "shared"));
 	cr_assert_not_null(l);
 	cr_expect_eq(e2e_int(l, "acquisitions"), 4 * 20000 + 1);
-	l = find_lock(p, printed_addr(dir, "private0"));
+	l = find_lock(p, printed(dir, "private0"));
 	cr_assert_not_null(l);
 	cr_expect_eq(e2e_int(l, "acquisitions"), 20000);
-	l = find_lock(p, printed_addr(dir, "rwlock"));
+	l = find_lock(p, printed(dir, "rwlock"));
 	cr_assert_not_null(l);
 	cr_expect_eq(e2e_int(l, "acquisitions"), 2 * 4 * (20000 / 10));
 	json_decref(doc);
@@ -148,7 +151,7 @@ Test(locks, private_lock_has_no_contention)
 	const char *dir;
 	const char *argv[] = { e2e_prog("lock_counts"), "4", "20000", NULL };
 	json_t *doc = profile(argv, NULL, &dir, NULL);
-	json_t *l = find_lock(e2e_process(doc, 0), printed_addr(dir, "private0"));
+	json_t *l = find_lock(e2e_process(doc, 0), printed(dir, "private0"));
 	cr_assert_not_null(l, "private mutex not reported");
 	cr_expect_eq(e2e_int(l, "acquisitions"), 20000);
 	cr_expect_eq(e2e_int(l, "contended"), 0);
@@ -156,21 +159,6 @@ Test(locks, private_lock_has_no_contention)
 	cr_expect_eq(e2e_int(l, "owner_changes"), 0);
 	cr_expect_str_eq(json_string_value(json_object_get(l, "stack_is")), "first_use");
 	json_decref(doc);
-}
-
-/* The number NAME_estimate printed by the program in DIR/out.txt. */
-static long printed_long(const char *dir, const char *name)
-{
-	char path[512], key[96];
-	snprintf(path, sizeof(path), "%s/out.txt", dir);
-	char *text = e2e_read_file(path);
-	cr_assert_not_null(text);
-	snprintf(key, sizeof(key), "\n%.64s ", name);
-	char *p = strstr(text, key);
-	cr_assert_not_null(p, "%s not printed", name);
-	long v = atol(p + strlen(key));
-	free(text);
-	return v;
 }
 
 /* Hold times past the first 256 holds are sampled, one hold in PROF_LOCK_HOLD_SAMPLE counting
@@ -188,11 +176,11 @@ Test(locks, sampled_hold_times_add_up_to_their_estimate)
 		json_t *doc = profile(argv, env, &dir, NULL);
 		const char *names[] = { "mutex", "rwlock" };
 		for (int i = 0; i < 2; i++) {
-			json_t *l = find_lock(e2e_process(doc, 0), printed_addr(dir, names[i]));
+			json_t *l = find_lock(e2e_process(doc, 0), printed(dir, names[i]));
 			cr_assert_not_null(l, "%s not reported", names[i]);
 			char key[64];
 			snprintf(key, sizeof(key), "%s_estimate", names[i]);
-			long want = printed_long(dir, key), got = e2e_int(l, "hold_ns");
+			long want = atol(printed(dir, key)), got = e2e_int(l, "hold_ns");
 			cr_expect_eq(e2e_int(l, "acquisitions"), 3000);
 			cr_expect_eq(e2e_int(l, "hold_sample"), atol(samples[k]));
 			cr_expect(got > want * 0.9 && got < want * 1.1,
@@ -213,7 +201,7 @@ Test(locks, contended_lock_shows_wait_at_its_stack)
 	json_t *doc = profile(argv, NULL, &dir, NULL);
 	json_t *p = e2e_process(doc, 0);
 	json_t *locks = json_object_get(p, "locks");
-	json_t *l = find_lock(p, printed_addr(dir, "shared"));
+	json_t *l = find_lock(p, printed(dir, "shared"));
 	cr_assert_not_null(l);
 	cr_expect_eq(json_array_get(locks, 0), l, "the shared mutex is not first by wait");
 	cr_expect_geq(e2e_int(l, "contended"), 4);
@@ -260,8 +248,8 @@ Test(locks, cond_waits_are_waits_not_mutex_contention)
 	const char *argv[] = { e2e_prog("lock_cond"), NULL };
 	json_t *doc = profile(argv, NULL, &dir, NULL);
 	json_t *p = e2e_process(doc, 0);
-	json_t *c = find_lock(p, printed_addr(dir, "cond"));
-	json_t *m = find_lock(p, printed_addr(dir, "mutex"));
+	json_t *c = find_lock(p, printed(dir, "cond"));
+	json_t *m = find_lock(p, printed(dir, "mutex"));
 	cr_assert_not_null(c, "condition variable not reported");
 	cr_assert_not_null(m, "mutex not reported");
 	cr_expect_str_eq(kind_of(c), "cond");
@@ -331,8 +319,8 @@ Test(locks, a_lock_made_where_one_ended_is_a_new_lock)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_lifetimes failed: %d", st);
 	json_t *p = e2e_process(doc, 0);
 	char first[64];
-	snprintf(first, sizeof(first), "%s", printed_addr(dir, "mutex1"));
-	if (strcmp(first, printed_addr(dir, "mutex2")) || strcmp(first, printed_addr(dir, "reinit2")))
+	snprintf(first, sizeof(first), "%s", printed(dir, "mutex1"));
+	if (strcmp(first, printed(dir, "mutex2")) || strcmp(first, printed(dir, "reinit2")))
 		cr_skip_test("malloc did not give the same block back");
 
 	json_t *l = lock_with(p, first, 2);
@@ -350,7 +338,7 @@ Test(locks, a_lock_made_where_one_ended_is_a_new_lock)
 	cr_expect_not_null(lock_with(p, first, 30));
 	cr_expect_not_null(lock_with(p, first, 40));
 
-	const char *sem = printed_addr(dir, "sem1");
+	const char *sem = printed(dir, "sem1");
 	cr_expect_not_null(lock_with(p, sem, 10));
 	cr_expect_not_null(lock_with(p, sem, 20));
 	json_decref(doc);
@@ -443,7 +431,7 @@ Test(locks, hooks_inside_malloc_do_not_deadlock, .timeout = 60)
 	int st;
 	json_t *doc = profile(argv, NULL, &dir, &st);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "lock_malloc failed: %d", st);
-	json_t *l = find_lock(e2e_process(doc, 0), printed_addr(dir, "allocator"));
+	json_t *l = find_lock(e2e_process(doc, 0), printed(dir, "allocator"));
 	cr_assert_not_null(l);
 	cr_expect_geq(e2e_int(l, "acquisitions"), 4 * 20000 * 2);
 	json_decref(doc);
@@ -528,7 +516,7 @@ Test(locks, short_and_ordinary_lock_waits_agree_with_the_counters)
 	const char *names[] = { "array0", "array1", "array2", "array3", "array4", "array5",
 				"array6", "array7", "far" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		json_t *l = find_lock(p, printed_addr(dir, names[i]));
+		json_t *l = find_lock(p, printed(dir, names[i]));
 		cr_assert_not_null(l, "%s", names[i]);
 		in_take += e2e_int(l, "wait_ns");
 	}
