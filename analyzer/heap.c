@@ -540,7 +540,7 @@ int heap_sum_write(struct sum_out *w, const struct process *p, const void *state
 	sum_put_fixed(w, v, sizeof(v));
 	sum_put_fixed(w, h->class_bytes, sizeof(h->class_bytes));
 	sum_put_fixed(w, h->class_blocks, sizeof(h->class_blocks));
-	sum_put_fixed(w, &h->in_use, sizeof(h->in_use));
+	sum_put_fixed(w, &h->in_use, SERIES_SUM_BYTES);
 	sum_put_u64(w, h->nsites);
 	for (size_t i = 0; i < h->nsites; i++)
 		sum_put_fixed(w, &h->sites[i], sizeof(h->sites[i]));
@@ -573,7 +573,8 @@ int heap_sum_read(struct sum_in *r, struct process *p, void *state)
 	h->tallied = (int)v[17];
 	sum_get_fixed(r, h->class_bytes, sizeof(h->class_bytes));
 	sum_get_fixed(r, h->class_blocks, sizeof(h->class_blocks));
-	sum_get_fixed(r, &h->in_use, sizeof(h->in_use));
+	sum_get_fixed(r, &h->in_use, SERIES_SUM_BYTES);
+	h->in_use.last_hi = 0;
 	if (h->in_use.n > SERIES_POINTS)
 		r->bad = 1;
 	size_t n = sum_get_count(r, sizeof(struct heap_site));

@@ -16,10 +16,14 @@ struct series {
 	size_t n;                     /* buckets in use */
 	uint64_t values;              /* values added: how much was folded into n points */
 	/* The bucket written last covers [last_lo, last_hi): most values go there too, and then
-	 * need no division. last_hi 0: none. */
+	 * need no division. last_hi 0: none. Not part of a summary (SERIES_SUM_BYTES). */
 	uint64_t last_lo, last_hi;
 	size_t last;
 };
+
+/* What a summary holds of a series: the fields before the bucket written last, laid out as
+ * they were before it was added. One read back has none (last_hi 0). */
+#define SERIES_SUM_BYTES offsetof(struct series, last_lo)
 
 void series_add_bucket(struct series *s, uint64_t t, uint64_t value);
 

@@ -211,3 +211,43 @@ Test(summary, unknown_sections_skipped_other_versions_refused)
 	processes_free(ps, n);
 	free(w.buf);
 }
+
+/* Each family's section of load()'s summary, at the family's sum_version, is as long as a
+ * prof of that version made it: a layout changed without a new sum_version (a field added
+ * to a struct written whole) would make summaries of other builds read as damaged, and
+ * theirs of ours. A family that changes its layout on purpose takes a new sum_version and
+ * its line here. */
+Test(summary, a_sections_layout_changes_only_with_its_version)
+{
+	static const struct { const char *name; uint32_t version; uint64_t len; } known[] = {
+		{ "cpu", 1, 4931 }, { "heap", 2, 5992 }, { "locks", 2, 225 }, { "io", 2, 3512 },
+		{ "cuda", 1, 8432 }, { "db", 1, 1602 }, { "http", 1, 48 }, { "mpi", 1, 791 },
+	};
+	struct sum_out w = summary_of_load();
+	cr_assert(!w.oom);
+	size_t seen = 0;
+	for (size_t off = 16; off + 16 <= w.len;) {
+		uint32_t tag, version, namelen;
+		uint64_t len;
+		memcpy(&tag, w.buf + off, 4);
+		memcpy(&version, w.buf + off + 4, 4);
+		memcpy(&len, w.buf + off + 8, 8);
+		cr_assert_leq(len, w.len - off - 16);
+		if (tag == 2) {
+			memcpy(&namelen, w.buf + off + 16, 4);
+			char name[32] = "";
+			memcpy(name, w.buf + off + 20, namelen < 31 ? namelen : 31);
+			for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+				if (!strcmp(known[i].name, name)) {
+					seen++;
+					cr_expect_eq(version, known[i].version, "%s: version %u", name, version);
+					cr_expect_eq(len, known[i].len, "%s at version %u: %lu bytes, not %lu",
+						     name, version, (unsigned long)len,
+						     (unsigned long)known[i].len);
+				}
+		}
+		off += 16 + len;
+	}
+	cr_expect_eq(seen, sizeof(known) / sizeof(known[0]), "every family's section");
+	free(w.buf);
+}
