@@ -872,13 +872,13 @@ static uint64_t reserve_size(void)
 	return prof_vm_budget(want, TRACE_VM_SHARE);
 }
 
-/* The header's strings, each ending in a NUL: exe, host, then the arguments that fit in
- * HEADER_AREA. Written to `strings`, or only measured where it is NULL. Returns their size;
- * *kept: how many arguments. */
-static size_t header_strings(char *strings, int argc, char **argv, const char *exe,
+/* The header's strings, each ending in a NUL: exe, host, then the arguments that fit in `cap`
+ * bytes. Written to `strings`, or only measured where it is NULL. Returns their size; *kept:
+ * how many arguments. */
+static size_t header_strings(char *strings, size_t cap, int argc, char **argv, const char *exe,
 			     const char *host, uint32_t *kept)
 {
-	size_t cap = HEADER_AREA - sizeof(struct prof_file_header), len = 0;
+	size_t len = 0;
 	const char *fixed[2] = { exe, host };
 	for (int i = 0; i < 2; i++) {
 		size_t l = strlen(fixed[i]);
@@ -909,13 +909,15 @@ static uint32_t data_offset_for(size_t strings_len)
 	return (uint32_t)((sizeof(struct prof_file_header) + strings_len + 4095) & ~(size_t)4095);
 }
 
-/* Fills the header and its strings: exe, host, argv. */
+/* Fills the header and its strings (exe, host, argv) up to data_offset, where the data
+ * begins. */
 static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *exe,
-			     const char *host, uint64_t realtime, uint64_t start)
+			     const char *host, uint64_t realtime, uint64_t start, uint32_t data_offset)
 {
 	struct prof_file_header *h = w.hdr;
 	uint32_t kept;
-	size_t len = header_strings((char *)h + sizeof(*h), argc, argv, exe, host, &kept);
+	size_t len = header_strings((char *)h + sizeof(*h), data_offset - sizeof(*h), argc, argv,
+				    exe, host, &kept);
 	const char *rank = rank_from_env();
 	h->version = PROF_FORMAT_VERSION;
 	h->min_version = PROF_FORMAT_MIN_VERSION;
@@ -924,7 +926,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 		      PROF_FEAT_SHORT_LOCK_WAITS | PROF_FEAT_SHORT_IO_CALLS |
 		      (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
-	h->data_offset = data_offset_for(len);
+	h->data_offset = data_offset;
 	h->pid = (uint32_t)getpid();
 	h->ppid = ppid;
 	h->start_realtime_ns = realtime;
@@ -1003,8 +1005,9 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	 * run at a time anyway (next_chunk()). */
 	madvise(w.base, w.map_size, MADV_RANDOM);
 	/* The first size, within the file size limit (a smaller trace fills sooner, and says so) */
-	uint32_t kept;
-	uint64_t data = data_offset_for(header_strings(NULL, argc, argv, exe, un.nodename, &kept));
+	size_t room = HEADER_AREA - sizeof(struct prof_file_header);
+	uint32_t kept, data = data_offset_for(header_strings(NULL, room, argc, argv, exe,
+							     un.nodename, &kept));
 	uint64_t first = data + FIRST_DATA, limit = file_size_limit();
 	if (limit < first)
 		first = limit / UNIT * UNIT;
@@ -1022,7 +1025,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	}
 	w.hdr = (struct prof_file_header *)w.base;
 	w.chunk_size = UNIT;
-	write_header(ppid, argc, argv, exe, un.nodename, realtime, start);
+	write_header(ppid, argc, argv, exe, un.nodename, realtime, start, data);
 	atomic_store(&w.capacity, (first - data) / UNIT);
 	atomic_store(&w.warned_full, 0);
 	atomic_store(&w.final, 0);
