@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define HEADER_AREA (64u * 1024u)  /* header + strings; argv past this is cut */
@@ -48,6 +50,7 @@ _Static_assert(HEADER_AREA + FIRST_DATA <= MAP_MIN, "the first size of a trace f
 static struct {
 	int fd;
 	dev_t dev;
+	int on_tmpfs;                      /* the file's pages are in memory once fallocated */
 	ino_t ino;
 	char path[PATH_MAX];
 	char *base;                        /* the whole reserved mapping */
@@ -474,13 +477,15 @@ void prof_writer_forget_bases(struct prof_thread *th)
  * was first read (zero-filled from an unwritten extent) and then made writable, one page at a
  * time: most of what a record cost the kernel. The descriptor is used only while it is still
  * our trace (a program may close every descriptor): a write of zeros into another file would
- * destroy its data, so any doubt skips it, and the faults make the run ready as before. */
+ * destroy its data, so any doubt skips it, and the faults make the run ready as before. On
+ * tmpfs, fallocate() made the pages already, zeroed, in memory: zeros written over them were
+ * a copy for nothing (with the two calls that check the descriptor and the size limit). */
 static void run_ready(char *c, uint32_t units)
 {
 	static PROF_BULK char zeros[RUN_MAX * UNIT];  /* never written: reads as the zero page */
 	uint64_t off = (uint64_t)(c - w.base), len = (uint64_t)units * UNIT;
 	int fd = __atomic_load_n(&w.fd, __ATOMIC_RELAXED);
-	if (len <= sizeof(zeros) && off + len <= file_size_limit() && is_trace(fd))
+	if (!w.on_tmpfs && len <= sizeof(zeros) && off + len <= file_size_limit() && is_trace(fd))
 		syscall(SYS_pwrite64, fd, zeros, (size_t)len, (off_t)off);  /* not our pwrite hook */
 	/* One call maps a long run, instead of a page fault every 4 KiB while it fills. */
 	if (units > 4) {
@@ -984,6 +989,8 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 		goto fail;
 	w.dev = st.st_dev;
 	w.ino = st.st_ino;
+	struct statfs fs;
+	w.on_tmpfs = fstatfs(w.fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 	/* Reserve address space for the largest trace; back it with file space as it fills. */
 	w.base = MAP_FAILED;
 	for (w.map_size = reserve_size(); w.map_size >= MAP_MIN; w.map_size /= 2) {
