@@ -10,7 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,11 +44,10 @@ static int list_traces(const char *dir, char out[][PATH_MAX], int max)
 
 /* 5000 threads, 50 at a time, each allocating once: a thread costs one 1 KiB unit, not a
  * 64 KiB chunk (the trace was 313 MiB) nor a 4 KiB one (21 MB), and every allocation is
- * there. */
-Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
+ * there. With its trace in dir. */
+static void short_threads_in(const char *dir)
 {
 	enum { THREADS = 5000 };
-	const char *dir = e2e_tmpdir();
 	const char *argv[] = { e2e_prog("short_threads"), "5000", "50", NULL };
 	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
@@ -78,6 +79,31 @@ Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
 	cr_expect_eq(calls, THREADS, "allocations from the threads: %ld", calls);
 	cr_expect_eq(bytes, THREADS * 777L);
 	json_decref(doc);
+}
+
+Test(writer, short_threads_leave_a_small_trace_with_exact_counts)
+{
+	short_threads_in(e2e_tmpdir());
+}
+
+/* The same on tmpfs, where the writer takes a new run's pages as fallocate() made them
+ * (writer.c, run_ready()) instead of writing zeros over them first. */
+Test(writer, short_threads_with_their_trace_on_tmpfs)
+{
+	struct statfs fs;
+	if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC)
+		cr_skip_test("/dev/shm is not a tmpfs here");
+	char dir[] = "/dev/shm/prof-e2e.XXXXXX";
+	cr_assert_not_null(mkdtemp(dir));
+	short_threads_in(dir);
+	char traces[4][PATH_MAX];
+	int n = list_traces(dir, traces, 4);
+	for (int i = 0; i < n; i++)
+		unlink(traces[i]);
+	char out[PATH_MAX];
+	snprintf(out, sizeof(out), "%s/out.txt", dir);
+	unlink(out);
+	cr_expect_eq(rmdir(dir), 0, "%s left with files in it", dir);
 }
 
 /* Copies file src to dst (mode 0755). */
