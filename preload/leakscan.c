@@ -486,7 +486,7 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 				/* A short ALLOC or FREE, most of a trace: its base step, without
 				 * building the record as prof_short_decode() does. */
 				int alloc = kind < PROF_SHORT_FREE_KIND;
-				ptrdiff_t len = alloc ? PROF_SHORT_ALLOC_SIZE : PROF_SHORT_FREE_SIZE;
+				ptrdiff_t len = prof_short_len(kind);
 				if (end - p < len)
 					break;
 				prof_short_heap_step(&base, prefix);
