@@ -480,9 +480,10 @@ static inline unsigned acquired_count(struct prof_thread *th, struct lock_entry 
 	return rare;
 }
 
-/* Out of line, so that the common way of an acquisition saves few registers. */
-static noinline void acquired_rare(struct prof_thread *th, struct lock_entry *e, uint64_t n,
-				   unsigned rare)
+/* Out of line, so that the common way of an acquisition saves few registers. Returns rc,
+ * the real call's result, so that a hook can end in it. */
+static noinline int acquired_rare(struct prof_thread *th, struct lock_entry *e, uint64_t n,
+				  unsigned rare, int rc)
 {
 	if (rare & ACQ_TIME_HOLD) {
 		e->hold_w = n <= HOLD_EXACT ? 1 : hold_sample;
@@ -490,6 +491,7 @@ static noinline void acquired_rare(struct prof_thread *th, struct lock_entry *e,
 	}
 	if (rare & ACQ_SNAPSHOT)
 		snapshot(th, e, 0);
+	return rc;
 }
 
 static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
@@ -497,7 +499,7 @@ static inline void acquired_excl(struct prof_thread *th, struct lock_entry *e)
 	uint64_t n;
 	unsigned rare = acquired_count(th, e, &n);
 	if (unlikely(rare))
-		acquired_rare(th, e, n, rare);
+		acquired_rare(th, e, n, rare, 0);
 }
 
 /* Out of line: most holds are not timed, and the fast path then saves fewer registers. */
@@ -873,8 +875,8 @@ static inline __attribute__((always_inline)) int mutex_lock_common(pthread_mutex
 }
 
 /* The way most lock and unlock calls take: recording on, the calling thread registered and
- * in no hook of ours, the lock counted before, its entry the one the thread took last or in
- * the first slot of its own. Only the lock's entry is live across the real call, so the hook
+ * in no hook of ours, the lock counted before (its entry found without claiming, the one the
+ * thread took last first). Only the lock's entry is live across the real call, so the hook
  * saves few registers, and an unlock's real call is its last. Anything else takes the whole
  * way (mutex_lock_common(), mutex_unlock_whole()). */
 static inline __attribute__((always_inline)) struct prof_thread *lock_thread_fast(void)
@@ -886,42 +888,25 @@ static inline __attribute__((always_inline)) struct prof_thread *lock_thread_fas
 	return th;
 }
 
-static inline __attribute__((always_inline)) struct lock_entry *lock_entry_fast(const void *lock)
-{
-	struct lock_entry *e = last_entry, *t;
-	if (likely(e && LD(e->addr) == (uintptr_t)lock))
-		return e;
-	if (unlikely(!(t = table)))
-		return NULL;
-	e = &t[slot_of((uintptr_t)lock)];
-	return LD(e->addr) == (uintptr_t)lock ? e : NULL;
-}
-
 static noinline int mutex_lock_whole(pthread_mutex_t *m, uintptr_t site)
 {
 	return mutex_lock_common(m, CALL_PLAIN, 0, NULL, site);
 }
 
 /* The count after the real call, out of the hook: the hook keeps only e across that call. */
-static noinline int mutex_locked_rare(struct lock_entry *e, uint64_t n, unsigned rare, int rc)
-{
-	acquired_rare(&prof_self, e, n, rare);
-	return rc;
-}
-
 static noinline int mutex_locked(struct lock_entry *e, int rc)
 {
 	uint64_t n;
 	unsigned rare;
 	if (likely(acquired_rc(rc)) && unlikely(rare = acquired_count(&prof_self, e, &n)))
-		return mutex_locked_rare(e, n, rare, rc);
+		return acquired_rare(&prof_self, e, n, rare, rc);
 	return rc;
 }
 
 PROF_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
 	struct lock_entry *e;
-	if (unlikely(!real.mutex_lock) || !lock_thread_fast() || !(e = lock_entry_fast(m)) ||
+	if (unlikely(!real.mutex_lock) || !lock_thread_fast() || !(e = lock_find_released(m)) ||
 	    !LD(e->acquisitions) || __atomic_load_n(&m->__data.__lock, __ATOMIC_RELAXED) != 0)
 		return mutex_lock_whole(m, CALLER);
 	return mutex_locked(e, real.mutex_lock(m));
