@@ -886,9 +886,7 @@ static size_t header_strings(char *strings, size_t cap, int argc, char **argv, c
 	size_t len = 0;
 	const char *fixed[2] = { exe, host };
 	for (int i = 0; i < 2; i++) {
-		size_t l = strlen(fixed[i]);
-		if (l > cap - 2 - len)
-			l = cap - 2 - len;
+		size_t l = strnlen(fixed[i], cap - 2 - len);
 		if (strings) {
 			memcpy(strings + len, fixed[i], l);
 			strings[len + l] = '\0';
