@@ -26,6 +26,8 @@ static void teardown(void)
 
 TestSuite(writer, .fini = teardown, .timeout = 120);
 
+#define KEEP_TAIL (32 * 1024)  /* writer.c: the most unused file a finished trace keeps */
+
 /* The traces in dir: names into out (up to max), how many. */
 static int list_traces(const char *dir, char out[][PATH_MAX], int max)
 {
@@ -461,8 +463,51 @@ Test(writer, the_data_begins_at_the_page_after_the_header)
 			cr_expect(kept > 500 && kept < (size_t)n, "arguments kept: %zu of %d", kept, n);
 			cr_expect_leq(h.data_offset, 64 * 1024);
 		}
-		if (k == 0)
-			cr_expect_leq(size, 16 * 1024, "a trace of /bin/true: %ld bytes", (long)size);
+		if (k == 0) {
+			uint64_t used = h.data_offset + h.chunks_claimed * h.chunk_size;
+			cr_expect_leq(used, 16 * 1024, "a trace of /bin/true: %lu bytes", (unsigned long)used);
+			cr_expect_leq((uint64_t)size, used + KEEP_TAIL, "a file of %ld bytes", (long)size);
+		}
 		json_decref(doc);
+	}
+}
+
+/* A trace whose file space outgrew what it used by more than KEEP_TAIL is cut to its chunks
+ * at exit (the file grows in steps of 256 KiB or more); a short one keeps its small tail of
+ * zeros, which no reader counts (the report reads the same either way) and prof pack drops. */
+Test(writer, the_file_is_cut_to_its_chunks_unless_the_tail_is_small)
+{
+	const char *runs[2][4] = { { "/bin/true", NULL }, { e2e_prog("short_threads"), "400", "1", NULL } };
+	for (int k = 0; k < 2; k++) {
+		const char *dir = e2e_tmpdir();
+		int st = e2e_profile(dir, runs[k], NULL, NULL, NULL);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+		off_t size;
+		struct prof_file_header h = only_header(dir, &size);
+		uint64_t used = h.data_offset + h.chunks_claimed * h.chunk_size;
+		cr_assert_geq((uint64_t)size, used);
+		if (k == 0) {
+			cr_expect_gt((uint64_t)size, used, "the tail was cut");
+			cr_expect_leq((uint64_t)size, used + KEEP_TAIL);
+		} else {
+			cr_expect_gt(used, 64 * 1024, "%lu bytes used", (unsigned long)used);
+			cr_expect_eq((uint64_t)size, used, "a tail of %lu bytes", (unsigned long)(size - used));
+		}
+		char traces[2][PATH_MAX], packed[PATH_MAX + 8];
+		cr_assert_eq(list_traces(dir, traces, 2), 1);
+		json_t *raw = e2e_prof_json("report", traces[0]);
+		cr_assert_not_null(raw);
+		const char *pack[] = { e2e_prof(), "pack", traces[0], NULL };
+		cr_assert_eq(e2e_run(pack, NULL, NULL, NULL), 0);
+		snprintf(packed, sizeof(packed), "%s.zst", traces[0]);
+		json_t *z = e2e_prof_json("report", packed);
+		cr_assert_not_null(z);
+		json_t *a = e2e_process(raw, 0), *b = e2e_process(z, 0);
+		cr_expect_eq(e2e_int(a, "heap.alloc_calls"), e2e_int(b, "heap.alloc_calls"));
+		cr_expect_eq(e2e_int(a, "lost_records"), 0);
+		cr_expect_eq(json_array_size(json_object_get(a, "threads")),
+			     json_array_size(json_object_get(b, "threads")));
+		json_decref(raw);
+		json_decref(z);
 	}
 }
