@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -166,6 +167,20 @@ int io_name_of_fd(int fd, char *buf, size_t cap)
 		return -1;
 	if (!strncmp(buf, "socket:[", 8))
 		name_socket(fd, buf, cap);
+	return 0;
+}
+
+/* A pipe's name as /proc/self/fd links it ("pipe:[inode]"), from one fstat: reading the link
+ * was a path walk through /proc for each end of every pipe (a shell's command substitution
+ * makes one). -1 if fd is no pipe. */
+int io_name_of_pipe(int fd, char *buf, size_t cap)
+{
+	struct stat st;
+	if (syscall(SYS_fstat, fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+		return -1;
+	size_t n = put_str(buf, 0, cap, "pipe:[");
+	n = put_uint(buf, n, cap, (unsigned long)st.st_ino);
+	put_str(buf, n, cap, "]");
 	return 0;
 }
 

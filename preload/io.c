@@ -460,9 +460,12 @@ static int pair_common(struct prof_thread *th, unsigned op, int *fds, int r, uin
 {
 	IO_END_BEGIN(th);
 	uint32_t stack = io_stack(th, ret, frame);
+	char name[32];
 	if (r == 0) {
-		io_fd_opened(th, fds[0], op, NULL, 0, t0, t1 - t0, stack);
-		io_fd_opened(th, fds[1], op, NULL, 0, t1, 0, stack);
+		const char *both = op == PROF_IO_PIPE && io_name_of_pipe(fds[0], name, sizeof(name)) == 0 ?
+					   name : NULL;  /* both ends name one inode */
+		io_fd_opened(th, fds[0], op, both, 0, t0, t1 - t0, stack);
+		io_fd_opened(th, fds[1], op, both, 0, t1, 0, stack);
 	} else {
 		io_name_failed(th, op, op == PROF_IO_PIPE ? "pipe" : "socketpair", -(int64_t)err_,
 			       t0, t1 - t0, stack);

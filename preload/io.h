@@ -69,6 +69,7 @@ void io_batches_flush_all(struct prof_thread *th);
 
 /* Names. */
 int io_name_of_fd(int fd, char *buf, size_t len);  /* readlink /proc/self/fd/N, sockets by address */
+int io_name_of_pipe(int fd, char *buf, size_t cap);  /* "pipe:[inode]" from fstat; -1: no pipe */
 void io_name_of_sockaddr(const struct sockaddr *sa, socklen_t len, int type, char *buf,
 			 size_t cap);
 
