@@ -20,8 +20,9 @@
  * before holds: a table whose every huge page was zeroed on first use cost a short run more
  * than all its unwinding. A stack whose probe window in a level is full goes to the next; a
  * lookup goes on to the next level only past a full window, which never empties again: a
- * stack not in one level is in none after it. Level 0, 64 KiB in small pages (a short
- * program's few hundred stacks: a few pages faulted, not a huge page zeroed); level 1, 2 MiB
+ * stack not in one level is in none after it. Level 0, 16 KiB in small pages (a short
+ * program's few hundred stacks: four pages made, not a huge page zeroed; a subshell's 60
+ * stacks landed on all 16 pages of a 64 KiB level, each made at every fork); level 1, 2 MiB
  * in one huge page (thousands: one zeroing, not hundreds of faults); level 2, 8 MiB of huge
  * pages. Each level takes other bits of the hash, so that stacks crowded together in one
  * are not in the next. */
@@ -29,7 +30,7 @@
 static const struct level {
 	uint32_t first, mask, probes, shift;
 } levels[LEVELS] = {
-	{ 1u << 17, (1u << 12) - 1, 8, 0 },       /* slots 128K..: a 2 MiB stretch of small pages */
+	{ 1u << 17, (1u << 10) - 1, 8, 0 },       /* slots 128K..: a 2 MiB stretch of small pages */
 	{ 0, (1u << 17) - 1, 16, 16 },            /* slots 0..128K: the first huge page */
 	{ 1u << 19, (1u << 19) - 1, 64, 32 },     /* the upper half */
 };
@@ -64,7 +65,7 @@ static _Atomic uint32_t next_id = 1;
 /* Under an address-space limit too tight for the whole table (prof_vm_budget()), only levels
  * 0 and 1 (slots 0 to SMALL_TABLE_SLOTS, 2 MiB) are mapped, in small pages; tighter still,
  * none: stacks are then written without interning. */
-#define SMALL_TABLE_SLOTS ((1u << 17) + (1u << 12))
+#define SMALL_TABLE_SLOTS ((1u << 17) + (1u << 10))
 static void *table_map;  /* the mapping: the table, 2 MiB aligned inside it */
 static size_t table_map_bytes;
 static int table_wiped;  /* a fork child gets it zero-filled (prof_wipe_on_fork()) */
@@ -114,7 +115,7 @@ void prof_stacks_reset(void)
 		madvise(table_map, table_map_bytes, MADV_DONTNEED);  /* zero-filled again */
 	table_empty = 0;
 	if (table) {
-		/* Level 0's 64 KiB at once: a short process's first stacks land on every page
+		/* Level 0's 16 KiB at once: a short process's first stacks land on every page
 		 * of it, each read (a zero page mapped) then written (a page allocated), which
 		 * was 32 faults of a bash subshell. */
 		int saved = errno;
