@@ -547,6 +547,10 @@ void cuda_cupti_lost(const char *why)
  * itself is unusable in a fork child, so pending GPU work is forgotten. */
 void prof_cuda_fork_child(void)
 {
+	/* No CUDA call was ever made (every one interns its name): nothing to forget, and these
+	 * pages stay the parent's, not copied at each fork of a shell. */
+	if (!atomic_load_explicit(&names_map, memory_order_relaxed))
+		return;
 	atomic_fetch_add(&trace_gen, 1);
 	cuda_self.depth = 0;
 	cuda_self.corr = 0;
