@@ -358,6 +358,7 @@ static int pool_take(uint32_t min, uint64_t *first, uint32_t *count)
  * must fit when the program's records have filled the trace: a full trace whose runs had
  * used the capacity to its last unit read as one whose process never ended. */
 #define EXIT_RESERVE 2u
+#define SIGNAL_ROOM 16u  /* units of the capacity (a 16th at most) only signal handlers claim */
 
 static inline uint64_t claimable(uint64_t cap)
 {
@@ -385,13 +386,22 @@ static char *claim_run(uint32_t want, uint32_t need, int may_wait, uint32_t *got
 		return unit_at(first);
 	}
 	uint64_t n = __atomic_load_n(&w.hdr->chunks_claimed, __ATOMIC_RELAXED);
+	/* A claim that may wait extends the file some units early: those stay for signal handlers
+	 * (CPU samples), which never wait for the thread extending it, and lost their record
+	 * when they needed a chunk meanwhile. Once the file cannot grow, every claim takes what
+	 * is left. */
+	int keep_room = may_wait;
 	for (;;) {
 		uint64_t cap = atomic_load(&w.capacity);
 		if (cap == 0)
 			return NULL;
 		uint64_t top = claimable(cap);
+		uint64_t room = cap / 16 < SIGNAL_ROOM ? cap / 16 : SIGNAL_ROOM;
+		if (keep_room)
+			top = top > room ? top - room : 0;
 		if (n + want > top) {
 			if (grow(n + want + (cap - top), may_wait) < 0) {
+				keep_room = 0;
 				top = claimable(atomic_load(&w.capacity));
 				if (n >= top || top - n < need)
 					return NULL;
