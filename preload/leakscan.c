@@ -1208,8 +1208,7 @@ static int stop_others(int sig)
 }
 
 /* Whether this thread is the process's only one: /proc/self/task links 2 + the threads. One
- * system call, where finding a signal and listing the threads took seven (a tenth of a
- * subshell's scan). */
+ * system call, where finding a signal and listing the threads took seven. */
 static int alone(void)
 {
 	struct stat st;
