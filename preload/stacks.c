@@ -27,10 +27,11 @@
  * pages. Each level takes other bits of the hash, so that stacks crowded together in one
  * are not in the next. */
 #define LEVELS 3
+#define LEVEL0_SLOTS (1u << 10)  /* 16 KiB */
 static const struct level {
 	uint32_t first, mask, probes, shift;
 } levels[LEVELS] = {
-	{ 1u << 17, (1u << 10) - 1, 8, 0 },       /* slots 128K..: a 2 MiB stretch of small pages */
+	{ 1u << 17, LEVEL0_SLOTS - 1, 8, 0 },     /* slots 128K..: a 2 MiB stretch of small pages */
 	{ 0, (1u << 17) - 1, 16, 16 },            /* slots 0..128K: the first huge page */
 	{ 1u << 19, (1u << 19) - 1, 64, 32 },     /* the upper half */
 };
@@ -65,7 +66,7 @@ static _Atomic uint32_t next_id = 1;
 /* Under an address-space limit too tight for the whole table (prof_vm_budget()), only levels
  * 0 and 1 (slots 0 to SMALL_TABLE_SLOTS, 2 MiB) are mapped, in small pages; tighter still,
  * none: stacks are then written without interning. */
-#define SMALL_TABLE_SLOTS ((1u << 17) + (1u << 10))
+#define SMALL_TABLE_SLOTS ((1u << 17) + LEVEL0_SLOTS)  /* levels 0 and 1 */
 static void *table_map;  /* the mapping: the table, 2 MiB aligned inside it */
 static size_t table_map_bytes;
 static int table_wiped;  /* a fork child gets it zero-filled (prof_wipe_on_fork()) */
