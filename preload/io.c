@@ -1120,12 +1120,10 @@ void prof_io_batches_fork_child(void)
 				if (atomic_load(&all[i * BATCH_SLOTS + k].calls))  /* no page copied */
 					atomic_store(&all[i * BATCH_SLOTS + k].calls, 0);
 	for (unsigned i = 0; i < BATCH_THREADS / 64; i++)
-		if (atomic_load(&batch_taken[i]))
+		if (atomic_load(&batch_taken[i]))  /* a write to a page the parent wrote copies it */
 			atomic_store(&batch_taken[i], 0);
-	if (io_batches)  /* a write to a page the parent wrote copies it */
-		io_batches = NULL;
-	if (batch_state)
-		batch_state = 0;
+	io_batches = NULL;  /* TLS, beside prof_self, which the fork child writes anyway */
+	batch_state = 0;
 }
 
 /* A stream's descriptor, -1 for a stream without one (fopencookie, fmemopen): read in place,
