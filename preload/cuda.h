@@ -81,10 +81,11 @@ uint32_t cuda_name_static(uint32_t *slot, const char *name, unsigned kind);
 uint32_t cuda_name(const char *name, unsigned kind);
 
 /* Returns 0 (pass the call through: not recording) or 1. call_site: __builtin_return_address(0)
- * of the hook. The real call runs between begin and end with recording allowed (driver calls
+ * of the hook, and hook_frame its __builtin_frame_address(0), which spares the stack cache a
+ * walk through libprof's frames to find the hook's (prof_stack_from()). The real call runs between begin and end with recording allowed (driver calls
  * made inside a runtime call are recorded, with its correlation id). */
 int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, unsigned layer,
-		    uintptr_t call_site);
+		    uintptr_t call_site, const uintptr_t *hook_frame);
 void cuda_call_end(struct cuda_call *c, int result);
 /* The real call returned: its duration ends here (once), before the records about it are
  * written, so that their cost is not in it. cuda_call_end() and the cuda_rec_* calls do it

@@ -238,7 +238,7 @@ uint32_t cuda_handle_name(uint64_t handle)
 /* ---- the call protocol ----------------------------------------------------------------- */
 
 int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, unsigned layer,
-		    uintptr_t call_site)
+		    uintptr_t call_site, const uintptr_t *hook_frame)
 {
 	struct prof_thread *th = prof_recording(PROF_EV_CUDA);
 	if (!th)
@@ -254,7 +254,7 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	c->outer = ct->depth == 0;
 	if (c->outer) {
 		c->corr = (uint64_t)th->serial << 40 | (++corr_count & ((1ull << 40) - 1));
-		c->stack = prof_stack_at(th, call_site);
+		c->stack = prof_stack_from(th, call_site, hook_frame);
 		ct->corr = c->corr;
 		ct->stack = c->stack;
 		if (cupti_active)

@@ -130,6 +130,7 @@ static void *drv_adopt(int idx, void *real)
 }
 
 #define CALL_SITE ((uintptr_t)__builtin_return_address(0))
+#define HOOK_FRAME ((const uintptr_t *)__builtin_frame_address(0))  /* returns to CALL_SITE */
 #define ERR_NO_DRIVER 999  /* CUDA_ERROR_UNKNOWN: our export called with no driver behind it */
 
 /* Start of every wrapper: `real` and, when recording, `c`. */
@@ -139,7 +140,7 @@ static void *drv_adopt(int idx, void *real)
 		return ERR_NO_DRIVER;                                                     \
 	struct cuda_call c;                                                               \
 	int rec = cuda_call_begin(&c, &drv_tab[D_##sym].name_id, #sym, PROF_CUDA_DRIVER,  \
-				  CALL_SITE)
+				  CALL_SITE, HOOK_FRAME)
 
 static inline int events_on(void)
 {

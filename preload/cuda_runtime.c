@@ -17,10 +17,12 @@
 		return 35 /* cudaErrorInsufficientDriver: no cudart behind us */
 
 #define CALL_SITE ((uintptr_t)__builtin_return_address(0))
+#define HOOK_FRAME ((const uintptr_t *)__builtin_frame_address(0))  /* returns to CALL_SITE */
 #define RT_BEGIN(label)                                                            \
 	static uint32_t name_id_;                                                  \
 	struct cuda_call c;                                                        \
-	int rec = cuda_call_begin(&c, &name_id_, label, PROF_CUDA_RUNTIME, CALL_SITE)
+	int rec = cuda_call_begin(&c, &name_id_, label, PROF_CUDA_RUNTIME, CALL_SITE, \
+				  HOOK_FRAME)
 
 static unsigned rt_copy_kind(int kind)
 {
