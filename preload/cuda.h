@@ -59,6 +59,11 @@ struct cuda_tls {
 	uint64_t corr;       /* correlation id of the outermost API call in progress, 0 if none */
 	uint32_t stack;      /* that call's stack */
 	uint32_t depth;      /* API calls in progress on this thread */
+	/* The last outermost call's site, stack and the stack cache's proof of it: a loop's next
+	 * call from there takes the same stack with a few loads (prof_stack_still()). */
+	uintptr_t last_site;
+	uint32_t last_stack;
+	struct prof_stack_proof last_proof;
 };
 extern __thread struct cuda_tls cuda_self;
 

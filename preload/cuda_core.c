@@ -254,7 +254,14 @@ int cuda_call_begin(struct cuda_call *c, uint32_t *name_slot, const char *name, 
 	c->outer = ct->depth == 0;
 	if (c->outer) {
 		c->corr = (uint64_t)th->serial << 40 | (++corr_count & ((1ull << 40) - 1));
-		c->stack = prof_stack_from(th, call_site, hook_frame);
+		if (call_site && call_site == ct->last_site &&
+		    prof_stack_still(th, call_site, hook_frame, &ct->last_proof)) {
+			c->stack = ct->last_stack;
+		} else {
+			c->stack = prof_stack_proven(th, call_site, hook_frame, &ct->last_proof);
+			ct->last_site = call_site;
+			ct->last_stack = c->stack;
+		}
 		ct->corr = c->corr;
 		ct->stack = c->stack;
 		if (cupti_active)
@@ -554,5 +561,6 @@ void prof_cuda_fork_child(void)
 	atomic_fetch_add(&trace_gen, 1);
 	cuda_self.depth = 0;
 	cuda_self.corr = 0;
+	cuda_self.last_site = 0;  /* its stack is in the parent's trace, not yet in this one */
 	cuda_events_fork_child();
 }

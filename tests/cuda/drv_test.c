@@ -115,6 +115,25 @@ static int load(const char *mode)
 
 struct launch_config { unsigned gx, gy, gz, bx, by, bz, smem; void *stream; void *attrs; unsigned nattrs; };
 
+/* DRV_TEST_PATHS=N: kernel k launched N times from one call site (launch_here), which two
+ * callers reach in turn, one kernel each: every launch must keep its own caller's stack. */
+static __attribute__((noinline)) int launch_here(void *k, void **params)
+{
+	return cu.cuLaunchKernel(k, 3, 3, 1, 1, 1, 1, 0, NULL, params, NULL);
+}
+
+static __attribute__((noinline)) int path_one(void *k, void **params)
+{
+	int rc = launch_here(k, params);
+	return rc;
+}
+
+static __attribute__((noinline)) int path_two(void *k, void **params)
+{
+	int rc = launch_here(k, params);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "dlsym";
@@ -171,6 +190,12 @@ int main(int argc, char **argv)
 		cu.cuLaunchKernel(k1, 4, 1, 1, 128, 1, 1, 0, NULL, p2, NULL);
 		cu.cuLaunchKernel(k2, 1, 1, 1, 32, 1, 1, 0, stream, p5, NULL);
 	}
+	unsigned us0 = 0;
+	void *p0[] = { &us0 };
+	const char *paths = getenv("DRV_TEST_PATHS");
+	for (int i = 0, n = paths ? atoi(paths) : 0; i < n; i++)
+		if (path_one(k1, p0) || path_two(k2, p0))
+			return fprintf(stderr, "path launch failed\n"), 4;
 	struct launch_config cfg = { 8, 2, 1, 64, 1, 1, 0, NULL, NULL, 0 };
 	cu.cuLaunchKernelEx(&cfg, k1, p2, NULL);
 	printf("bad launch: %d\n", cu.cuLaunchKernel(k1, 0, 1, 1, 1, 1, 1, 0, NULL, p2, NULL));

@@ -220,6 +220,50 @@ Test(cuda, device_leaks_with_their_stack_and_flame)
 	free(folded);
 }
 
+/* One call site reached from two callers in turn, each launching its own kernel: every launch
+ * keeps the stack of its own path (the hook takes the last call's stack again only where the
+ * stack cache proves it the same). */
+Test(cuda, a_call_site_reached_by_two_paths_keeps_each_stack)
+{
+	need(cuda_bin("drv_test"));
+	const char *dir = e2e_tmpdir();
+	const int n = 40;
+	char paths[32];
+	snprintf(paths, sizeof(paths), "DRV_TEST_PATHS=%d", n);
+	const char *argv[] = { cuda_bin("drv_test"), "dlsym", "1", NULL };
+	const char *env[] = { libpath_env(), paths, "PROF_CUDA_TIMING=none", NULL };
+	cr_assert_eq(e2e_profile(dir, argv, env, NULL, NULL), 0);
+	const char *args[] = { "dump", dir, NULL };
+	char *text = e2e_prof_text(dir, args);
+	struct { char function[32]; unsigned stack; int launches; } seen[4];
+	int kinds = 0;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		const char *f = strstr(line, " function="), *st = strstr(line, " stack=");
+		if (!strstr(line, " CUDA_LAUNCH ") || !strstr(line, " grid=3,3,1 ") || !f || !st)
+			continue;
+		char function[32];
+		unsigned stack;
+		cr_assert(sscanf(f, " function=%31s", function) == 1 && sscanf(st, " stack=%u", &stack) == 1);
+		int i = 0;
+		while (i < kinds && (strcmp(seen[i].function, function) || seen[i].stack != stack))
+			i++;
+		if (i == kinds) {
+			cr_assert_lt(kinds, 4, "launches under too many stacks");
+			snprintf(seen[i].function, sizeof(seen[i].function), "%s", function);
+			seen[i].stack = stack;
+			seen[i].launches = 0;
+			kinds++;
+		}
+		seen[i].launches++;
+	}
+	free(text);
+	cr_assert_eq(kinds, 2, "%d kinds of (kernel, stack) among the launches, not 2", kinds);
+	cr_expect_neq(seen[0].stack, seen[1].stack, "both paths got one stack");
+	cr_expect_str_neq(seen[0].function, seen[1].function);
+	cr_expect_eq(seen[0].launches, n);
+	cr_expect_eq(seen[1].launches, n);
+}
+
 /* A program that never touches CUDA gets neither libcuda nor libcupti loaded. */
 Test(cuda, no_cuda_library_in_a_plain_process)
 {
