@@ -68,6 +68,7 @@ struct stream {
 	const struct prof_rec *head;  /* the head record: in buf, or dec for a short record */
 	uint32_t head_len;  /* its length in the file */
 	struct prof_short_base sbase;  /* short records' base in chunks[cur] (prof_short.h) */
+	struct prof_short_cuda cuda;   /* ... and its CUDA bases (sbase.cuda) */
 	union prof_short_rec dec;      /* a short record's ordinary form */
 };
 
@@ -672,6 +673,8 @@ static int stream_fill(struct trace *t, struct stream *s, uint64_t need)
 /* The error for a short record of kind `kind` before its base in the chunk. */
 static const char *short_without_base(unsigned kind)
 {
+	if (kind >= PROF_SHORT_CUDA_KIND)
+		return "short record before any ordinary CUDA_LAUNCH of its slot in its chunk (no base)";
 	if (kind >= PROF_SHORT_IO_KIND)
 		return "short record before any ordinary IO_CALL or IO_NAME in its chunk (no base)";
 	if (kind >= PROF_SHORT_LOCK_KIND)
@@ -691,8 +694,10 @@ static int stream_load(struct trace *t, struct stream *s, uint64_t *time)
 		if (s->pos >= s->span)
 			continue;
 		s->tid = c->tid;
-		if (s->pos == t->chunk_hdr)
-			s->sbase = (struct prof_short_base){ 0 };  /* shorts count from the chunk's own */
+		if (s->pos == t->chunk_hdr) {  /* shorts count from the chunk's own bases */
+			s->sbase = (struct prof_short_base){ .cuda = &s->cuda };
+			prof_short_cuda_reset(&s->cuda);
+		}
 		uint64_t room = s->span - s->pos;  /* >= 8: both are multiples of 8 */
 		uint64_t prefix = room < sizeof(struct prof_rec) ? room : sizeof(struct prof_rec);
 		if (s->wchunk != s->cur || s->pos < s->wpos || s->pos + prefix > s->wend) {

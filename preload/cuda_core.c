@@ -327,27 +327,19 @@ void cuda_rec_launch(struct cuda_call *c, uint64_t func, uint32_t name, CUstream
 	struct prof_thread *th = c->th;
 	uint64_t own = prof_own_begin(th);
 	prof_hook_enter(th);
-	struct prof_rec_cuda_launch_api *x = prof_reserve(th, sizeof(*x));
-	if (x) {
-		struct prof_rec_cuda_launch *r = &x->l;
-		r->corr = c->corr;
-		r->function = func;
-		r->stream = (uint64_t)(uintptr_t)stream;
-		r->name = name;
-		r->stack = c->stack;
-		for (int i = 0; i < 3; i++) {
-			r->grid[i] = grid ? grid[i] : 0;
-			r->block[i] = block ? block[i] : 0;
-		}
-		r->shared_mem = smem;
-		r->graph = (uint32_t)graph;
-		x->api_duration_ns = c->t1 - c->t0;
-		x->api_name = c->name;
-		x->api_result = CUDA_SUCCESS;
-		prof_commit(r, PROF_REC_CUDA_LAUNCH, c->layer | PROF_CUDA_LAUNCH_API, sizeof(*x),
-			    c->t1);
-		c->api_written = 1;
+	struct prof_rec_cuda_launch_api x = {
+		.l = { .corr = c->corr, .function = func, .stream = (uint64_t)(uintptr_t)stream,
+		       .name = name, .stack = c->stack, .shared_mem = smem, .graph = (uint32_t)graph },
+		.api_duration_ns = c->t1 - c->t0,
+		.api_name = c->name,
+		.api_result = CUDA_SUCCESS,
+	};
+	for (int i = 0; i < 3; i++) {
+		x.l.grid[i] = grid ? grid[i] : 0;
+		x.l.block[i] = block ? block[i] : 0;
 	}
+	prof_write_cuda_launch(th, &x, c->layer | PROF_CUDA_LAUNCH_API, c->t1);
+	c->api_written = 1;
 	th->in_hook--;
 	prof_own_end(th, own);
 }

@@ -348,6 +348,12 @@ void prof_write_lock_wait(struct prof_thread *th, unsigned op, unsigned kind, ui
 /* An IO_CALL record (enum prof_io_op), short where it fits. */
 void prof_write_io_call(struct prof_thread *th, unsigned op, uint32_t file, int32_t fd,
 			int64_t result, uint64_t duration_ns, uint32_t stack, uint64_t time);
+/* A CUDA_LAUNCH that is its API call's record too (flags: the layer | PROF_CUDA_LAUNCH_API),
+ * from x, whose header it fills in: a short record where it repeats its slot's last launch in
+ * the chunk (prof_short.h), else an ordinary one. */
+struct prof_rec_cuda_launch_api;
+void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_api *x,
+			    unsigned flags, uint64_t time);
 void prof_writer_set_state(enum prof_state state);
 void prof_writer_final(void);  /* the EXIT record comes next: it may take the last units */
 void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */

@@ -473,13 +473,32 @@ static __thread struct {
 	int valid;
 } io_base;
 
-/* The short records' bases, heap, lock and io, are no longer those of the file (a new chunk,
- * a hook left half way): the next heap record, LOCK_WAIT and IO_CALL are ordinary ones. */
+/* The short CUDA_LAUNCHes' bases in streams[0]'s chunk, as prof_short_cuda_note() keeps them
+ * (struct prof_short_cuda), with each slot's key in place of its whole record: a slot holds
+ * one while its gen is the current one (0 never is), so that a new chunk empties them all at
+ * once. Inverted, as this is a root of the exit's leak scan: the function, the stream and the
+ * key's function and stream. */
+static __thread struct {
+	int valid;
+	uint32_t gen;
+	uint64_t time_inv, corr_inv;
+	struct {
+		struct prof_short_cuda_key key;
+		uint32_t gen;
+	} slot[PROF_SHORT_CUDA_SLOTS];
+} cuda_base;
+
+/* The short records' bases, heap, lock, io and CUDA, are no longer those of the file (a new
+ * chunk, a hook left half way): the next heap record, LOCK_WAIT, IO_CALL and CUDA_LAUNCH are
+ * ordinary ones. */
 void prof_writer_forget_bases(struct prof_thread *th)
 {
 	th->base_ptr_lo = th->base_ptr_hi = 0;
 	lock_base.lock_inv = 0;
 	io_base.valid = 0;
+	cuda_base.valid = 0;
+	if (++cuda_base.gen == 0)
+		cuda_base.gen = 1;
 }
 
 /* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
@@ -850,6 +869,54 @@ void prof_write_io_call(struct prof_thread *th, unsigned op, uint32_t file, int3
 	prof_commit(r, PROF_REC_IO_CALL, op, sizeof(*r), time);
 }
 
+/* x's key as the writer keeps it (cuda_base): function and stream inverted. */
+static inline struct prof_short_cuda_key cuda_key(const struct prof_rec_cuda_launch_api *x)
+{
+	struct prof_short_cuda_key k = prof_short_cuda_key_of(x);
+	k.function = ~k.function;
+	k.stream = ~k.stream;
+	return k;
+}
+
+void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_api *x,
+			    unsigned flags, uint64_t time)
+{
+	x->l.h = (struct prof_rec){ .type = PROF_REC_CUDA_LAUNCH, .flags = (uint16_t)flags,
+				     .size = sizeof(*x), .time = time };
+	struct prof_short_cuda_key key = cuda_key(x);
+	unsigned slot = prof_short_cuda_slot(x->l.function);
+	int repeats = cuda_base.gen && cuda_base.slot[slot].gen == cuda_base.gen &&
+		      prof_short_cuda_key_eq(&cuda_base.slot[slot].key, &key);
+	struct prof_stream *s = short_room(th, PROF_SHORT_CUDA_SIZE);
+	uint64_t w[2];
+	if (s && prof_short_cuda_words(cuda_base.valid, ~cuda_base.time_inv, ~cuda_base.corr_inv,
+				       repeats, x, w)) {
+		cuda_base.time_inv = ~time;
+		cuda_base.corr_inv = ~x->l.corr;
+		short_store(s, w[0], w[1], PROF_SHORT_CUDA_SIZE);
+		return;
+	}
+	struct prof_rec_cuda_launch_api *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	memcpy((char *)r + sizeof(r->l.h), (const char *)x + sizeof(x->l.h),
+	       sizeof(*r) - sizeof(r->l.h));
+	prof_commit(r, PROF_REC_CUDA_LAUNCH, flags, sizeof(*r), time);
+	if (th->in_signal)  /* in the signal handler's stream, which has no short records */
+		return;
+	/* prof_short_cuda_note(), for the record just written in streams[0]'s chunk (a new one,
+	 * maybe: prof_reserve() forgot the bases then) */
+	cuda_base.valid = 1;
+	cuda_base.time_inv = ~time;
+	cuda_base.corr_inv = ~x->l.corr;
+	if (prof_short_cuda_repeatable(&x->l.h)) {
+		cuda_base.slot[slot].key = key;
+		cuda_base.slot[slot].gen = cuda_base.gen;
+	} else {
+		cuda_base.slot[slot].gen = 0;
+	}
+}
+
 /* The TSC took over from clock_gettime (prof_clock_calibrate()): the header says so from now
  * on, as the writer would have said it at the start. Async-signal-safe. */
 void prof_writer_clock_changed(void)
@@ -937,7 +1004,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->header_size = (uint32_t)(sizeof(*h) + len);
 	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | PROF_FEAT_STACK_TAILS |
 		      PROF_FEAT_SHORT_LOCK_WAITS | PROF_FEAT_SHORT_IO_CALLS |
-		      (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
+		      PROF_FEAT_SHORT_CUDA_LAUNCHES | (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
 	h->data_offset = data_offset;
 	h->pid = (uint32_t)getpid();

@@ -1,7 +1,8 @@
 /* Short records (PROF_FEAT_SHORT_RECORDS, format 2): ALLOC in 16 bytes and FREE in 8 instead
  * of 40 and 24, their time and address written as deltas from the previous ALLOC or FREE of
  * the same chunk; (PROF_FEAT_SHORT_LOCK_WAITS) LOCK_WAIT in 16 bytes instead of 48; and
- * (PROF_FEAT_SHORT_IO_CALLS) IO_CALL in 16 bytes instead of 48. The
+ * (PROF_FEAT_SHORT_IO_CALLS) IO_CALL in 16 bytes instead of 48; and (PROF_FEAT_SHORT_CUDA_LAUNCHES)
+ * CUDA_LAUNCH, with the API call it stands for, in 16 bytes instead of 96. The
  * writer (writer.c) encodes with these functions, the reader (trace.c) and the exit-time leak
  * scan (leakscan.c) decode with them, so the three cannot disagree.
  *
@@ -11,7 +12,8 @@
  *     bits  0-7   time delta, low 8 bits          bits 16-31  time delta, high 16 bits
  *     bits  8-14  kind: 0-15 ALLOC (flags = kind: enum prof_alloc_fn), 16-31 FREE (flags =
  *                 kind - 16: PROF_FREE_REALLOC), 32-43 LOCK_WAIT (flags = kind - 32: enum
- *                 prof_lock_op), 48-97 IO_CALL (flags = kind - 48: enum prof_io_op)
+ *                 prof_lock_op), 48-97 IO_CALL (flags = kind - 48: enum prof_io_op),
+ *                 112-127 CUDA_LAUNCH (slot = kind - 112)
  *   ALLOC and FREE:
  *     bits 32-63  address delta, signed, in bytes
  *     An ALLOC has a second word: size (bits 0-31), stack id (bits 32-63).
@@ -23,6 +25,13 @@
  *   result that fits 32 bits signed and a duration below 2^32 ns (most calls of a loop):
  *     bits 32-63  duration_ns
  *     second word: result, signed (bits 0-31), stack id (bits 32-63).
+ *   CUDA_LAUNCH, 16 bytes, a successful launch that is its API call's record too
+ *   (PROF_CUDA_LAUNCH_API) and repeats the launch its slot holds: the same function, stream,
+ *   kernel name, grid, block, shared memory, graph flag, API name and layer:
+ *     bits 32-63  api_duration_ns
+ *     second word: corr delta, unsigned (bits 0-31), stack id (bits 32-63).
+ *   Its slot is prof_short_cuda_slot(function): the chunk keeps the last launch of each of 16
+ *   slots, so that the kernels of a loop, interleaved, each find their own.
  * The heap records' time delta (ns, 24 bits: up to 16.7 ms) and address delta count from the
  * heap base: the time and address of the previous ALLOC or FREE (short or not) in the same
  * chunk, in file order. A LOCK_WAIT's deltas count from the lock base, the time and lock of
@@ -30,7 +39,9 @@
  * acquisition's record is written when the lock is released, so a later wait (a condition
  * wait inside the hold) may come first. An IO_CALL's time delta, signed too, counts from the
  * io base: the time of the previous IO_CALL or IO_NAME in the chunk, whose file id and
- * descriptor it repeats. A chunk starts without bases: its first record of
+ * descriptor it repeats. A CUDA_LAUNCH's time delta, signed, and its corr delta count from
+ * the chunk's previous CUDA_LAUNCH (of any slot); what it repeats, from its slot's last. A
+ * chunk starts without bases: its first record of
  * each sort is an ordinary one, and so is any whose deltas or fields do not fit. The first
  * word is stored last (release), as for every record, so a short record is committed as
  * atomically as any other; it is never zero. */
@@ -43,15 +54,42 @@
 #define PROF_SHORT_FREE_KIND 16u
 #define PROF_SHORT_LOCK_KIND 32u
 #define PROF_SHORT_IO_KIND 48u
+#define PROF_SHORT_CUDA_KIND 112u
+#define PROF_SHORT_CUDA_SLOTS 16u
 #define PROF_SHORT_DT_MAX ((1u << 24) - 1)
 #define PROF_SHORT_LOCK_DT_MAX ((1 << 23) - 1)  /* signed: -(2^23) .. 2^23 - 1 */
 #define PROF_SHORT_ALLOC_SIZE 16u
 #define PROF_SHORT_FREE_SIZE 8u
 #define PROF_SHORT_LOCK_SIZE 16u
 #define PROF_SHORT_IO_SIZE 16u
+#define PROF_SHORT_CUDA_SIZE 16u
 _Static_assert(PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT <= PROF_SHORT_IO_KIND &&
-		       PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT <= 128,
-	       "short record kinds are 7 bits: lock ops and I/O ops must fit their ranges");
+		       PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT <= PROF_SHORT_CUDA_KIND &&
+		       PROF_SHORT_CUDA_KIND + PROF_SHORT_CUDA_SLOTS <= 128,
+	       "short record kinds are 7 bits: lock ops, I/O ops and CUDA slots must fit their ranges");
+
+/* The CUDA bases of a chunk (PROF_FEAT_SHORT_CUDA_LAUNCHES), as a reader keeps them: the
+ * time and corr of its last CUDA_LAUNCH, and in each slot the last launch of that slot that a
+ * short one may repeat (empty: size 0). All zero at a chunk's start. The writer keeps the
+ * same in its own form (preload/writer.c: keys, not whole records). */
+struct prof_short_cuda {
+	int valid;
+	uint64_t time, corr;
+	struct prof_rec_cuda_launch_api last[PROF_SHORT_CUDA_SLOTS];
+};
+
+static inline void prof_short_cuda_reset(struct prof_short_cuda *c)
+{
+	c->valid = 0;
+	for (unsigned i = 0; i < PROF_SHORT_CUDA_SLOTS; i++)
+		c->last[i].l.h.size = 0;
+}
+
+/* What a short CUDA_LAUNCH repeats of its slot's last launch. */
+struct prof_short_cuda_key {
+	uint64_t function, stream;
+	uint32_t name, api_name, grid[3], block[3], shared_mem, graph, flags;
+};
 
 /* The bases a chunk's short records count from: heap (time, ptr: valid), lock (lock_time,
  * lock: lock_valid) and io (io_time, io_file, io_fd: io_valid). All zero at a chunk's start. */
@@ -66,6 +104,7 @@ struct prof_short_base {
 	uint32_t io_file;
 	int32_t io_fd;
 	uint64_t io_time;
+	struct prof_short_cuda *cuda;  /* NULL: short CUDA_LAUNCHes are skipped, not decoded */
 };
 
 /* What a short record decodes to: the ordinary record it stands for. */
@@ -75,6 +114,7 @@ union prof_short_rec {
 	struct prof_rec_free free;
 	struct prof_rec_lock_wait lock_wait;
 	struct prof_rec_io_call io_call;
+	struct prof_rec_cuda_launch_api cuda_launch;
 };
 
 static inline int prof_is_short(uint64_t w0)
@@ -82,8 +122,62 @@ static inline int prof_is_short(uint64_t w0)
 	return (w0 & PROF_SHORT_BIT) != 0;
 }
 
-/* Updates the bases after an ordinary ALLOC, FREE, LOCK_WAIT, IO_CALL or IO_NAME record (any
- * other type leaves them). */
+/* The slot of a CUDA_LAUNCH of function (a host stub, CUfunction or CUkernel). */
+static inline unsigned prof_short_cuda_slot(uint64_t function)
+{
+	return (unsigned)((function * 0x9e3779b97f4a7c15ull) >> 60);
+}
+
+/* Whether a CUDA_LAUNCH record (the ordinary form) is one a short record may repeat: a launch
+ * that stands for its successful API call too. */
+static inline int prof_short_cuda_repeatable(const struct prof_rec *r)
+{
+	const struct prof_rec_cuda_launch_api *x = (const void *)r;
+	return (r->flags & PROF_CUDA_LAUNCH_API) && r->size == sizeof(*x) && x->api_result == 0;
+}
+
+static inline struct prof_short_cuda_key prof_short_cuda_key_of(const struct prof_rec_cuda_launch_api *x)
+{
+	const struct prof_rec_cuda_launch *l = &x->l;
+	return (struct prof_short_cuda_key){
+		.function = l->function, .stream = l->stream, .name = l->name,
+		.api_name = x->api_name, .grid = { l->grid[0], l->grid[1], l->grid[2] },
+		.block = { l->block[0], l->block[1], l->block[2] }, .shared_mem = l->shared_mem,
+		.graph = l->graph, .flags = l->h.flags };
+}
+
+static inline int prof_short_cuda_key_eq(const struct prof_short_cuda_key *a,
+					 const struct prof_short_cuda_key *b)
+{
+	return a->function == b->function && a->stream == b->stream && a->name == b->name &&
+	       a->api_name == b->api_name && a->grid[0] == b->grid[0] && a->grid[1] == b->grid[1] &&
+	       a->grid[2] == b->grid[2] && a->block[0] == b->block[0] &&
+	       a->block[1] == b->block[1] && a->block[2] == b->block[2] &&
+	       a->shared_mem == b->shared_mem && a->graph == b->graph && a->flags == b->flags;
+}
+
+/* The CUDA bases after an ordinary CUDA_LAUNCH: the chunk's last, and its slot's where a short
+ * one may repeat it (else that slot is emptied: a short record never repeats an older one).
+ * The writer follows the same rule (writer.c: cuda_note()). */
+static inline void prof_short_cuda_note(struct prof_short_cuda *c, const struct prof_rec *r)
+{
+	if (r->size < sizeof(struct prof_rec_cuda_launch)) {
+		c->valid = 0;
+		return;
+	}
+	const struct prof_rec_cuda_launch *l = (const void *)r;
+	c->valid = 1;
+	c->time = r->time;
+	c->corr = l->corr;
+	struct prof_rec_cuda_launch_api *last = &c->last[prof_short_cuda_slot(l->function)];
+	if (prof_short_cuda_repeatable(r))
+		__builtin_memcpy(last, r, sizeof(*last));
+	else
+		last->l.h.size = 0;
+}
+
+/* Updates the bases after an ordinary ALLOC, FREE, LOCK_WAIT, IO_CALL, IO_NAME or CUDA_LAUNCH
+ * record (any other type leaves them). */
 static inline void prof_short_note(struct prof_short_base *b, const struct prof_rec *r)
 {
 	if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
@@ -102,6 +196,8 @@ static inline void prof_short_note(struct prof_short_base *b, const struct prof_
 		b->io_fd = io->fd;
 		b->io_valid = 1;
 	}
+	if (r->type == PROF_REC_CUDA_LAUNCH && b->cuda)
+		prof_short_cuda_note(b->cuda, r);
 }
 
 /* A short record's first word: kind, a 24-bit time delta (bits 0-7 and 16-31) and the kind's
@@ -202,6 +298,25 @@ static inline int prof_short_io_words(const struct prof_short_base *b, unsigned 
 	return 1;
 }
 
+/* The two words of a short CUDA_LAUNCH for the launch x (its ordinary form, header filled in
+ * but for the first word) in w, or 0 when it needs an ordinary record. valid, time and corr:
+ * the chunk's CUDA base; repeats: x's slot holds a launch with x's key. */
+static inline int prof_short_cuda_words(int valid, uint64_t time, uint64_t corr, int repeats,
+					const struct prof_rec_cuda_launch_api *x, uint64_t w[2])
+{
+	if (!valid || !repeats || !prof_short_cuda_repeatable(&x->l.h) ||
+	    x->api_duration_ns > UINT32_MAX || x->l.corr - corr > UINT32_MAX)
+		return 0;
+	int ok;
+	uint64_t udt = prof_short_signed_dt(x->l.h.time, time, &ok);
+	if (!ok)
+		return 0;
+	w[0] = prof_short_w0(PROF_SHORT_CUDA_KIND + prof_short_cuda_slot(x->l.function), udt,
+			     x->api_duration_ns);
+	w[1] = (x->l.corr - corr) | (uint64_t)x->l.stack << 32;
+	return 1;
+}
+
 /* Decodes the short record at p (whose first word w0 has PROF_SHORT_BIT; `room` bytes of the
  * chunk from p on, all in memory) into the ordinary record it stands for, at out, and moves
  * its base. Returns its length in the file (8 or 16), or a negative value: -1 no base in this
@@ -211,7 +326,7 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 {
 	unsigned kind = prof_short_kind(w0);
 	if ((kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT && kind < PROF_SHORT_IO_KIND) ||
-	    kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT)
+	    (kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT && kind < PROF_SHORT_CUDA_KIND))
 		return -3;
 	uint32_t len = prof_short_len(kind);
 	if (room < len)
@@ -221,6 +336,24 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 	if (len > 8)
 		__builtin_memcpy(&w1, (const char *)p + 8, 8);
 	int64_t sdt = (int64_t)(dt << 40) >> 40;  /* sign-extends the 24 bits */
+	if (kind >= PROF_SHORT_CUDA_KIND) {
+		struct prof_short_cuda *c = b->cuda;
+		if (!c) {  /* a reader with no use for it (the exit's leak scan): its type alone */
+			out->h = (struct prof_rec){ .type = PROF_REC_CUDA_LAUNCH, .size = len };
+			return (int)len;
+		}
+		const struct prof_rec_cuda_launch_api *last = &c->last[kind - PROF_SHORT_CUDA_KIND];
+		if (!c->valid || !last->l.h.size)
+			return -1;
+		c->time += (uint64_t)sdt;
+		c->corr += (uint32_t)w1;
+		out->cuda_launch = *last;
+		out->cuda_launch.l.h.time = c->time;
+		out->cuda_launch.l.corr = c->corr;
+		out->cuda_launch.l.stack = (uint32_t)(w1 >> 32);
+		out->cuda_launch.api_duration_ns = w0 >> 32;
+		return (int)len;
+	}
 	if (kind >= PROF_SHORT_IO_KIND) {
 		if (!b->io_valid)
 			return -1;

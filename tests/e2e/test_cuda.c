@@ -264,6 +264,43 @@ Test(cuda, a_call_site_reached_by_two_paths_keeps_each_stack)
 	cr_expect_eq(seen[1].launches, n);
 }
 
+/* Launches that repeat a kernel's last one in the chunk are 16-byte records (prof_short.h),
+ * two kernels in turn each in a slot of its own: every launch is read back as the program
+ * made it, and the trace is much smaller than at 96 bytes a launch. */
+Test(cuda, repeated_launches_are_short_records_read_back_whole)
+{
+	need(cuda_bin("drv_test"));
+	const int rounds = 100;
+	char n[16], paths[32];
+	snprintf(n, sizeof(n), "%d", rounds);
+	snprintf(paths, sizeof(paths), "DRV_TEST_PATHS=%d", rounds);
+	const char *dir;
+	const char *argv[] = { cuda_bin("drv_test"), "dlsym", n, NULL };
+	const char *env[] = { libpath_env(), paths, "PROF_CUDA_TIMING=events", NULL };
+	json_decref(run_both(argv, env, &dir));
+	json_t *doc = e2e_prof_json("kernels", dir);
+	cr_assert_not_null(doc);
+	json_t *kernels = json_object_get(json_array_get(json_object_get(doc, "processes"), 0), "kernels");
+	long scale = 0, sleep = 0;
+	for (size_t i = 0; i < json_array_size(kernels); i++) {
+		json_t *k = json_array_get(kernels, i);
+		const char *name = json_string_value(json_object_get(k, "mangled"));
+		long launches = json_integer_value(json_object_get(k, "launches"));
+		if (name && !strcmp(name, "_Z5scaleIfEvPT_i"))
+			scale += launches;
+		else if (name && !strcmp(name, "sleep_kernel"))
+			sleep += launches;
+	}
+	json_decref(doc);
+	/* each kernel: a launch a round from main and one from a path; scale: one cuLaunchKernelEx
+	 * too (the launch with a zero grid fails) */
+	cr_expect_eq(scale, 2 * rounds + 1);
+	cr_expect_eq(sleep, 2 * rounds);
+	size_t all = e2e_dumped(dir, "CUDA_LAUNCH", NULL), shorts = e2e_dumped(dir, "CUDA_LAUNCH", "[short");
+	cr_expect_eq(all, (size_t)(4 * rounds + 1));
+	cr_expect_gt(shorts, all / 2, "%zu of %zu launches short", shorts, all);
+}
+
 /* A program that never touches CUDA gets neither libcuda nor libcupti loaded. */
 Test(cuda, no_cuda_library_in_a_plain_process)
 {

@@ -93,6 +93,35 @@ static void build_valid(int runs)
 			tg_raw(tg, 24, w, 16);
 			b.io_time = t;
 		}
+		/* Short CUDA_LAUNCHes of two kernels in turn, each after an ordinary one of its
+		 * slot, some of their times going back. */
+		tg_header(tg)->features |= PROF_FEAT_SHORT_CUDA_LAUNCHES;
+		static struct prof_short_cuda cuda;
+		prof_short_cuda_reset(&cuda);
+		struct prof_rec_cuda_launch_api x = {
+			.l = { .h = { .type = PROF_REC_CUDA_LAUNCH, .flags = 2 | PROF_CUDA_LAUNCH_API,
+				      .size = sizeof(x) },
+			       .corr = 1ull << 40, .name = 3, .grid = { 1, 1, 1 }, .block = { 32, 1, 1 } },
+			.api_name = 4 };
+		for (uint32_t i = 0; i < 40; i++) {
+			uint64_t w[2];
+			x.l.h.time = 300 + i * 5 - (i % 3) * 8;
+			x.l.corr++;
+			x.l.function = i % 2 ? 0x5000 : 0x5010;
+			x.l.stack = i % 4;
+			x.api_duration_ns = i;
+			if (i < 2) {
+				tg_rec(tg, 26, PROF_REC_CUDA_LAUNCH, x.l.h.flags, x.l.h.time,
+				       (const char *)&x + 16, sizeof(x) - 16);
+				prof_short_cuda_note(&cuda, &x.l.h);
+				continue;
+			}
+			if (!prof_short_cuda_words(cuda.valid, cuda.time, cuda.corr, 1, &x, w))
+				abort();
+			tg_raw(tg, 26, w, 16);
+			cuda.time = x.l.h.time;
+			cuda.corr = x.l.corr;
+		}
 	}
 	uint64_t frames[8] = {0x401000, 0x401100, 0x401200, 0x401300, 0x7f00, 0x7f01, 1, 2};
 	uint8_t bid[20] = {1, 2, 3};
@@ -208,6 +237,17 @@ static void fuzz(int runs)
 	cr_assert_not_null(buf);
 	uint32_t hdr_len = ((struct prof_file_header *)orig)->header_size;
 	int opened = 0, ended = 0, failed = 0;
+	{  /* the trace the mutations start from reads to its end */
+		char err[512] = "";
+		struct trace *t = trace_open(path, err, sizeof(err));
+		cr_assert_not_null(t, "the valid trace: %s", err);
+		struct trace_event ev;
+		int rc;
+		while ((rc = trace_next(t, &ev, err, sizeof(err))) == 1)
+			;
+		cr_assert_eq(rc, 0, "the valid trace: %s", err);
+		trace_close(t);
+	}
 
 	for (int iter = 0; iter < 3000; iter++) {
 		size_t len = len0;

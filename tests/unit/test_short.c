@@ -76,7 +76,8 @@ Test(short_records, encoding_edges)
 	struct prof_short_base c = b;
 	cr_assert_eq(prof_short_decode(&c, w[0], w, 8, &u), -2);
 	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 44u << 8, w, 16, &u), -3);
-	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 127u << 8, w, 16, &u), -3);
+	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | (PROF_SHORT_CUDA_KIND - 1) << 8, w, 16, &u),
+		     -3);
 }
 
 /* A short LOCK_WAIT encoded against base b (its lock base) and decoded against a copy. */
@@ -465,7 +466,8 @@ Test(short_records, io_call_encoding_edges)
 	cr_assert(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, b.lock_time, b.lock, 0, 1, 1, 0, lw));
 	cr_assert_eq(prof_short_decode(&io_only, lw[0], lw, 16, &u), -1);
 	/* The kinds between lock waits and I/O calls, and past the last op, are nobody's. */
-	for (unsigned kind = PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT; kind < 128; kind++) {
+	for (unsigned kind = PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT; kind < PROF_SHORT_CUDA_KIND;
+	     kind++) {
 		if (kind == PROF_SHORT_IO_KIND)
 			kind += PROF_IO_OP_COUNT;
 		uint64_t bad[2] = { PROF_SHORT_BIT | (uint64_t)kind << 8, 0 };
@@ -563,4 +565,199 @@ Test(short_records, short_io_call_without_a_base_is_an_error)
 	tg_write(tg, path);
 	tg_destroy(tg);
 	next_fails_with("short record before any ordinary IO_CALL or IO_NAME in its chunk");
+}
+
+/* ---- CUDA_LAUNCH ---------------------------------------------------------------------------- */
+
+static struct prof_rec_cuda_launch_api launch(uint64_t time, uint64_t corr, uint64_t function,
+					      uint32_t stack, uint64_t api_ns)
+{
+	return (struct prof_rec_cuda_launch_api){
+		.l = { .h = { .type = PROF_REC_CUDA_LAUNCH, .flags = 2 | PROF_CUDA_LAUNCH_API,
+			      .size = sizeof(struct prof_rec_cuda_launch_api), .time = time },
+		       .corr = corr, .function = function, .stream = 0x7000, .name = 5, .stack = stack,
+		       .grid = { 4, 2, 1 }, .block = { 128, 1, 1 }, .shared_mem = 256 },
+		.api_duration_ns = api_ns, .api_name = 9 };
+}
+
+/* The bases after x, ordinary, as both sides keep them. */
+static void cuda_noted(struct prof_short_cuda *c, const struct prof_rec_cuda_launch_api *x)
+{
+	prof_short_cuda_note(c, &x->l.h);
+}
+
+/* Encodes x against c (x's slot repeating it where it holds the same key) and decodes it back
+ * against a copy of c: the record's length, 0 where it needs an ordinary one. */
+static int cuda_round_trip(const struct prof_short_cuda *c, const struct prof_rec_cuda_launch_api *x,
+			   struct prof_rec_cuda_launch_api *out)
+{
+	const struct prof_rec_cuda_launch_api *last = &c->last[prof_short_cuda_slot(x->l.function)];
+	struct prof_short_cuda_key kx = prof_short_cuda_key_of(x), kl = prof_short_cuda_key_of(last);
+	int repeats = last->l.h.size && prof_short_cuda_key_eq(&kx, &kl);
+	uint64_t w[2];
+	if (!prof_short_cuda_words(c->valid, c->time, c->corr, repeats, x, w))
+		return 0;
+	cr_assert(prof_is_short(w[0]));
+	static struct prof_short_cuda d;
+	d = *c;
+	struct prof_short_base b = { .cuda = &d };
+	union prof_short_rec u;
+	int len = prof_short_decode(&b, w[0], w, sizeof(w), &u);
+	cr_assert_eq(len, 16);
+	*out = u.cuda_launch;
+	cr_assert_eq(d.time, x->l.h.time);
+	cr_assert_eq(d.corr, x->l.corr);
+	return len;
+}
+
+Test(short_records, cuda_launch_encoding_edges)
+{
+	static struct prof_short_cuda c;
+	prof_short_cuda_reset(&c);
+	struct prof_rec_cuda_launch_api first = launch(1 << 24, 1000, 0x5000, 3, 700), x, got;
+	struct prof_rec_cuda_launch_api other = launch(1 << 24, 999, 0x5010, 3, 700);
+	cr_assert_neq(prof_short_cuda_slot(first.l.function), prof_short_cuda_slot(other.l.function),
+		      "the test wants two slots");
+	cr_assert_eq(cuda_round_trip(&c, &first, &got), 0, "no base yet");
+	cuda_noted(&c, &other);
+	cr_assert_eq(cuda_round_trip(&c, &first, &got), 0, "its slot is empty");
+	cuda_noted(&c, &first);
+	/* Widest that fit: time +-2^23, corr + 2^32 - 1, a 32-bit API duration, any stack. */
+	x = launch(c.time + PROF_SHORT_LOCK_DT_MAX, c.corr + UINT32_MAX, 0x5000, UINT32_MAX,
+		   UINT32_MAX);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 16);
+	cr_assert_eq(memcmp(&got, &x, sizeof(x)), 0, "the short record decodes to another launch");
+	x = launch(c.time - PROF_SHORT_LOCK_DT_MAX - 1, c.corr, 0x5000, 0, 0);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 16);
+	cr_assert_eq(memcmp(&got, &x, sizeof(x)), 0);
+	/* What needs an ordinary record. */
+	x = launch(c.time + PROF_SHORT_LOCK_DT_MAX + 1, c.corr + 1, 0x5000, 3, 700);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "time delta");
+	x = launch(c.time - PROF_SHORT_LOCK_DT_MAX - 2, c.corr + 1, 0x5000, 3, 700);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "time delta");
+	x = launch(c.time, c.corr + (1ull << 32), 0x5000, 3, 700);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "corr delta");
+	x = launch(c.time, c.corr - 1, 0x5000, 3, 700);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "corr before the base's");
+	x = launch(c.time, c.corr + 1, 0x5000, 3, 1ull << 32);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "API duration");
+	for (int f = 0; f < 13; f++) {
+		x = launch(c.time + 1, c.corr + 1, 0x5000, 3, 700);
+		switch (f) {
+		case 0: x.l.stream++; break;
+		case 1: x.l.name++; break;
+		case 2: x.l.grid[0]++; break;
+		case 3: x.l.grid[1]++; break;
+		case 4: x.l.grid[2]++; break;
+		case 5: x.l.block[0]++; break;
+		case 6: x.l.block[1]++; break;
+		case 7: x.l.block[2]++; break;
+		case 8: x.l.shared_mem++; break;
+		case 9: x.l.graph = 1; break;
+		case 10: x.api_name++; break;
+		case 11: x.l.h.flags = 1 | PROF_CUDA_LAUNCH_API; break;  /* the other layer */
+		case 12: x.api_result = 1; break;  /* a failed launch is never repeatable */
+		}
+		cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "field %d differs", f);
+	}
+	x = launch(c.time, c.corr + 1, 0x5000 + 16 * 1024, 3, 700);  /* another function... */
+	if (prof_short_cuda_slot(x.l.function) == prof_short_cuda_slot(0x5000))  /* ...its slot */
+		cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "another function in the slot");
+	/* A launch that is not its call's record empties its slot; other slots keep theirs. */
+	struct prof_rec_cuda_launch_api plain = launch(c.time + 5, c.corr + 2, 0x5000, 3, 700);
+	plain.l.h.flags = 2;
+	cuda_noted(&c, &plain);
+	x = launch(c.time + 6, c.corr + 1, 0x5000, 3, 700);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 0, "slot emptied");
+	x = launch(c.time + 6, c.corr + 1, 0x5010, 3, 700);
+	cr_assert_eq(cuda_round_trip(&c, &x, &got), 16, "the other slot keeps its launch");
+	cr_assert_eq(got.l.corr, x.l.corr);
+	/* Without a CUDA table (the exit's leak scan) a short launch is its type and length. */
+	uint64_t w[2];
+	cr_assert(prof_short_cuda_words(1, x.l.h.time, x.l.corr, 1, &x, w));
+	struct prof_short_base none = { 0 };
+	union prof_short_rec u;
+	cr_assert_eq(prof_short_decode(&none, w[0], w, 16, &u), 16);
+	cr_assert_eq(u.h.type, PROF_REC_CUDA_LAUNCH);
+	static struct prof_short_cuda empty;
+	prof_short_cuda_reset(&empty);
+	struct prof_short_base no_base = { .cuda = &empty };
+	cr_assert_eq(prof_short_decode(&no_base, w[0], w, 16, &u), -1);
+	cr_assert_eq(prof_short_decode(&no_base, w[0], w, 15, &u), -2);
+}
+
+static void put_launch(struct tg *tg, const struct prof_rec_cuda_launch_api *x)
+{
+	tg_rec(tg, 0, PROF_REC_CUDA_LAUNCH, x->l.h.flags, x->l.h.time, (const char *)x + sizeof(x->l.h),
+	       x->l.h.size - sizeof(x->l.h));
+}
+
+static void put_short_launch(struct tg *tg, struct prof_short_cuda *c,
+			     const struct prof_rec_cuda_launch_api *x)
+{
+	uint64_t w[2];
+	cr_assert(prof_short_cuda_words(c->valid, c->time, c->corr, 1, x, w));
+	tg_raw(tg, 0, w, 16);
+	c->time = x->l.h.time;
+	c->corr = x->l.corr;
+}
+
+/* Two kernels launched in turn, each repeating its own slot's last launch; other records
+ * between them neither give nor move their bases. */
+Test(short_records, reader_decodes_short_cuda_launches)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA_LAUNCHES;
+	static struct prof_short_cuda c;
+	prof_short_cuda_reset(&c);
+	struct prof_rec_cuda_launch_api want[6] = {
+		launch(1000, 50, 0x5000, 3, 700), launch(1100, 51, 0x5010, 4, 800),
+		launch(1300, 53, 0x5000, 3, 90), launch(1200, 54, 0x5010, 7, 80),
+		launch(1400, 55, 0x5000, 8, 70), launch(9000, 60, 0x5010, 4, 60),
+	};
+	put_launch(tg, &want[0]);
+	cuda_noted(&c, &want[0]);
+	put_launch(tg, &want[1]);
+	cuda_noted(&c, &want[1]);
+	put_short_launch(tg, &c, &want[2]);
+	tg_alloc(tg, 0, 1250, 0x9000, 64, 3);
+	put_short_launch(tg, &c, &want[3]);  /* its time before the one before it */
+	put_short_launch(tg, &c, &want[4]);
+	put_short_launch(tg, &c, &want[5]);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	static const uint32_t file_size[] = { 96, 96, 16, 16, 16, 16 };
+	size_t i = 0;
+	while (i < 6) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		if (ev.rec->type == PROF_REC_ALLOC)
+			continue;
+		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
+		cr_assert_eq(ev.rec->size, sizeof(want[i]), "record %zu", i);
+		cr_assert_eq(memcmp(ev.rec, &want[i], sizeof(want[i])), 0, "record %zu decodes wrong", i);
+		i++;
+	}
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
+	trace_close(t);
+}
+
+/* A short CUDA_LAUNCH whose slot holds no launch in its chunk: another slot's gives it none. */
+Test(short_records, short_cuda_launch_without_a_base_is_an_error)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA_LAUNCHES;
+	static struct prof_short_cuda c;
+	prof_short_cuda_reset(&c);
+	struct prof_rec_cuda_launch_api a = launch(1000, 50, 0x5000, 3, 700);
+	struct prof_rec_cuda_launch_api b = launch(1100, 51, 0x5010, 3, 700);
+	put_launch(tg, &a);
+	cuda_noted(&c, &a);
+	cuda_noted(&c, &b);  /* in the encoder's bases only */
+	put_short_launch(tg, &c, &b);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails_with("short record before any ordinary CUDA_LAUNCH of its slot in its chunk");
 }

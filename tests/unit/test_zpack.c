@@ -86,15 +86,17 @@ static void gen_heap(struct gen *g, int alloc, unsigned fn, uint64_t ptr, uint32
 		g->b.time = g->t;
 		g->b.ptr = ptr;
 	} else {
-		struct prof_rec_alloc r = { .h = { alloc ? PROF_REC_ALLOC : PROF_REC_FREE,
-						   alloc ? (uint16_t)fn : 0, 0, g->t },
-					    .ptr = ptr, .size = size, .stack = stack };
+		/* in a union as wide as any record prof_short_note() reads (gcc checks its reads
+		 * for every type it handles, taken or not) */
+		union prof_short_rec u = { .alloc = { .h = { alloc ? PROF_REC_ALLOC : PROF_REC_FREE,
+							     alloc ? (uint16_t)fn : 0, 0, g->t },
+						      .ptr = ptr, .size = size, .stack = stack } };
 		if (alloc)
 			tg_alloc_fn(g->tg, g->stream, g->t, fn, ptr, size, stack);
 		else
 			tg_free(g->tg, g->stream, g->t, ptr);
 		g->used += alloc ? 40 : 24;
-		prof_short_note(&g->b, &r.h);
+		prof_short_note(&g->b, &u.h);
 	}
 }
 
@@ -110,14 +112,14 @@ static void gen_lock_wait(struct gen *g, uint64_t lock, uint32_t stack)
 		g->b.lock_time = g->t;
 		g->b.lock = lock;
 	} else {
-		struct prof_rec_lock_wait r = { .h = { PROF_REC_LOCK_WAIT, (uint16_t)op,
-						       sizeof(r), g->t },
-						.lock = lock, .wait_ns = wait, .stack = stack,
-						.kind = (uint16_t)kind };
+		union prof_short_rec u = { .lock_wait = {
+			.h = { PROF_REC_LOCK_WAIT, (uint16_t)op, sizeof(struct prof_rec_lock_wait), g->t },
+			.lock = lock, .wait_ns = wait, .stack = stack, .kind = (uint16_t)kind } };
+		const struct prof_rec_lock_wait *r = &u.lock_wait;
 		tg_rec(g->tg, g->stream, PROF_REC_LOCK_WAIT, (uint16_t)op, g->t,
-		       (const char *)&r + sizeof(r.h), sizeof(r) - sizeof(r.h));
-		g->used += sizeof(r);
-		prof_short_note(&g->b, &r.h);
+		       (const char *)r + sizeof(r->h), sizeof(*r) - sizeof(r->h));
+		g->used += sizeof(*r);
+		prof_short_note(&g->b, &u.h);
 	}
 }
 
