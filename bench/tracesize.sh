@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/tracesize.sh: how large traces are, and what the trace clock costs. For
 # bench/alloc_bench.c (1 thread, BENCH_OPS operations, default its own 1M),
-# bench/cxx_bench.cpp (its defaults: 4 threads) and bench/io_bench.c (300,000 4 KiB reads of a
-# cached 1 MiB file): bytes per record of the raw trace and of the
+# bench/cxx_bench.cpp (its defaults: 4 threads), bench/io_bench.c (300,000 4 KiB reads of a
+# cached 1 MiB file) and, where the fake CUDA driver is built (make cuda-progs), bench/cuda_bench.c
+# (200,000 kernel launches, PROF_CUDA_TIMING=none: the launch records alone): bytes per record of the raw trace and of the
 # trace after `prof pack` (its columns, then zstd at the default level), the whole file's size
 # either way, and beside them what zstd alone makes of the raw trace (`zstd -3`, where the zstd
 # command is installed: scripts/install-deps --bench). Then
@@ -28,6 +29,13 @@ ${CC:-cc} -O2 -g bench/io_bench.c -o "$outdir/io_bench"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof-tracesize.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 head -c $((1 << 20)) /dev/urandom >"$tmp/read.dat"
+progs=("alloc_bench 1 $OPS" "cxx_bench" "io_bench read $tmp/read.dat 300000")
+fake=$root/$BUILD/cuda
+if [[ -f $fake/libcuda.so.1 ]]; then
+	${CC:-cc} -O2 -g bench/cuda_bench.c -o "$outdir/cuda_bench" -L"$fake" -l:libcuda.so.1 \
+		-Wl,-rpath,"$fake"
+	progs+=("cuda_bench launch 200000")
+fi
 
 # Records in a trace: prof dump's last line, "N records".
 records() {
@@ -39,11 +47,12 @@ out=$outdir/tracesize.txt
 	echo "libprof trace size (format $("$prof" --version | sed 's/.*format //'))"
 	printf '%-28s %10s %13s %9s %13s %9s %9s\n' program records raw_bytes raw_B/rec packed_bytes \
 		packed_B/rec zstd_B/rec
-	for prog in "alloc_bench 1 $OPS" "cxx_bench" "io_bench read $tmp/read.dat 300000"; do
+	for prog in "${progs[@]}"; do
 		set -- $prog
 		rm -rf "$tmp/run"
 		mkdir "$tmp/run"
-		LD_PRELOAD=$lib PROF_OUTPUT=$tmp/run/t.trace "$outdir/$1" "${@:2}" >/dev/null
+		FAKE_CUDA_SYNC=1 PROF_CUDA_TIMING=none LD_PRELOAD=$lib PROF_OUTPUT=$tmp/run/t.trace \
+			"$outdir/$1" "${@:2}" >/dev/null
 		n=$(records "$tmp/run/t.trace")
 		raw=$(stat -c %s "$tmp/run/t.trace")
 		plain=-1
