@@ -473,12 +473,15 @@ static __thread struct {
 	int valid;
 } io_base;
 
-/* The short CUDA_LAUNCHes' bases in streams[0]'s chunk, as prof_short_cuda_note() keeps them
- * (struct prof_short_cuda), with each slot's key in place of its whole record: a slot holds
- * one while its gen is the current one (0 never is), so that a new chunk empties them all at
- * once. Inverted, as this is a root of the exit's leak scan: the function, the stream and the
- * key's function and stream. */
-static __thread struct {
+/* The short CUDA_LAUNCHes' bases of a thread in streams[0]'s chunk, as prof_short_cuda_note()
+ * keeps them (struct prof_short_cuda), with each slot's key in place of its whole record: a
+ * slot holds one while its gen is the current one (0 never is), so that a new chunk empties
+ * them all at once. Inverted, as the exit's leak scan may take this memory for a root: the
+ * function, the stream and the key's function and stream. Over 1 KiB, so not in static TLS
+ * (check-bss), but in a table of CUDA_BASE_THREADS, made at the first launch recorded: a
+ * thread takes one there at its first launch and gives it back at its end; a thread that
+ * finds none taken writes ordinary launch records. */
+struct cuda_base {
 	int valid;
 	uint32_t gen;
 	uint64_t time_inv, corr_inv;
@@ -486,7 +489,34 @@ static __thread struct {
 		struct prof_short_cuda_key key;
 		uint32_t gen;
 	} slot[PROF_SHORT_CUDA_SLOTS];
-} cuda_base;
+};
+#define CUDA_BASE_THREADS 256
+static void *_Atomic cuda_bases;
+static _Atomic uint64_t cuda_bases_taken[CUDA_BASE_THREADS / 64];
+static __thread struct cuda_base *cuda_mine;
+static __thread int cuda_mine_state;  /* 0: none asked for yet; 1: has one; -1: none to be had */
+
+static __attribute__((noinline)) struct cuda_base *cuda_base_claim(void)
+{
+	cuda_mine_state = -1;
+	struct cuda_base *all = prof_lazy(&cuda_bases, CUDA_BASE_THREADS * sizeof(struct cuda_base));
+	int i = all ? prof_slot_claim(cuda_bases_taken, CUDA_BASE_THREADS) : -1;
+	if (i < 0)
+		return NULL;
+	cuda_mine = &all[i];
+	*cuda_mine = (struct cuda_base){ .gen = 1 };  /* a previous thread's: no slot holds */
+	cuda_mine_state = 1;
+	return cuda_mine;
+}
+
+static void cuda_base_give_back(void)
+{
+	struct cuda_base *all = atomic_load_explicit(&cuda_bases, memory_order_relaxed);
+	if (cuda_mine && all)
+		prof_slot_give(cuda_bases_taken, (unsigned)(cuda_mine - all));
+	cuda_mine = NULL;
+	cuda_mine_state = -1;  /* the thread has ended: ordinary launches from here on */
+}
 
 /* The short records' bases, heap, lock, io and CUDA, are no longer those of the file (a new
  * chunk, a hook left half way): the next heap record, LOCK_WAIT, IO_CALL and CUDA_LAUNCH are
@@ -496,9 +526,12 @@ void prof_writer_forget_bases(struct prof_thread *th)
 	th->base_ptr_lo = th->base_ptr_hi = 0;
 	lock_base.lock_inv = 0;
 	io_base.valid = 0;
-	cuda_base.valid = 0;
-	if (++cuda_base.gen == 0)
-		cuda_base.gen = 1;
+	struct cuda_base *c = cuda_mine;
+	if (c) {
+		c->valid = 0;
+		if (++c->gen == 0)
+			c->gen = 1;
+	}
 }
 
 /* Makes a new run ready to fill: its bytes written (zeros) into the file's page cache, then
@@ -647,6 +680,8 @@ struct prof_thread *prof_recording_full(struct prof_thread *th, unsigned family)
  * is left of its last unit, or claim anew. */
 void prof_writer_thread_done(struct prof_thread *th)
 {
+	if (cuda_mine_state)
+		cuda_base_give_back();
 	for (int i = 0; i < 2; i++) {
 		give_back(&th->streams[i]);
 		sum_lost(&th->streams[i]);
@@ -883,16 +918,19 @@ void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_
 {
 	x->l.h = (struct prof_rec){ .type = PROF_REC_CUDA_LAUNCH, .flags = (uint16_t)flags,
 				     .size = sizeof(*x), .time = time };
+	struct cuda_base *c = cuda_mine;
+	if (unlikely(!c) && cuda_mine_state == 0 && !th->in_signal)
+		c = cuda_base_claim();
 	struct prof_short_cuda_key key = cuda_key(x);
 	unsigned slot = prof_short_cuda_slot(x->l.function);
-	int repeats = cuda_base.gen && cuda_base.slot[slot].gen == cuda_base.gen &&
-		      prof_short_cuda_key_eq(&cuda_base.slot[slot].key, &key);
-	struct prof_stream *s = short_room(th, PROF_SHORT_CUDA_SIZE);
+	struct prof_stream *s = c ? short_room(th, PROF_SHORT_CUDA_SIZE) : NULL;
 	uint64_t w[2];
-	if (s && prof_short_cuda_words(cuda_base.valid, ~cuda_base.time_inv, ~cuda_base.corr_inv,
-				       repeats, x, w)) {
-		cuda_base.time_inv = ~time;
-		cuda_base.corr_inv = ~x->l.corr;
+	if (s && prof_short_cuda_words(c->valid, ~c->time_inv, ~c->corr_inv,
+				       c->slot[slot].gen == c->gen &&
+					       prof_short_cuda_key_eq(&c->slot[slot].key, &key),
+				       x, w)) {
+		c->time_inv = ~time;
+		c->corr_inv = ~x->l.corr;
 		short_store(s, w[0], w[1], PROF_SHORT_CUDA_SIZE);
 		return;
 	}
@@ -902,18 +940,18 @@ void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_
 	memcpy((char *)r + sizeof(r->l.h), (const char *)x + sizeof(x->l.h),
 	       sizeof(*r) - sizeof(r->l.h));
 	prof_commit(r, PROF_REC_CUDA_LAUNCH, flags, sizeof(*r), time);
-	if (th->in_signal)  /* in the signal handler's stream, which has no short records */
+	if (!c || th->in_signal)  /* in the signal handler's stream, which has no short records */
 		return;
 	/* prof_short_cuda_note(), for the record just written in streams[0]'s chunk (a new one,
 	 * maybe: prof_reserve() forgot the bases then) */
-	cuda_base.valid = 1;
-	cuda_base.time_inv = ~time;
-	cuda_base.corr_inv = ~x->l.corr;
+	c->valid = 1;
+	c->time_inv = ~time;
+	c->corr_inv = ~x->l.corr;
 	if (prof_short_cuda_repeatable(&x->l.h)) {
-		cuda_base.slot[slot].key = key;
-		cuda_base.slot[slot].gen = cuda_base.gen;
+		c->slot[slot].key = key;
+		c->slot[slot].gen = c->gen;
 	} else {
-		cuda_base.slot[slot].gen = 0;
+		c->slot[slot].gen = 0;
 	}
 }
 
@@ -1227,4 +1265,12 @@ void prof_writer_forget(void)
 	for (uint32_t i = 0; i < POOL_SLOTS; i++)
 		__atomic_store_n(&w.pool[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&w.pooled, 0, __ATOMIC_RELAXED);
+	/* The CUDA bases of the parent's threads are nobody's here, this thread's included (it
+	 * takes one again at its next launch). Words read first: a shell's children leave the
+	 * page alone. */
+	for (unsigned i = 0; i < CUDA_BASE_THREADS / 64; i++)
+		if (atomic_load(&cuda_bases_taken[i]))
+			atomic_store(&cuda_bases_taken[i], 0);
+	cuda_mine = NULL;
+	cuda_mine_state = 0;
 }
