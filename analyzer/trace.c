@@ -675,6 +675,8 @@ static const char *short_without_base(unsigned kind)
 {
 	if (kind >= PROF_SHORT_CUDA_KIND)
 		return "short record before any ordinary CUDA_LAUNCH of its slot in its chunk (no base)";
+	if (kind >= PROF_SHORT_GPU_KIND)
+		return "short record before any ordinary CUDA_GPU of its slot in its chunk (no base)";
 	if (kind >= PROF_SHORT_IO_KIND)
 		return "short record before any ordinary IO_CALL or IO_NAME in its chunk (no base)";
 	if (kind >= PROF_SHORT_LOCK_KIND)

@@ -411,24 +411,15 @@ void cuda_rec_gpu(unsigned timing, uint64_t start, uint64_t end, uint64_t corr, 
 		return;
 	struct prof_thread *th = prof_thread_get();
 	prof_hook_enter(th);
-	struct prof_rec_cuda_gpu *r = prof_reserve(th, sizeof(*r));
-	if (r) {
-		r->start = start;
-		r->end = end;
-		r->corr = corr;
-		r->bytes = bytes;
-		r->name = name;
-		r->activity = (uint16_t)activity;
-		r->copy_kind = (uint16_t)copy_kind;
-		r->device = device;
-		r->stream = stream;
-		for (int i = 0; i < 3; i++) {
-			r->grid[i] = grid ? grid[i] : 0;
-			r->block[i] = block ? block[i] : 0;
-		}
-		prof_commit(r, PROF_REC_CUDA_GPU, timing | (cupti_corr ? PROF_CUDA_GPU_CUPTI_CORR : 0),
-			    sizeof(*r), prof_now());
+	struct prof_rec_cuda_gpu g = { .start = start, .end = end, .corr = corr, .bytes = bytes,
+				       .name = name, .activity = (uint16_t)activity,
+				       .copy_kind = (uint16_t)copy_kind, .device = device,
+				       .stream = stream };
+	for (int i = 0; i < 3; i++) {
+		g.grid[i] = grid ? grid[i] : 0;
+		g.block[i] = block ? block[i] : 0;
 	}
+	prof_write_cuda_gpu(th, &g, timing | (cupti_corr ? PROF_CUDA_GPU_CUPTI_CORR : 0), prof_now());
 	th->in_hook--;
 }
 

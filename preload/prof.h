@@ -354,6 +354,11 @@ void prof_write_io_call(struct prof_thread *th, unsigned op, uint32_t file, int3
 struct prof_rec_cuda_launch_api;
 void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_api *x,
 			    unsigned flags, uint64_t time);
+/* A CUDA_GPU record from g, whose header it fills in: short where it repeats its slot's last
+ * in the chunk. */
+struct prof_rec_cuda_gpu;
+void prof_write_cuda_gpu(struct prof_thread *th, struct prof_rec_cuda_gpu *g, unsigned flags,
+			uint64_t time);
 void prof_writer_set_state(enum prof_state state);
 void prof_writer_final(void);  /* the EXIT record comes next: it may take the last units */
 void prof_writer_clock_changed(void);  /* the header's clock: the TSC now (clock.c) */

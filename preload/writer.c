@@ -489,6 +489,13 @@ struct cuda_base {
 		struct prof_short_cuda_key key;
 		uint32_t gen;
 	} slot[PROF_SHORT_CUDA_SLOTS];
+	/* the same of CUDA_GPU records (their keys hold no address) */
+	int gpu_valid;
+	uint64_t gpu_time_inv, gpu_corr_inv, gpu_start_inv;
+	struct {
+		struct prof_short_gpu_key key;
+		uint32_t gen;
+	} gpu_slot[PROF_SHORT_GPU_SLOTS];
 };
 #define CUDA_BASE_THREADS 256
 static void *_Atomic cuda_bases;
@@ -529,6 +536,7 @@ void prof_writer_forget_bases(struct prof_thread *th)
 	struct cuda_base *c = cuda_mine;
 	if (c) {
 		c->valid = 0;
+		c->gpu_valid = 0;
 		if (++c->gen == 0)
 			c->gen = 1;
 	}
@@ -955,6 +963,45 @@ void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_
 	}
 }
 
+void prof_write_cuda_gpu(struct prof_thread *th, struct prof_rec_cuda_gpu *g, unsigned flags,
+			uint64_t time)
+{
+	g->h = (struct prof_rec){ .type = PROF_REC_CUDA_GPU, .flags = (uint16_t)flags,
+				   .size = sizeof(*g), .time = time };
+	struct cuda_base *c = cuda_mine;
+	if (unlikely(!c) && cuda_mine_state == 0 && !th->in_signal)
+		c = cuda_base_claim();
+	struct prof_short_gpu_key key = prof_short_gpu_key_of(g);
+	unsigned slot = prof_short_gpu_slot(g->name, g->activity, g->copy_kind);
+	struct prof_stream *s = c ? short_room(th, PROF_SHORT_GPU_SIZE) : NULL;
+	uint64_t w[2];
+	if (s && prof_short_gpu_words(c->gpu_valid, ~c->gpu_time_inv, ~c->gpu_corr_inv,
+				      ~c->gpu_start_inv,
+				      c->gpu_slot[slot].gen == c->gen &&
+					      prof_short_gpu_key_eq(&c->gpu_slot[slot].key, &key),
+				      g, w)) {
+		c->gpu_time_inv = ~time;
+		c->gpu_corr_inv = ~g->corr;
+		c->gpu_start_inv = ~g->start;
+		short_store(s, w[0], w[1], PROF_SHORT_GPU_SIZE);
+		return;
+	}
+	struct prof_rec_cuda_gpu *r = prof_reserve(th, sizeof(*r));
+	if (!r)
+		return;
+	memcpy((char *)r + sizeof(r->h), (const char *)g + sizeof(g->h), sizeof(*r) - sizeof(r->h));
+	prof_commit(r, PROF_REC_CUDA_GPU, flags, sizeof(*r), time);
+	if (!c || th->in_signal)  /* in the signal handler's stream, which has no short records */
+		return;
+	/* prof_short_gpu_note(), for the record just written in streams[0]'s chunk */
+	c->gpu_valid = 1;
+	c->gpu_time_inv = ~time;
+	c->gpu_corr_inv = ~g->corr;
+	c->gpu_start_inv = ~g->start;
+	c->gpu_slot[slot].key = key;
+	c->gpu_slot[slot].gen = c->gen;
+}
+
 /* The TSC took over from clock_gettime (prof_clock_calibrate()): the header says so from now
  * on, as the writer would have said it at the start. Async-signal-safe. */
 void prof_writer_clock_changed(void)
@@ -1042,7 +1089,7 @@ static uint32_t write_header(uint32_t ppid, int argc, char **argv, const char *e
 	h->header_size = (uint32_t)(sizeof(*h) + len);
 	h->features = PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | PROF_FEAT_STACK_TAILS |
 		      PROF_FEAT_SHORT_LOCK_WAITS | PROF_FEAT_SHORT_IO_CALLS |
-		      PROF_FEAT_SHORT_CUDA_LAUNCHES | (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
+		      PROF_FEAT_SHORT_CUDA | (prof_cfg.heap_sample ? PROF_FEAT_HEAP_TALLY : 0);
 	h->chunk_size = UNIT;
 	h->data_offset = data_offset;
 	h->pid = (uint32_t)getpid();

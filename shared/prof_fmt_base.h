@@ -63,12 +63,13 @@
 #define PROF_FEAT_SHORT_LOCK_WAITS 0x10ULL
 /* IO_CALL may be a short record too (prof_short.h, kinds 48-97): required, as above. */
 #define PROF_FEAT_SHORT_IO_CALLS 0x20ULL
-/* CUDA_LAUNCH may be a short record too (prof_short.h, kinds 112-127): required, as above. */
-#define PROF_FEAT_SHORT_CUDA_LAUNCHES 0x40ULL
+/* CUDA_LAUNCH and CUDA_GPU may be short records too (prof_short.h, kinds 104-127): required,
+ * as above. */
+#define PROF_FEAT_SHORT_CUDA 0x40ULL
 #define PROF_FEAT_KNOWN_REQUIRED (PROF_FEAT_CHUNK_RUNS | PROF_FEAT_SHORT_RECORDS | \
 				  PROF_FEAT_HEAP_TALLY | PROF_FEAT_STACK_TAILS | \
 				  PROF_FEAT_SHORT_LOCK_WAITS | PROF_FEAT_SHORT_IO_CALLS | \
-				  PROF_FEAT_SHORT_CUDA_LAUNCHES)
+				  PROF_FEAT_SHORT_CUDA)
 
 /* Event families selectable with PROF_EVENTS; the header records which were enabled. */
 #define PROF_EVENT_FAMILIES(X) \

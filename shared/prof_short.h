@@ -1,8 +1,9 @@
 /* Short records (PROF_FEAT_SHORT_RECORDS, format 2): ALLOC in 16 bytes and FREE in 8 instead
  * of 40 and 24, their time and address written as deltas from the previous ALLOC or FREE of
  * the same chunk; (PROF_FEAT_SHORT_LOCK_WAITS) LOCK_WAIT in 16 bytes instead of 48; and
- * (PROF_FEAT_SHORT_IO_CALLS) IO_CALL in 16 bytes instead of 48; and (PROF_FEAT_SHORT_CUDA_LAUNCHES)
- * CUDA_LAUNCH, with the API call it stands for, in 16 bytes instead of 96. The
+ * (PROF_FEAT_SHORT_IO_CALLS) IO_CALL in 16 bytes instead of 48; and (PROF_FEAT_SHORT_CUDA)
+ * CUDA_LAUNCH, with the API call it stands for, in 16 bytes instead of 96, and CUDA_GPU in 16
+ * instead of 88. The
  * writer (writer.c) encodes with these functions, the reader (trace.c) and the exit-time leak
  * scan (leakscan.c) decode with them, so the three cannot disagree.
  *
@@ -13,7 +14,7 @@
  *     bits  8-14  kind: 0-15 ALLOC (flags = kind: enum prof_alloc_fn), 16-31 FREE (flags =
  *                 kind - 16: PROF_FREE_REALLOC), 32-43 LOCK_WAIT (flags = kind - 32: enum
  *                 prof_lock_op), 48-97 IO_CALL (flags = kind - 48: enum prof_io_op),
- *                 112-127 CUDA_LAUNCH (slot = kind - 112)
+ *                 104-111 CUDA_GPU (slot = kind - 104), 112-127 CUDA_LAUNCH (slot = kind - 112)
  *   ALLOC and FREE:
  *     bits 32-63  address delta, signed, in bytes
  *     An ALLOC has a second word: size (bits 0-31), stack id (bits 32-63).
@@ -32,6 +33,11 @@
  *     second word: corr delta, unsigned (bits 0-31), stack id (bits 32-63).
  *   Its slot is prof_short_cuda_slot(function): the chunk keeps the last launch of each of 16
  *   slots, so that the kernels of a loop, interleaved, each find their own.
+ *   CUDA_GPU, 16 bytes, GPU work that repeats the record its slot holds (slot by kernel name,
+ *   activity and copy kind: prof_short_gpu_slot()): the same flags, activity, copy kind,
+ *   bytes, name, device, stream, grid and block, and end - start below 2^32 ns:
+ *     bits 32-63  end - start
+ *     second word: corr delta, signed (bits 0-31), start delta, signed (bits 32-63).
  * The heap records' time delta (ns, 24 bits: up to 16.7 ms) and address delta count from the
  * heap base: the time and address of the previous ALLOC or FREE (short or not) in the same
  * chunk, in file order. A LOCK_WAIT's deltas count from the lock base, the time and lock of
@@ -41,6 +47,7 @@
  * io base: the time of the previous IO_CALL or IO_NAME in the chunk, whose file id and
  * descriptor it repeats. A CUDA_LAUNCH's time delta, signed, and its corr delta count from
  * the chunk's previous CUDA_LAUNCH (of any slot); what it repeats, from its slot's last. A
+ * CUDA_GPU's time, corr and start deltas count from the chunk's previous CUDA_GPU. A
  * chunk starts without bases: its first record of
  * each sort is an ordinary one, and so is any whose deltas or fields do not fit. The first
  * word is stored last (release), as for every record, so a short record is committed as
@@ -54,6 +61,8 @@
 #define PROF_SHORT_FREE_KIND 16u
 #define PROF_SHORT_LOCK_KIND 32u
 #define PROF_SHORT_IO_KIND 48u
+#define PROF_SHORT_GPU_KIND 104u
+#define PROF_SHORT_GPU_SLOTS 8u
 #define PROF_SHORT_CUDA_KIND 112u
 #define PROF_SHORT_CUDA_SLOTS 16u
 #define PROF_SHORT_DT_MAX ((1u << 24) - 1)
@@ -64,11 +73,13 @@
 #define PROF_SHORT_IO_SIZE 16u
 #define PROF_SHORT_CUDA_SIZE 16u
 _Static_assert(PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT <= PROF_SHORT_IO_KIND &&
-		       PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT <= PROF_SHORT_CUDA_KIND &&
+		       PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT <= PROF_SHORT_GPU_KIND &&
+		       PROF_SHORT_GPU_KIND + PROF_SHORT_GPU_SLOTS <= PROF_SHORT_CUDA_KIND &&
 		       PROF_SHORT_CUDA_KIND + PROF_SHORT_CUDA_SLOTS <= 128,
 	       "short record kinds are 7 bits: lock ops, I/O ops and CUDA slots must fit their ranges");
+#define PROF_SHORT_GPU_SIZE 16u
 
-/* The CUDA bases of a chunk (PROF_FEAT_SHORT_CUDA_LAUNCHES), as a reader keeps them: the
+/* The CUDA bases of a chunk (PROF_FEAT_SHORT_CUDA), as a reader keeps them: the
  * time and corr of its last CUDA_LAUNCH, and in each slot the last launch of that slot that a
  * short one may repeat (empty: size 0). All zero at a chunk's start. The writer keeps the
  * same in its own form (preload/writer.c: keys, not whole records). */
@@ -76,6 +87,10 @@ struct prof_short_cuda {
 	int valid;
 	uint64_t time, corr;
 	struct prof_rec_cuda_launch_api last[PROF_SHORT_CUDA_SLOTS];
+	/* the same of CUDA_GPU records, whose start moves with them too */
+	int gpu_valid;
+	uint64_t gpu_time, gpu_corr, gpu_start;
+	struct prof_rec_cuda_gpu gpu_last[PROF_SHORT_GPU_SLOTS];
 };
 
 static inline void prof_short_cuda_reset(struct prof_short_cuda *c)
@@ -83,7 +98,17 @@ static inline void prof_short_cuda_reset(struct prof_short_cuda *c)
 	c->valid = 0;
 	for (unsigned i = 0; i < PROF_SHORT_CUDA_SLOTS; i++)
 		c->last[i].l.h.size = 0;
+	c->gpu_valid = 0;
+	for (unsigned i = 0; i < PROF_SHORT_GPU_SLOTS; i++)
+		c->gpu_last[i].h.size = 0;
 }
+
+/* What a short CUDA_GPU repeats of its slot's last record. */
+struct prof_short_gpu_key {
+	uint64_t bytes;
+	uint32_t name, device, stream, grid[3], block[3];
+	uint16_t activity, copy_kind, flags, pad;
+};
 
 /* What a short CUDA_LAUNCH repeats of its slot's last launch. */
 struct prof_short_cuda_key {
@@ -115,6 +140,7 @@ union prof_short_rec {
 	struct prof_rec_lock_wait lock_wait;
 	struct prof_rec_io_call io_call;
 	struct prof_rec_cuda_launch_api cuda_launch;
+	struct prof_rec_cuda_gpu cuda_gpu;
 };
 
 static inline int prof_is_short(uint64_t w0)
@@ -176,8 +202,51 @@ static inline void prof_short_cuda_note(struct prof_short_cuda *c, const struct 
 		last->l.h.size = 0;
 }
 
-/* Updates the bases after an ordinary ALLOC, FREE, LOCK_WAIT, IO_CALL, IO_NAME or CUDA_LAUNCH
- * record (any other type leaves them). */
+/* The slot of a CUDA_GPU record. */
+static inline unsigned prof_short_gpu_slot(uint32_t name, unsigned activity, unsigned copy_kind)
+{
+	uint64_t k = name | (uint64_t)activity << 32 | (uint64_t)copy_kind << 48;
+	return (unsigned)(((k + 1) * 0x9e3779b97f4a7c15ull) >> 61);
+}
+
+static inline struct prof_short_gpu_key prof_short_gpu_key_of(const struct prof_rec_cuda_gpu *g)
+{
+	return (struct prof_short_gpu_key){
+		.bytes = g->bytes, .name = g->name, .device = g->device, .stream = g->stream,
+		.grid = { g->grid[0], g->grid[1], g->grid[2] },
+		.block = { g->block[0], g->block[1], g->block[2] }, .activity = g->activity,
+		.copy_kind = g->copy_kind, .flags = g->h.flags };
+}
+
+static inline int prof_short_gpu_key_eq(const struct prof_short_gpu_key *a,
+					const struct prof_short_gpu_key *b)
+{
+	return a->bytes == b->bytes && a->name == b->name && a->device == b->device &&
+	       a->stream == b->stream && a->grid[0] == b->grid[0] && a->grid[1] == b->grid[1] &&
+	       a->grid[2] == b->grid[2] && a->block[0] == b->block[0] &&
+	       a->block[1] == b->block[1] && a->block[2] == b->block[2] &&
+	       a->activity == b->activity && a->copy_kind == b->copy_kind && a->flags == b->flags;
+}
+
+/* The CUDA_GPU bases after an ordinary CUDA_GPU: the chunk's last, and its slot's (the writer
+ * follows the same rule: writer.c, prof_write_cuda_gpu()). */
+static inline void prof_short_gpu_note(struct prof_short_cuda *c, const struct prof_rec *r)
+{
+	if (r->size != sizeof(struct prof_rec_cuda_gpu)) {
+		c->gpu_valid = 0;
+		return;
+	}
+	const struct prof_rec_cuda_gpu *g = (const void *)r;
+	c->gpu_valid = 1;
+	c->gpu_time = r->time;
+	c->gpu_corr = g->corr;
+	c->gpu_start = g->start;
+	__builtin_memcpy(&c->gpu_last[prof_short_gpu_slot(g->name, g->activity, g->copy_kind)], g,
+			 sizeof(*g));
+}
+
+/* Updates the bases after an ordinary ALLOC, FREE, LOCK_WAIT, IO_CALL, IO_NAME, CUDA_LAUNCH or
+ * CUDA_GPU record (any other type leaves them). */
 static inline void prof_short_note(struct prof_short_base *b, const struct prof_rec *r)
 {
 	if (r->type == PROF_REC_ALLOC || r->type == PROF_REC_FREE) {
@@ -198,6 +267,8 @@ static inline void prof_short_note(struct prof_short_base *b, const struct prof_
 	}
 	if (r->type == PROF_REC_CUDA_LAUNCH && b->cuda)
 		prof_short_cuda_note(b->cuda, r);
+	else if (r->type == PROF_REC_CUDA_GPU && b->cuda)
+		prof_short_gpu_note(b->cuda, r);
 }
 
 /* A short record's first word: kind, a 24-bit time delta (bits 0-7 and 16-31) and the kind's
@@ -317,6 +388,36 @@ static inline int prof_short_cuda_words(int valid, uint64_t time, uint64_t corr,
 	return 1;
 }
 
+/* A signed 32-bit delta from base to v, or 0 with *ok clear when it does not fit. */
+static inline uint32_t prof_short_delta32(uint64_t v, uint64_t base, int *ok)
+{
+	int64_t d = (int64_t)(v - base);
+	*ok = d >= INT32_MIN && d <= INT32_MAX;
+	return *ok ? (uint32_t)(int32_t)d : 0;
+}
+
+/* The two words of a short CUDA_GPU for g (its ordinary form, header filled in but for the
+ * first word) in w, or 0 when it needs an ordinary record. valid, time, corr and start: the
+ * chunk's CUDA_GPU base; repeats: g's slot holds a record with g's key. */
+static inline int prof_short_gpu_words(int valid, uint64_t time, uint64_t corr, uint64_t start,
+				       int repeats, const struct prof_rec_cuda_gpu *g, uint64_t w[2])
+{
+	if (!valid || !repeats || g->h.size != sizeof(*g) || g->end < g->start ||
+	    g->end - g->start > UINT32_MAX)
+		return 0;
+	int ok_t, ok_c, ok_s;
+	uint64_t udt = prof_short_signed_dt(g->h.time, time, &ok_t);
+	uint32_t dc = prof_short_delta32(g->corr, corr, &ok_c);
+	uint32_t ds = prof_short_delta32(g->start, start, &ok_s);
+	if (!ok_t || !ok_c || !ok_s)
+		return 0;
+	w[0] = prof_short_w0(PROF_SHORT_GPU_KIND + prof_short_gpu_slot(g->name, g->activity,
+									g->copy_kind),
+			     udt, g->end - g->start);
+	w[1] = dc | (uint64_t)ds << 32;
+	return 1;
+}
+
 /* Decodes the short record at p (whose first word w0 has PROF_SHORT_BIT; `room` bytes of the
  * chunk from p on, all in memory) into the ordinary record it stands for, at out, and moves
  * its base. Returns its length in the file (8 or 16), or a negative value: -1 no base in this
@@ -326,7 +427,7 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 {
 	unsigned kind = prof_short_kind(w0);
 	if ((kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT && kind < PROF_SHORT_IO_KIND) ||
-	    (kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT && kind < PROF_SHORT_CUDA_KIND))
+	    (kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT && kind < PROF_SHORT_GPU_KIND))
 		return -3;
 	uint32_t len = prof_short_len(kind);
 	if (room < len)
@@ -352,6 +453,25 @@ static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, cons
 		out->cuda_launch.l.corr = c->corr;
 		out->cuda_launch.l.stack = (uint32_t)(w1 >> 32);
 		out->cuda_launch.api_duration_ns = w0 >> 32;
+		return (int)len;
+	}
+	if (kind >= PROF_SHORT_GPU_KIND) {
+		struct prof_short_cuda *c = b->cuda;
+		if (!c) {  /* a reader with no use for it (the exit's leak scan): its type alone */
+			out->h = (struct prof_rec){ .type = PROF_REC_CUDA_GPU, .size = len };
+			return (int)len;
+		}
+		const struct prof_rec_cuda_gpu *last = &c->gpu_last[kind - PROF_SHORT_GPU_KIND];
+		if (!c->gpu_valid || !last->h.size)
+			return -1;
+		c->gpu_time += (uint64_t)sdt;
+		c->gpu_corr += (uint64_t)(int64_t)(int32_t)(uint32_t)w1;
+		c->gpu_start += (uint64_t)(int64_t)(int32_t)(uint32_t)(w1 >> 32);
+		out->cuda_gpu = *last;
+		out->cuda_gpu.h.time = c->gpu_time;
+		out->cuda_gpu.corr = c->gpu_corr;
+		out->cuda_gpu.start = c->gpu_start;
+		out->cuda_gpu.end = c->gpu_start + (w0 >> 32);
 		return (int)len;
 	}
 	if (kind >= PROF_SHORT_IO_KIND) {

@@ -265,8 +265,8 @@ Test(cuda, a_call_site_reached_by_two_paths_keeps_each_stack)
 }
 
 /* Launches that repeat a kernel's last one in the chunk are 16-byte records (prof_short.h),
- * two kernels in turn each in a slot of its own: every launch is read back as the program
- * made it, and the trace is much smaller than at 96 bytes a launch. */
+ * two kernels in turn each in a slot of its own, and so are the records of the GPU work they
+ * did: every launch is read back as the program made it, and every one timed. */
 Test(cuda, repeated_launches_are_short_records_read_back_whole)
 {
 	need(cuda_bin("drv_test"));
@@ -299,6 +299,11 @@ Test(cuda, repeated_launches_are_short_records_read_back_whole)
 	size_t all = e2e_dumped(dir, "CUDA_LAUNCH", NULL), shorts = e2e_dumped(dir, "CUDA_LAUNCH", "[short");
 	cr_expect_eq(all, (size_t)(4 * rounds + 1));
 	cr_expect_gt(shorts, all / 2, "%zu of %zu launches short", shorts, all);
+	/* their event pairs' CUDA_GPU records too: every launch timed, most of them short */
+	size_t timed = e2e_dumped(dir, "CUDA_GPU", "activity=0 ");
+	size_t short_gpu = e2e_dumped(dir, "CUDA_GPU", "[short");
+	cr_expect_eq(timed, all, "%zu of %zu launches timed", timed, all);
+	cr_expect_gt(short_gpu, timed / 2, "%zu of %zu kernel records short", short_gpu, timed);
 }
 
 /* A program that never touches CUDA gets neither libcuda nor libcupti loaded. */

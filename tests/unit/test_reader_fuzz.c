@@ -95,7 +95,7 @@ static void build_valid(int runs)
 		}
 		/* Short CUDA_LAUNCHes of two kernels in turn, each after an ordinary one of its
 		 * slot, some of their times going back. */
-		tg_header(tg)->features |= PROF_FEAT_SHORT_CUDA_LAUNCHES;
+		tg_header(tg)->features |= PROF_FEAT_SHORT_CUDA;
 		static struct prof_short_cuda cuda;
 		prof_short_cuda_reset(&cuda);
 		struct prof_rec_cuda_launch_api x = {
@@ -121,6 +121,33 @@ static void build_valid(int runs)
 			tg_raw(tg, 26, w, 16);
 			cuda.time = x.l.h.time;
 			cuda.corr = x.l.corr;
+		}
+		/* Short CUDA_GPU records of a kernel and a copy in turn, in another stream. */
+		struct prof_rec_cuda_gpu g = { .h = { .type = PROF_REC_CUDA_GPU, .flags = 2,
+						      .size = sizeof(g) },
+					       .device = 1, .grid = { 4, 1, 1 }, .block = { 64, 1, 1 } };
+		for (uint32_t i = 0; i < 40; i++) {
+			uint64_t w[2];
+			g.h.time = 400 + i * 6 - (i % 4) * 9;
+			g.corr = 1000 + i - (i % 3) * 2;
+			g.start = 5000 + i * 50 - (i % 2) * 70;
+			g.end = g.start + i * 3;
+			g.name = i % 2 ? 3 : 0;
+			g.activity = i % 2 ? PROF_CUDA_ACT_KERNEL : PROF_CUDA_ACT_COPY;
+			g.bytes = i % 2 ? 0 : 4096;
+			if (i < 2) {
+				tg_rec(tg, 28, PROF_REC_CUDA_GPU, g.h.flags, g.h.time,
+				       (const char *)&g + 16, sizeof(g) - 16);
+				prof_short_gpu_note(&cuda, &g.h);
+				continue;
+			}
+			if (!prof_short_gpu_words(cuda.gpu_valid, cuda.gpu_time, cuda.gpu_corr,
+						  cuda.gpu_start, 1, &g, w))
+				abort();
+			tg_raw(tg, 28, w, 16);
+			cuda.gpu_time = g.h.time;
+			cuda.gpu_corr = g.corr;
+			cuda.gpu_start = g.start;
 		}
 	}
 	uint64_t frames[8] = {0x401000, 0x401100, 0x401200, 0x401300, 0x7f00, 0x7f01, 1, 2};

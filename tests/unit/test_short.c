@@ -76,7 +76,7 @@ Test(short_records, encoding_edges)
 	struct prof_short_base c = b;
 	cr_assert_eq(prof_short_decode(&c, w[0], w, 8, &u), -2);
 	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | 44u << 8, w, 16, &u), -3);
-	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | (PROF_SHORT_CUDA_KIND - 1) << 8, w, 16, &u),
+	cr_assert_eq(prof_short_decode(&c, PROF_SHORT_BIT | (PROF_SHORT_GPU_KIND - 1) << 8, w, 16, &u),
 		     -3);
 }
 
@@ -466,7 +466,7 @@ Test(short_records, io_call_encoding_edges)
 	cr_assert(prof_short_lock_words(&b, 0, PROF_LOCK_MUTEX, b.lock_time, b.lock, 0, 1, 1, 0, lw));
 	cr_assert_eq(prof_short_decode(&io_only, lw[0], lw, 16, &u), -1);
 	/* The kinds between lock waits and I/O calls, and past the last op, are nobody's. */
-	for (unsigned kind = PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT; kind < PROF_SHORT_CUDA_KIND;
+	for (unsigned kind = PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT; kind < PROF_SHORT_GPU_KIND;
 	     kind++) {
 		if (kind == PROF_SHORT_IO_KIND)
 			kind += PROF_IO_OP_COUNT;
@@ -707,7 +707,7 @@ static void put_short_launch(struct tg *tg, struct prof_short_cuda *c,
 Test(short_records, reader_decodes_short_cuda_launches)
 {
 	struct tg *tg = tg_create();
-	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA_LAUNCHES;
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
 	static struct prof_short_cuda c;
 	prof_short_cuda_reset(&c);
 	struct prof_rec_cuda_launch_api want[6] = {
@@ -748,7 +748,7 @@ Test(short_records, reader_decodes_short_cuda_launches)
 Test(short_records, short_cuda_launch_without_a_base_is_an_error)
 {
 	struct tg *tg = tg_create();
-	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA_LAUNCHES;
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
 	static struct prof_short_cuda c;
 	prof_short_cuda_reset(&c);
 	struct prof_rec_cuda_launch_api a = launch(1000, 50, 0x5000, 3, 700);
@@ -760,4 +760,183 @@ Test(short_records, short_cuda_launch_without_a_base_is_an_error)
 	tg_write(tg, path);
 	tg_destroy(tg);
 	next_fails_with("short record before any ordinary CUDA_LAUNCH of its slot in its chunk");
+}
+
+/* ---- CUDA_GPU ------------------------------------------------------------------------------- */
+
+static struct prof_rec_cuda_gpu gpu(uint64_t time, uint64_t corr, uint32_t name, uint64_t start,
+				    uint64_t ns)
+{
+	return (struct prof_rec_cuda_gpu){
+		.h = { .type = PROF_REC_CUDA_GPU, .flags = 2, .size = sizeof(struct prof_rec_cuda_gpu),
+		       .time = time },
+		.start = start, .end = start + ns, .corr = corr, .name = name, .device = 1,
+		.stream = 7, .grid = { 8, 1, 1 }, .block = { 256, 1, 1 } };
+}
+
+/* Encodes g against c (g's slot repeating it where it holds g's key) and decodes it back
+ * against a copy of c: the record's length, 0 where it needs an ordinary one. */
+static int gpu_round_trip(const struct prof_short_cuda *c, const struct prof_rec_cuda_gpu *g,
+			  struct prof_rec_cuda_gpu *out)
+{
+	const struct prof_rec_cuda_gpu *last =
+		&c->gpu_last[prof_short_gpu_slot(g->name, g->activity, g->copy_kind)];
+	struct prof_short_gpu_key kg = prof_short_gpu_key_of(g), kl = prof_short_gpu_key_of(last);
+	uint64_t w[2];
+	if (!prof_short_gpu_words(c->gpu_valid, c->gpu_time, c->gpu_corr, c->gpu_start,
+				  last->h.size && prof_short_gpu_key_eq(&kg, &kl), g, w))
+		return 0;
+	cr_assert(prof_is_short(w[0]));
+	static struct prof_short_cuda d;
+	d = *c;
+	struct prof_short_base b = { .cuda = &d };
+	union prof_short_rec u;
+	int len = prof_short_decode(&b, w[0], w, sizeof(w), &u);
+	cr_assert_eq(len, 16);
+	*out = u.cuda_gpu;
+	cr_assert_eq(d.gpu_time, g->h.time);
+	cr_assert_eq(d.gpu_corr, g->corr);
+	cr_assert_eq(d.gpu_start, g->start);
+	return len;
+}
+
+Test(short_records, cuda_gpu_encoding_edges)
+{
+	static struct prof_short_cuda c;
+	prof_short_cuda_reset(&c);
+	struct prof_rec_cuda_gpu first = gpu(1 << 24, 1000, 5, 1ull << 40, 900), g, got;
+	cr_assert_eq(gpu_round_trip(&c, &first, &got), 0, "no base yet");
+	prof_short_note(&(struct prof_short_base){ .cuda = &c }, &first.h);
+	/* Widest that fit: time +-2^23, corr and start +-2^31, end - start below 2^32. */
+	g = gpu(c.gpu_time + PROF_SHORT_LOCK_DT_MAX, c.gpu_corr + INT32_MAX, 5,
+		c.gpu_start + INT32_MAX, UINT32_MAX);
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 16);
+	cr_assert_eq(memcmp(&got, &g, sizeof(g)), 0, "the short record decodes to other work");
+	g = gpu(c.gpu_time - PROF_SHORT_LOCK_DT_MAX - 1, c.gpu_corr + (uint64_t)INT32_MIN, 5,
+		c.gpu_start + (uint64_t)INT32_MIN, 0);
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 16);
+	cr_assert_eq(memcmp(&got, &g, sizeof(g)), 0);
+	/* What needs an ordinary record. */
+	g = gpu(c.gpu_time + PROF_SHORT_LOCK_DT_MAX + 1, c.gpu_corr, 5, c.gpu_start, 10);
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 0, "time delta");
+	g = gpu(c.gpu_time, c.gpu_corr + (1ull << 31), 5, c.gpu_start, 10);
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 0, "corr delta");
+	g = gpu(c.gpu_time, c.gpu_corr, 5, c.gpu_start + (1ull << 31), 10);
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 0, "start delta");
+	g = gpu(c.gpu_time, c.gpu_corr, 5, c.gpu_start, 1ull << 32);
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 0, "duration");
+	g = gpu(c.gpu_time, c.gpu_corr, 5, c.gpu_start, 10);
+	g.end = g.start - 1;
+	cr_assert_eq(gpu_round_trip(&c, &g, &got), 0, "end before start");
+	for (int f = 0; f < 11; f++) {
+		g = gpu(c.gpu_time + 1, c.gpu_corr + 1, 5, c.gpu_start + 1, 10);
+		switch (f) {
+		case 0: g.bytes = 1; break;
+		case 1: g.device++; break;
+		case 2: g.stream++; break;
+		case 3: g.grid[0]++; break;
+		case 4: g.grid[1]++; break;
+		case 5: g.grid[2]++; break;
+		case 6: g.block[0]++; break;
+		case 7: g.block[1]++; break;
+		case 8: g.block[2]++; break;
+		case 9: g.h.flags |= PROF_CUDA_GPU_CUPTI_CORR; break;
+		case 10: g.name = 6; break;  /* in whatever slot: none holds its name */
+		}
+		cr_assert_eq(gpu_round_trip(&c, &g, &got), 0, "field %d differs", f);
+	}
+	/* Without a CUDA table (the exit's leak scan) a short one is its type and length. */
+	uint64_t w[2];
+	g = gpu(c.gpu_time, c.gpu_corr, 5, c.gpu_start, 10);
+	cr_assert(prof_short_gpu_words(1, g.h.time, g.corr, g.start, 1, &g, w));
+	struct prof_short_base none = { 0 };
+	union prof_short_rec u;
+	cr_assert_eq(prof_short_decode(&none, w[0], w, 16, &u), 16);
+	cr_assert_eq(u.h.type, PROF_REC_CUDA_GPU);
+	static struct prof_short_cuda empty;
+	prof_short_cuda_reset(&empty);
+	struct prof_short_base no_base = { .cuda = &empty };
+	cr_assert_eq(prof_short_decode(&no_base, w[0], w, 16, &u), -1);
+}
+
+static void put_gpu(struct tg *tg, const struct prof_rec_cuda_gpu *g)
+{
+	tg_rec(tg, 0, PROF_REC_CUDA_GPU, g->h.flags, g->h.time, (const char *)g + sizeof(g->h),
+	       sizeof(*g) - sizeof(g->h));
+}
+
+static void put_short_gpu(struct tg *tg, struct prof_short_cuda *c, const struct prof_rec_cuda_gpu *g)
+{
+	uint64_t w[2];
+	cr_assert(prof_short_gpu_words(c->gpu_valid, c->gpu_time, c->gpu_corr, c->gpu_start, 1, g, w));
+	tg_raw(tg, 0, w, 16);
+	c->gpu_time = g->h.time;
+	c->gpu_corr = g->corr;
+	c->gpu_start = g->start;
+}
+
+/* Kernels and a copy in turn, each repeating its own slot's last; launches between them
+ * neither give nor move their bases. */
+Test(short_records, reader_decodes_short_cuda_gpu_records)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
+	static struct prof_short_cuda c;
+	prof_short_cuda_reset(&c);
+	struct prof_rec_cuda_gpu want[5] = {
+		gpu(5000, 40, 5, 100000, 900), gpu(5100, 41, 0, 101000, 300),
+		gpu(5200, 42, 5, 102000, 800), gpu(5150, 39, 0, 99000, 200),
+		gpu(9000, 45, 5, 104000, 700),
+	};
+	want[1].activity = PROF_CUDA_ACT_COPY;
+	want[1].copy_kind = PROF_CUDA_COPY_HTOD;
+	want[1].bytes = 4096;
+	want[3].activity = PROF_CUDA_ACT_COPY;
+	want[3].copy_kind = PROF_CUDA_COPY_HTOD;
+	want[3].bytes = 4096;
+	cr_assert_neq(prof_short_gpu_slot(5, 0, 0),
+		      prof_short_gpu_slot(0, PROF_CUDA_ACT_COPY, PROF_CUDA_COPY_HTOD));
+	struct prof_short_base b = { .cuda = &c };
+	put_gpu(tg, &want[0]);
+	prof_short_note(&b, &want[0].h);
+	put_gpu(tg, &want[1]);
+	prof_short_note(&b, &want[1].h);
+	put_short_gpu(tg, &c, &want[2]);
+	struct prof_rec_cuda_launch_api l = launch(5180, 43, 0x5000, 3, 700);
+	put_launch(tg, &l);
+	put_short_gpu(tg, &c, &want[3]);  /* earlier work, written later */
+	put_short_gpu(tg, &c, &want[4]);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	static const uint32_t file_size[] = { 88, 88, 16, 16, 16 };
+	size_t i = 0;
+	while (i < 5) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		if (ev.rec->type == PROF_REC_CUDA_LAUNCH)
+			continue;
+		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
+		cr_assert_eq(memcmp(ev.rec, &want[i], sizeof(want[i])), 0, "record %zu decodes wrong", i);
+		i++;
+	}
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
+	trace_close(t);
+}
+
+Test(short_records, short_cuda_gpu_record_without_a_base_is_an_error)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
+	static struct prof_short_cuda c;
+	prof_short_cuda_reset(&c);
+	struct prof_rec_cuda_launch_api l = launch(1000, 50, 0x5000, 3, 700);
+	put_launch(tg, &l);
+	struct prof_rec_cuda_gpu g = gpu(1100, 50, 5, 900, 80);
+	prof_short_note(&(struct prof_short_base){ .cuda = &c }, &g.h);  /* the encoder's only */
+	put_short_gpu(tg, &c, &g);
+	tg_write(tg, path);
+	tg_destroy(tg);
+	next_fails_with("short record before any ordinary CUDA_GPU of its slot in its chunk");
 }
