@@ -702,6 +702,27 @@ static void put_short_launch(struct tg *tg, struct prof_short_cuda *c,
 	c->corr = x->l.corr;
 }
 
+/* Reads the trace at path to its end: its records but those of type skip are want[0..n), each
+ * of `each` bytes (its header included), byte for byte, file_size[i] bytes in the file. */
+static void expect_records(const void *want, size_t each, size_t n, const uint32_t *file_size,
+			   unsigned skip)
+{
+	struct trace *t = open_ok();
+	struct trace_event ev;
+	char err[512] = "";
+	for (size_t i = 0; i < n;) {
+		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
+		if (ev.rec->type == skip)
+			continue;
+		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
+		cr_assert_eq(memcmp(ev.rec, (const char *)want + i * each, each), 0,
+			     "record %zu decodes wrong", i);
+		i++;
+	}
+	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
+	trace_close(t);
+}
+
 /* Two kernels launched in turn, each repeating its own slot's last launch; other records
  * between them neither give nor move their bases. */
 Test(short_records, reader_decodes_short_cuda_launches)
@@ -726,22 +747,8 @@ Test(short_records, reader_decodes_short_cuda_launches)
 	put_short_launch(tg, &c, &want[5]);
 	tg_write(tg, path);
 	tg_destroy(tg);
-	struct trace *t = open_ok();
-	struct trace_event ev;
-	char err[512] = "";
 	static const uint32_t file_size[] = { 96, 96, 16, 16, 16, 16 };
-	size_t i = 0;
-	while (i < 6) {
-		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
-		if (ev.rec->type == PROF_REC_ALLOC)
-			continue;
-		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
-		cr_assert_eq(ev.rec->size, sizeof(want[i]), "record %zu", i);
-		cr_assert_eq(memcmp(ev.rec, &want[i], sizeof(want[i])), 0, "record %zu decodes wrong", i);
-		i++;
-	}
-	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
-	trace_close(t);
+	expect_records(want, sizeof(want[0]), 6, file_size, PROF_REC_ALLOC);
 }
 
 /* A short CUDA_LAUNCH whose slot holds no launch in its chunk: another slot's gives it none. */
@@ -908,21 +915,8 @@ Test(short_records, reader_decodes_short_cuda_gpu_records)
 	put_short_gpu(tg, &c, &want[4]);
 	tg_write(tg, path);
 	tg_destroy(tg);
-	struct trace *t = open_ok();
-	struct trace_event ev;
-	char err[512] = "";
 	static const uint32_t file_size[] = { 88, 88, 16, 16, 16 };
-	size_t i = 0;
-	while (i < 5) {
-		cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 1, "record %zu: %s", i, err);
-		if (ev.rec->type == PROF_REC_CUDA_LAUNCH)
-			continue;
-		cr_assert_eq(ev.file_size, file_size[i], "record %zu", i);
-		cr_assert_eq(memcmp(ev.rec, &want[i], sizeof(want[i])), 0, "record %zu decodes wrong", i);
-		i++;
-	}
-	cr_assert_eq(trace_next(t, &ev, err, sizeof(err)), 0, "%s", err);
-	trace_close(t);
+	expect_records(want, sizeof(want[0]), 5, file_size, PROF_REC_CUDA_LAUNCH);
 }
 
 Test(short_records, short_cuda_gpu_record_without_a_base_is_an_error)
