@@ -22,6 +22,11 @@ static pid_t waiting_child(void)
 int main(void)
 {
 	int st, ok = 1;
+	/* A background job of a shell script starts with SIGINT ignored, which its children
+	 * inherit: the child sent SIGINT would live on and its wait never end. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	pid_t a = waiting_child(), b = waiting_child(), c = waiting_child(), d = waiting_child();
 	usleep(50000);
 	kill(a, SIGTERM);
