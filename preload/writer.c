@@ -516,6 +516,16 @@ static __attribute__((noinline)) struct cuda_base *cuda_base_claim(void)
 	return cuda_mine;
 }
 
+/* The thread's table, taken at its first CUDA record; NULL if none is to be had (a signal
+ * handler takes none: its records go to the stream without short ones). */
+static inline struct cuda_base *cuda_base_mine(const struct prof_thread *th)
+{
+	struct cuda_base *c = cuda_mine;
+	if (unlikely(!c) && cuda_mine_state == 0 && !th->in_signal)
+		c = cuda_base_claim();
+	return c;
+}
+
 static void cuda_base_give_back(void)
 {
 	struct cuda_base *all = atomic_load_explicit(&cuda_bases, memory_order_relaxed);
@@ -912,6 +922,19 @@ void prof_write_io_call(struct prof_thread *th, unsigned op, uint32_t file, int3
 	prof_commit(r, PROF_REC_IO_CALL, op, sizeof(*r), time);
 }
 
+/* rec, a CUDA record of size bytes whose header is filled in, as an ordinary record. 1: it is
+ * in streams[0]'s chunk, whose bases it moves (a new chunk, maybe: prof_reserve() forgot the
+ * old bases then); 0: lost, or in the signal handler's stream, which has no short records. */
+static int write_cuda_ordinary(struct prof_thread *th, const struct prof_rec *rec, uint32_t size)
+{
+	struct prof_rec *r = prof_reserve(th, size);
+	if (!r)
+		return 0;
+	memcpy(r + 1, rec + 1, size - sizeof(*r));
+	prof_commit(r, rec->type, rec->flags, size, rec->time);
+	return !th->in_signal;
+}
+
 /* x's key as the writer keeps it (cuda_base): function and stream inverted. */
 static inline struct prof_short_cuda_key cuda_key(const struct prof_rec_cuda_launch_api *x)
 {
@@ -926,9 +949,7 @@ void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_
 {
 	x->l.h = (struct prof_rec){ .type = PROF_REC_CUDA_LAUNCH, .flags = (uint16_t)flags,
 				     .size = sizeof(*x), .time = time };
-	struct cuda_base *c = cuda_mine;
-	if (unlikely(!c) && cuda_mine_state == 0 && !th->in_signal)
-		c = cuda_base_claim();
+	struct cuda_base *c = cuda_base_mine(th);
 	struct prof_short_cuda_key key = cuda_key(x);
 	unsigned slot = prof_short_cuda_slot(x->l.function);
 	struct prof_stream *s = c ? short_room(th, PROF_SHORT_CUDA_SIZE) : NULL;
@@ -942,16 +963,9 @@ void prof_write_cuda_launch(struct prof_thread *th, struct prof_rec_cuda_launch_
 		short_store(s, w[0], w[1], PROF_SHORT_CUDA_SIZE);
 		return;
 	}
-	struct prof_rec_cuda_launch_api *r = prof_reserve(th, sizeof(*r));
-	if (!r)
+	if (!write_cuda_ordinary(th, &x->l.h, sizeof(*x)) || !c)
 		return;
-	memcpy((char *)r + sizeof(r->l.h), (const char *)x + sizeof(x->l.h),
-	       sizeof(*r) - sizeof(r->l.h));
-	prof_commit(r, PROF_REC_CUDA_LAUNCH, flags, sizeof(*r), time);
-	if (!c || th->in_signal)  /* in the signal handler's stream, which has no short records */
-		return;
-	/* prof_short_cuda_note(), for the record just written in streams[0]'s chunk (a new one,
-	 * maybe: prof_reserve() forgot the bases then) */
+	/* prof_short_cuda_note(), for the record just written */
 	c->valid = 1;
 	c->time_inv = ~time;
 	c->corr_inv = ~x->l.corr;
@@ -968,9 +982,7 @@ void prof_write_cuda_gpu(struct prof_thread *th, struct prof_rec_cuda_gpu *g, un
 {
 	g->h = (struct prof_rec){ .type = PROF_REC_CUDA_GPU, .flags = (uint16_t)flags,
 				   .size = sizeof(*g), .time = time };
-	struct cuda_base *c = cuda_mine;
-	if (unlikely(!c) && cuda_mine_state == 0 && !th->in_signal)
-		c = cuda_base_claim();
+	struct cuda_base *c = cuda_base_mine(th);
 	struct prof_short_gpu_key key = prof_short_gpu_key_of(g);
 	unsigned slot = prof_short_gpu_slot(g->name, g->activity, g->copy_kind);
 	struct prof_stream *s = c ? short_room(th, PROF_SHORT_GPU_SIZE) : NULL;
@@ -986,14 +998,9 @@ void prof_write_cuda_gpu(struct prof_thread *th, struct prof_rec_cuda_gpu *g, un
 		short_store(s, w[0], w[1], PROF_SHORT_GPU_SIZE);
 		return;
 	}
-	struct prof_rec_cuda_gpu *r = prof_reserve(th, sizeof(*r));
-	if (!r)
+	if (!write_cuda_ordinary(th, &g->h, sizeof(*g)) || !c)
 		return;
-	memcpy((char *)r + sizeof(r->h), (const char *)g + sizeof(g->h), sizeof(*r) - sizeof(r->h));
-	prof_commit(r, PROF_REC_CUDA_GPU, flags, sizeof(*r), time);
-	if (!c || th->in_signal)  /* in the signal handler's stream, which has no short records */
-		return;
-	/* prof_short_gpu_note(), for the record just written in streams[0]'s chunk */
+	/* prof_short_gpu_note(), for the record just written */
 	c->gpu_valid = 1;
 	c->gpu_time_inv = ~time;
 	c->gpu_corr_inv = ~g->corr;
@@ -1313,11 +1320,9 @@ void prof_writer_forget(void)
 		__atomic_store_n(&w.pool[i], 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&w.pooled, 0, __ATOMIC_RELAXED);
 	/* The CUDA bases of the parent's threads are nobody's here, this thread's included (it
-	 * takes one again at its next launch). Words read first: a shell's children leave the
+	 * takes one again at its next launch). Read before written: a shell's children leave the
 	 * page alone. */
-	for (unsigned i = 0; i < CUDA_BASE_THREADS / 64; i++)
-		if (atomic_load(&cuda_bases_taken[i]))
-			atomic_store(&cuda_bases_taken[i], 0);
+	prof_clear(cuda_bases_taken, sizeof(cuda_bases_taken));
 	cuda_mine = NULL;
 	cuda_mine_state = 0;
 }

@@ -184,7 +184,7 @@ static inline int prof_short_cuda_key_eq(const struct prof_short_cuda_key *a,
 
 /* The CUDA bases after an ordinary CUDA_LAUNCH: the chunk's last, and its slot's where a short
  * one may repeat it (else that slot is emptied: a short record never repeats an older one).
- * The writer follows the same rule (writer.c: cuda_note()). */
+ * The writer follows the same rule (writer.c: prof_write_cuda_launch()). */
 static inline void prof_short_cuda_note(struct prof_short_cuda *c, const struct prof_rec *r)
 {
 	if (r->size < sizeof(struct prof_rec_cuda_launch)) {
@@ -314,6 +314,14 @@ static inline uint64_t prof_short_signed_dt(uint64_t time, uint64_t base, int *o
 	return *ok ? (uint64_t)dt & 0xffffff : 0;
 }
 
+/* A signed 32-bit delta from base to v, or 0 with *ok clear when it does not fit. */
+static inline uint32_t prof_short_delta32(uint64_t v, uint64_t base, int *ok)
+{
+	int64_t d = (int64_t)(v - base);
+	*ok = d >= INT32_MIN && d <= INT32_MAX;
+	return *ok ? (uint32_t)(int32_t)d : 0;
+}
+
 /* The first word of a short record, or 0 when the event does not fit one (no base, a delta
  * out of range, a size over 32 bits): then an ordinary record is written. */
 static inline uint64_t prof_short_word(const struct prof_short_base *b, unsigned kind,
@@ -342,13 +350,13 @@ static inline int prof_short_lock_words(const struct prof_short_base *b, unsigne
 	if (!b->lock_valid || op >= PROF_LOCK_OP_COUNT || kind != prof_lock_op_kind(op) ||
 	    other || result || wait_ns > UINT32_MAX)
 		return 0;
-	int ok;
+	int ok, ok_l;
 	uint64_t udt = prof_short_signed_dt(time, b->lock_time, &ok);
-	int64_t dl = (int64_t)(lock - b->lock);
-	if (!ok || dl < INT32_MIN || dl > INT32_MAX)
+	uint32_t dl = prof_short_delta32(lock, b->lock, &ok_l);
+	if (!ok || !ok_l)
 		return 0;
 	w[0] = prof_short_w0(PROF_SHORT_LOCK_KIND + op, udt, wait_ns);
-	w[1] = (uint64_t)(uint32_t)(int32_t)dl | (uint64_t)stack << 32;
+	w[1] = dl | (uint64_t)stack << 32;
 	return 1;
 }
 
@@ -386,14 +394,6 @@ static inline int prof_short_cuda_words(int valid, uint64_t time, uint64_t corr,
 			     x->api_duration_ns);
 	w[1] = (x->l.corr - corr) | (uint64_t)x->l.stack << 32;
 	return 1;
-}
-
-/* A signed 32-bit delta from base to v, or 0 with *ok clear when it does not fit. */
-static inline uint32_t prof_short_delta32(uint64_t v, uint64_t base, int *ok)
-{
-	int64_t d = (int64_t)(v - base);
-	*ok = d >= INT32_MIN && d <= INT32_MAX;
-	return *ok ? (uint32_t)(int32_t)d : 0;
 }
 
 /* The two words of a short CUDA_GPU for g (its ordinary form, header filled in but for the
