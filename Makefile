@@ -248,6 +248,7 @@ bench: all $(BUILD)/cuda/libcuda.so.1
 	bench/python.sh
 	BUILD=$(BUILD) bench/symbols.sh
 	BUILD=$(BUILD) bench/analyzer
+	rm -rf $(BUILD)/bench/.emptied
 
 # The README's table: libprof against uninstrumented, heaptrack, memcheck, strace -c and
 # perf record, plus the analyzer on a 50M-event trace (build/bench/table.md).

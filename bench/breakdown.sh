@@ -37,7 +37,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 	echo "$me: round $r/$ROUNDS" >&2
 	for s in "${steps[@]}"; do
 		IFS='|' read -r name envs _ <<<"$s"
-		rm -rf "$out/traces" && mkdir -p "$out/traces"
+		fresh_traces
 		t0=$(date +%s%N)
 		if [[ $envs == - ]]; then
 			ALLOC_BENCH_DEPTH=2-6 "$out/alloc_bench" "$THREADS" "$OPS" >/dev/null

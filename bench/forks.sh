@@ -48,7 +48,7 @@ run() {  # mode: appends its wall time (us) and minor faults; a part's mode, the
 	none) ;;
 	*) pre=(env "${part_env[$1]}" PROF_OUTPUT="$out/traces/%p.trace" LD_PRELOAD="$lib") ;;
 	esac
-	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	fresh_traces
 	local t0 t1 faults stat=()
 	[[ -z $perf_ok ]] || stat=(perf stat -x, -e task-clock -o "$out/stat.txt")
 	t0=$(date +%s%N)
@@ -58,7 +58,7 @@ run() {  # mode: appends its wall time (us) and minor faults; a part's mode, the
 	echo "$faults" >>"$out/$1.faults"
 	[[ -z $perf_ok ]] || awk -F, '/task-clock/ { printf "%d\n", $1 * 1000 }' "$out/stat.txt" >>"$out/$1.cpu"
 	[[ -z ${part_env[$1]:-} ]] || return 0
-	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	fresh_traces
 	t0=$(date +%s%N)
 	faults=$("${pre[@]}" "$out/fork_tables" 4000 20 | awk '$1 == "faults_after_fork" { print $2 }')
 	t1=$(date +%s%N)

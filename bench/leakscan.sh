@@ -22,7 +22,7 @@ base_lib_from_env
 # run NAME LIB CHECK: one run's wall time in ms into $out/NAME.ms.
 run() {
 	local start end
-	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	fresh_traces
 	start=$(date +%s%N)
 	if [[ $2 == - ]]; then
 		"$out/held_bench" "$BLOCKS" >/dev/null

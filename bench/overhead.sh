@@ -125,7 +125,7 @@ heaptracked() {  # [env VAR=VALUE...] command: under heaptrack, which must run t
 }
 run() {  # mode name: prints milliseconds, or "hung" where the time limit killed the run
 	local t0 t1 rc=0
-	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	fresh_traces
 	t0=$(date +%s%N)
 	case $1 in
 	none) limited ${cmd[$2]} >/dev/null 2>&1 || rc=$? ;;
@@ -146,7 +146,7 @@ run() {  # mode name: prints milliseconds, or "hung" where the time limit killed
 # Per call, in ns: "name mode" -> a command printing its ns per call.
 percall() {  # name mode
 	local v
-	rm -rf "$out/traces" && mkdir -p "$out/traces"
+	fresh_traces
 	local pre=()
 	[[ $2 == none ]] || pre=(env PROF_OUTPUT=$out/traces/%p.trace LD_PRELOAD=$lib)
 	case $1 in
