@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -477,6 +478,52 @@ static void say_cuts(void)
 			 "the event each was recording is lost", (unsigned long long)left);
 }
 
+/* The two functions valgrind calls at exit to free libstdc++'s pool and libc's own blocks,
+ * looked up once for a set of loaded objects (dl_iterate_phdr's counts of loads and unloads).
+ * A process that forks looks them up first, so that its children exit without: a look-up
+ * that fails (no libstdc++) walks every object's symbols, and a fork child paid three. */
+static struct {
+	unsigned long long adds, subs;  /* the objects' counts when looked up; adds 0: never */
+	void (*fn[2])(void);
+} freeres;
+
+static int object_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *counts = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		counts[0] = info->dlpi_adds;
+		counts[1] = info->dlpi_subs;
+	}
+	return 1;  /* the counts are the same in every object's info */
+}
+
+static void freeres_lookup(void)
+{
+	unsigned long long counts[2] = { 0, 0 };
+	prof_dl_iterate(object_counts, counts);
+	if (counts[0] && counts[0] == freeres.adds && counts[1] == freeres.subs)
+		return;
+	static const char *const names[2] = { "_ZN9__gnu_cxx9__freeresEv", "__libc_freeres" };
+	for (size_t i = 0; i < 2; i++)
+		freeres.fn[i] = (void (*)(void))prof_dlsym_optional(RTLD_DEFAULT, names[i]);
+	freeres.adds = counts[0];
+	freeres.subs = counts[1];
+}
+
+static int freeing_at_exit(void)
+{
+	return prof_cfg.free_at_exit && (prof_cfg.events & PROF_EV_ALLOC);
+}
+
+static void freeres_before_fork(void)
+{
+	if (freeing_at_exit() && atomic_load_explicit(&prof_active, memory_order_relaxed)) {
+		int saved = errno;
+		freeres_lookup();
+		errno = saved;
+	}
+}
+
 /* The end of the run: libc's own blocks freed, the leak scan, the last records. stack_from:
  * as prof_leak_scan()'s. */
 static void exit_work(int status, uintptr_t stack_from)
@@ -487,15 +534,11 @@ static void exit_work(int status, uintptr_t stack_from)
 	if (th->in_hook)
 		prof_hook_abandon(th);
 	int others = prof_threads_alive() > 1;
-	if (prof_cfg.free_at_exit && (prof_cfg.events & PROF_EV_ALLOC) && !others) {
-		/* The same two valgrind calls: libstdc++'s pool, then libc's own blocks. */
-		static const char *const freeres_fns[] = { "_ZN9__gnu_cxx9__freeresEv", "__libc_freeres" };
-		for (size_t i = 0; i < 2; i++) {
-			void (*fn)(void) = (void (*)(void))prof_dlsym_optional(RTLD_DEFAULT,
-									     freeres_fns[i]);
-			if (fn)  /* what it frees is recorded */
-				fn();
-		}
+	if (freeing_at_exit() && !others) {
+		freeres_lookup();
+		for (size_t i = 0; i < 2; i++)  /* libstdc++'s pool, then libc's own blocks */
+			if (freeres.fn[i])  /* what it frees is recorded */
+				freeres.fn[i]();
 	}
 	prof_hook_enter(th);
 	prof_modules_rescan();  /* before the leak scan stops the other threads (loader lock) */
@@ -833,7 +876,7 @@ void prof_start(void)
 	/* A process not recorded still carries the library to the programs it starts. */
 	prof_self.stack_lo = prof_main_stack_lo();  /* 0 unless we run on the first stack */
 	if (wanted() && start_recording((uint32_t)getppid(), saved_argc, saved_argv) == 0) {
-		pthread_atfork(NULL, NULL, prof_fork_child);
+		pthread_atfork(freeres_before_fork, NULL, prof_fork_child);
 		atomic_store(&fork_handler_set, 1);
 		on_exit(on_exit_handler, NULL);
 		install_signal_handlers();

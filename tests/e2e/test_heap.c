@@ -64,6 +64,28 @@ Test(heap, cxx_new_delete_and_libstdcxx_pool_match_valgrind)
 	assert_matches_valgrind(argv);
 }
 
+/* libstdc++ loaded after a fork, when the exit's frees were looked up for the fork's child:
+ * its pool is freed at exit all the same, as in the run that did not fork. */
+Test(heap, a_library_loaded_after_a_fork_is_freed_at_exit_as_without_the_fork)
+{
+	long frees[2], leaked[2];
+	for (int i = 0; i < 2; i++) {
+		const char *argv[] = { e2e_prog("freeres_late"), i ? "nofork" : NULL, NULL };
+		json_t *doc = profile_report(argv, NULL, NULL);
+		json_t *p = e2e_process(doc, 0);
+		cr_assert_not_null(p);
+		frees[i] = e2e_int(p, "heap.free_calls");
+		leaked[i] = e2e_int(p, "heap.leaked_bytes");
+		cr_assert_gt(e2e_int(p, "heap.bytes_allocated") - leaked[i], 65536,
+			     "libstdc++'s pool (64 KiB and more) was not freed at exit");
+		json_decref(doc);
+	}
+	cr_expect_eq(frees[0], frees[1], "frees at exit: %ld after a fork, %ld without", frees[0],
+		     frees[1]);
+	cr_expect_eq(leaked[0], leaked[1], "in use at exit: %ld after a fork, %ld without",
+		     leaked[0], leaked[1]);
+}
+
 Test(heap, threads_and_their_tls_match_valgrind)
 {
 	const char *argv[] = { e2e_prog("heap_threads"), "4", "200", NULL };
