@@ -20,10 +20,17 @@ struct module {
 	uint64_t name_hash;
 	int present;  /* read by any thread, cleared by a rescan: __atomic */
 	int seen;  /* in the current rescan */
+	const char *path;  /* the loader's name of it (valid while it is loaded), or ours */
+	uint8_t build_id[20];
+	uint32_t build_id_len;
 };
 
 static PROF_BULK struct module modules[MAX_MODULES];
 static _Atomic uint32_t module_count;
+/* The loader's counts of objects loaded and unloaded (dl_phdr_info) at the latest rescan: a
+ * fork child that finds them the same describes the table's objects without a rescan. */
+static unsigned long long scanned_adds, scanned_subs;
+static int carried;  /* a fork child's table, its parent's and still true: not emptied */
 static pthread_mutex_t rescan_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int prof_modules_stale;  /* prof_modules_mark_stale() */
 static uintptr_t ours_start, ours_end;  /* set by a rescan, read by any thread: __atomic */
@@ -195,6 +202,9 @@ static int scan_one(struct dl_phdr_info *info, size_t size, void *arg)
 			      .present = 1, .seen = 1 };
 	uint8_t build_id[24] = { 0 };
 	uint32_t blen = find_build_id(info, build_id);
+	m->path = path;
+	memcpy(m->build_id, build_id, sizeof(m->build_id));
+	m->build_id_len = blen;
 	atomic_store_explicit(&module_count, n + 1, memory_order_release);
 	write_module(n, m, path, build_id, blen);
 	if ((uintptr_t)prof_addr_is_ours >= lo && (uintptr_t)prof_addr_is_ours < hi) {
@@ -281,7 +291,28 @@ int prof_addr_in_objects(uintptr_t addr, size_t len)
 	return atomic_load_explicit(&seg_gen, memory_order_acquire) == gen;
 }
 
-static void rescan_locked(void)
+/* The loader's counts of loads and unloads, the same in every object's dl_phdr_info. */
+static int loader_counts(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	unsigned long long *counts = arg;
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
+		counts[0] = info->dlpi_adds;
+		counts[1] = info->dlpi_subs;
+	}
+	return 1;
+}
+
+/* Whether the table and the segments are as the loader's objects are now: nothing loaded or
+ * unloaded since the latest rescan (counts, from loader_counts()), the segments published. */
+static int table_current(const unsigned long long counts[2])
+{
+	uint32_t gen = atomic_load(&seg_gen);
+	return counts[0] && counts[0] == scanned_adds && counts[1] == scanned_subs && gen &&
+	       !(gen & 1) && atomic_load(&module_count) > 0;
+}
+
+/* counts: the loader's, taken before (a dlopen meanwhile leaves them stale: rescanned again). */
+static void rescan_locked(const unsigned long long counts[2])
 {
 	uint32_t n = atomic_load(&module_count);
 	for (uint32_t i = 0; i < n; i++)
@@ -301,6 +332,8 @@ static void rescan_locked(void)
 		}
 	}
 	segs_rebuild();
+	scanned_adds = counts[0];
+	scanned_subs = counts[1];
 }
 
 /* Never waits: the caller may be inside dlopen, holding the loader lock that a rescan in
@@ -310,7 +343,12 @@ void prof_modules_rescan(void)
 	if (pthread_mutex_trylock(&rescan_lock) != 0)
 		return;
 	atomic_store(&prof_modules_stale, 0);
-	rescan_locked();
+	/* Nothing loaded or unloaded since: the walk would find what the table holds (every
+	 * process's exit asks, and a CPU sample in code of no object, JIT code, asks again). */
+	unsigned long long counts[2] = { 0, 0 };
+	prof_dl_iterate(loader_counts, counts);
+	if (!table_current(counts))
+		rescan_locked(counts);
 	pthread_mutex_unlock(&rescan_lock);
 }
 
@@ -325,16 +363,39 @@ void prof_modules_init(void)
 {
 	prof_exe_path();  /* read now, not inside the rescan's dl_iterate_phdr */
 	pthread_mutex_lock(&rescan_lock);
-	rescan_locked();
+	if (carried) {  /* a fork child's: the same objects, described into its own trace */
+		uint32_t n = atomic_load(&module_count);
+		for (uint32_t i = 0; i < n; i++)
+			write_module(i, &modules[i], modules[i].path, modules[i].build_id,
+				     modules[i].build_id_len);
+		carried = 0;
+	} else {
+		unsigned long long counts[2] = { 0, 0 };
+		prof_dl_iterate(loader_counts, counts);
+		rescan_locked(counts);
+	}
 	pthread_mutex_unlock(&rescan_lock);
 }
 
-/* Fork child: the parent's records went to the parent's trace; describe everything again. */
+/* Fork child: the parent's records went to the parent's trace; everything is described again.
+ * Where the loader has loaded and unloaded nothing since the parent's latest rescan, and every
+ * object of its table is still loaded, the table is the child's too: a rescan read every
+ * object's headers and notes again, pages a fork child faults in, and the segments twice. */
 void prof_modules_reset(void)
 {
 	pthread_mutex_init(&rescan_lock, NULL);
-	atomic_store(&module_count, 0);
 	atomic_store(&dlcloses, 0);  /* another thread's, which the child does not have */
+	unsigned long long counts[2] = { 0, 0 };
+	uint32_t n = atomic_load(&module_count);
+	carried = 1;
+	for (uint32_t i = 0; carried && i < n; i++)
+		carried = __atomic_load_n(&modules[i].present, __ATOMIC_RELAXED) && modules[i].path;
+	if (carried) {
+		prof_dl_iterate(loader_counts, counts);
+		carried = table_current(counts);
+	}
+	if (!carried)
+		atomic_store(&module_count, 0);
 }
 
 /* ---- TLS modules that exist only because we are loaded --------------------------------- */

@@ -301,6 +301,68 @@ Test(heap, dlopened_module_frames_are_symbolized)
 	json_decref(doc);
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The MODULE records of process pid in prof dump's text, each from its "id=" on, sorted into
+ * out[] (at most max); how many. */
+static size_t modules_of(const char *dump, const char *pid, char **out, size_t max)
+{
+	size_t n = 0;
+	char *text = strdup(dump), *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char col[5][64];
+		const char *from = strstr(line, "id=");
+		if (sscanf(line, "%63s %63s %63s %63s %63s", col[0], col[1], col[2], col[3], col[4]) == 5 &&
+		    !strcmp(col[4], "MODULE") && !strcmp(col[3], pid) && from && n < max)
+			out[n++] = strdup(from);
+	}
+	free(text);
+	qsort(out, n, sizeof(*out), cmp_str);
+	return n;
+}
+
+/* A fork child describes the objects it has from its parent as the parent did: the same
+ * MODULE records (ids, ranges, build ids, paths), a dlopen'ed plugin's too. The child takes
+ * them from its parent's table where nothing was loaded or unloaded since the parent looked
+ * (modules.c); a stale or half-copied table would show here. */
+Test(heap, a_fork_child_describes_its_parents_objects_as_the_parent_did)
+{
+	char rel[PATH_MAX], lib[PATH_MAX];
+	snprintf(rel, sizeof(rel), "%s/progs/libplugin.so", e2e_build());
+	cr_assert_not_null(realpath(rel, lib));
+	const char *dir = e2e_tmpdir();
+	const char *argv[] = { e2e_prog("dlopen_user"), lib, "fork", NULL };
+	int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "dlopen_user failed: %d", st);
+	json_t *doc = e2e_prof_json("report", dir);
+	cr_assert_not_null(doc);
+	cr_assert_not_null(e2e_process(doc, 1), "no fork child's process");
+	char pid[2][32];
+	for (int i = 0; i < 2; i++)
+		snprintf(pid[i], sizeof(pid[i]), "%ld", e2e_int(e2e_process(doc, i), "pid"));
+	json_decref(doc);
+	const char *args[] = { "dump", dir, NULL };
+	char *dump = e2e_prof_text(dir, args);
+	char *mods[2][64];
+	size_t n[2];
+	for (int i = 0; i < 2; i++)
+		n[i] = modules_of(dump, pid[i], mods[i], 64);
+	free(dump);
+	cr_assert_geq(n[0], 4, "the parent described %zu objects", n[0]);
+	cr_assert_eq(n[1], n[0], "the child described %zu objects, its parent %zu", n[1], n[0]);
+	int plugin = 0;
+	for (size_t k = 0; k < n[0]; k++) {
+		cr_expect_str_eq(mods[1][k], mods[0][k]);
+		plugin |= strstr(mods[0][k], "libplugin.so") != NULL;
+		free(mods[0][k]);
+		free(mods[1][k]);
+	}
+	cr_expect(plugin, "the plugin is not among the objects described");
+}
+
 /* Whether libprof's stderr, for argv profiled, says that malloc is not ours. */
 static int says_foreign_malloc(const char *const argv[])
 {
