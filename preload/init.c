@@ -517,7 +517,10 @@ static int freeing_at_exit(void)
 
 static void freeres_before_fork(void)
 {
-	if (freeing_at_exit() && atomic_load_explicit(&prof_active, memory_order_relaxed)) {
+	/* Not from a signal handler's fork inside one of our hooks: the look-up is not needed
+	 * (the child starts later, prof_fork_child()) and dlsym may not be safe there. */
+	if (freeing_at_exit() && atomic_load_explicit(&prof_active, memory_order_relaxed) &&
+	    !prof_self.in_hook) {
 		int saved = errno;
 		freeres_lookup();
 		errno = saved;
