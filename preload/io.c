@@ -115,10 +115,14 @@ static __thread uintptr_t io_busy;  /* inside a real I/O call made from a hook: 
 #define RET_ADDR ((uintptr_t)__builtin_return_address(0))
 #define FRAME_ADDR ((uintptr_t)__builtin_frame_address(0))
 
-/* The stack of a hooked call: ret and frame are the hook's return address and own frame. */
+/* The stack of a hooked call: ret and frame are the hook's return address and own frame. A
+ * loop's next call from the same place has the last call's stack, proven by its words alone
+ * (prof_stack_again(): the proof is checked whole, so a signal handler's call in between,
+ * which takes the proof for its own, costs a lookup, never a wrong stack). */
 static uint32_t io_stack(struct prof_thread *th, uintptr_t ret, uintptr_t frame)
 {
-	return prof_stack_from(th, ret, (const uintptr_t *)frame);
+	uint32_t id = prof_stack_again(th, ret, (const uintptr_t *)frame, &th->io_proof);
+	return id ? id : prof_stack_proven(th, ret, (const uintptr_t *)frame, &th->io_proof);
 }
 
 /* One IO_CALL on a descriptor whose id is known (id 0: not open). */

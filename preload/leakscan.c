@@ -510,7 +510,17 @@ static int stream_replay(struct cursor *c, struct addr_table *t)
 					return -1;
 				continue;
 			}
-			if (prof_is_short(prefix)) {  /* prof_short.h: LOCK_WAIT, IO_CALL, or no base */
+			if (prof_is_short(prefix) && kind >= PROF_SHORT_LOCK_KIND &&
+			    prof_short_kind_known(kind)) {
+				/* LOCK_WAIT, IO_CALL, CUDA: no heap event, and their bases are
+				 * their own: stepped over, not decoded */
+				ptrdiff_t len = prof_short_len(kind);
+				if (end - p < len)
+					break;
+				p += len;
+				continue;
+			}
+			if (prof_is_short(prefix)) {  /* prof_short.h: no base, or a kind unknown */
 				union prof_short_rec a;
 				int len = prof_short_decode(&base, prefix, p, (uint64_t)(end - p), &a);
 				if (len < 0)

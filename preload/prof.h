@@ -125,6 +125,7 @@ struct prof_thread {
 					* signal handler writes it, so no update is lost */
 	uint64_t unwind_saved_mask;  /* stacks.c: the signal mask before an unwind blocked all */
 	uintptr_t unwind_lo, unwind_hi;  /* stacks.c: in an unwind, the live stack (else 0, 0) */
+	struct prof_stack_proof { uint32_t at, epoch; } io_proof;  /* io.c: the last fd call's */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -438,15 +439,18 @@ uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uint
 /* What lets a later call from the same call site and hook frame know, with a few loads,
  * that its stack is the one a call had (prof_stack_still()): the stack cache's entry that
  * held for that call. at == 0: none (the stack was not cached). */
-struct prof_stack_proof {
-	uint32_t at, epoch;
-};
+/* struct prof_stack_proof (in struct prof_thread, above): where the cached stack of a call is
+ * (at: 1 + its offset in the thread's cache, 0 for none) and the cache's epoch then. */
 uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
 			   struct prof_stack_proof *proof);
 /* 1: this call's stack is the one of the call that got proof, exactly (the entry's words
  * still hold, cached_holds()); 0: not known, take it anew. */
 int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
 		     const struct prof_stack_proof *proof);
+/* The stack id of the entry proof names, if it holds for this call (prof_stack_still()), else
+ * 0: a call made again from where the proof was taken costs the check of its words alone. */
+uint32_t prof_stack_again(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
+			  const struct prof_stack_proof *proof);
 /* Before a hook's real call: starts fetching what prof_stack_from() will read for that call. */
 void prof_stack_prefetch(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
 void prof_stacks_reset(void);

@@ -422,12 +422,18 @@ static inline int prof_short_gpu_words(int valid, uint64_t time, uint64_t corr, 
  * chunk from p on, all in memory) into the ordinary record it stands for, at out, and moves
  * its base. Returns its length in the file (8 or 16), or a negative value: -1 no base in this
  * chunk, -2 it runs past the chunk, -3 an unknown kind. */
+/* Whether kind is one a writer makes (the gaps between the families' kinds are not). */
+static inline int prof_short_kind_known(unsigned kind)
+{
+	return !((kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT && kind < PROF_SHORT_IO_KIND) ||
+		 (kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT && kind < PROF_SHORT_GPU_KIND));
+}
+
 static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, const void *p,
 				    uint64_t room, union prof_short_rec *out)
 {
 	unsigned kind = prof_short_kind(w0);
-	if ((kind >= PROF_SHORT_LOCK_KIND + PROF_LOCK_OP_COUNT && kind < PROF_SHORT_IO_KIND) ||
-	    (kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT && kind < PROF_SHORT_GPU_KIND))
+	if (!prof_short_kind_known(kind))
 		return -3;
 	uint32_t len = prof_short_len(kind);
 	if (room < len)
