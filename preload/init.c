@@ -8,7 +8,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -479,7 +478,7 @@ static void say_cuts(void)
 }
 
 /* The two functions valgrind calls at exit to free libstdc++'s pool and libc's own blocks,
- * looked up once for a set of loaded objects (dl_iterate_phdr's counts of loads and unloads).
+ * looked up once for a set of loaded objects (prof_loader_counts()).
  * A process that forks looks them up first, so that its children exit without: a look-up
  * that fails (no libstdc++) walks every object's symbols, and a fork child paid three. */
 static struct {
@@ -487,20 +486,10 @@ static struct {
 	void (*fn[2])(void);
 } freeres;
 
-static int object_counts(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	unsigned long long *counts = arg;
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs)) {
-		counts[0] = info->dlpi_adds;
-		counts[1] = info->dlpi_subs;
-	}
-	return 1;  /* the counts are the same in every object's info */
-}
-
 static void freeres_lookup(void)
 {
-	unsigned long long counts[2] = { 0, 0 };
-	prof_dl_iterate(object_counts, counts);
+	unsigned long long counts[2];
+	prof_loader_counts(counts);
 	if (counts[0] && counts[0] == freeres.adds && counts[1] == freeres.subs)
 		return;
 	static const char *const names[2] = { "_ZN9__gnu_cxx9__freeresEv", "__libc_freeres" };

@@ -302,6 +302,12 @@ static int loader_counts(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+void prof_loader_counts(unsigned long long counts[2])
+{
+	counts[0] = counts[1] = 0;
+	prof_dl_iterate(loader_counts, counts);
+}
+
 /* Whether the table and the segments are as the loader's objects are now: nothing loaded or
  * unloaded since the latest rescan (counts, from loader_counts()), the segments published. */
 static int table_current(const unsigned long long counts[2])
@@ -345,8 +351,8 @@ void prof_modules_rescan(void)
 	atomic_store(&prof_modules_stale, 0);
 	/* Nothing loaded or unloaded since: the walk would find what the table holds (every
 	 * process's exit asks, and a CPU sample in code of no object, JIT code, asks again). */
-	unsigned long long counts[2] = { 0, 0 };
-	prof_dl_iterate(loader_counts, counts);
+	unsigned long long counts[2];
+	prof_loader_counts(counts);
 	if (!table_current(counts))
 		rescan_locked(counts);
 	pthread_mutex_unlock(&rescan_lock);
@@ -370,8 +376,8 @@ void prof_modules_init(void)
 				     modules[i].build_id_len);
 		carried = 0;
 	} else {
-		unsigned long long counts[2] = { 0, 0 };
-		prof_dl_iterate(loader_counts, counts);
+		unsigned long long counts[2];
+		prof_loader_counts(counts);
 		rescan_locked(counts);
 	}
 	pthread_mutex_unlock(&rescan_lock);
@@ -385,13 +391,13 @@ void prof_modules_reset(void)
 {
 	pthread_mutex_init(&rescan_lock, NULL);
 	atomic_store(&dlcloses, 0);  /* another thread's, which the child does not have */
-	unsigned long long counts[2] = { 0, 0 };
 	uint32_t n = atomic_load(&module_count);
 	carried = 1;
 	for (uint32_t i = 0; carried && i < n; i++)
 		carried = __atomic_load_n(&modules[i].present, __ATOMIC_RELAXED) && modules[i].path;
 	if (carried) {
-		prof_dl_iterate(loader_counts, counts);
+		unsigned long long counts[2];
+		prof_loader_counts(counts);
 		carried = table_current(counts);
 	}
 	if (!carried)

@@ -81,6 +81,14 @@ struct prof_stream {
 };
 
 /* Per-thread state; initial-exec TLS, so touching it never allocates. */
+/* What lets a later call from the same call site and hook frame know, with a few loads,
+ * that its stack is the one a call had (prof_stack_still(), prof_stack_again()): the stack
+ * cache's entry that held for that call (1 + its offset in the thread's cache; 0: none, the
+ * stack was not cached) and the cache's epoch then. */
+struct prof_stack_proof {
+	uint32_t at, epoch;
+};
+
 struct prof_thread {
 	uint32_t serial;      /* 0 = not registered yet; thread serials start at 1 */
 	uint32_t tid;
@@ -125,7 +133,7 @@ struct prof_thread {
 					* signal handler writes it, so no update is lost */
 	uint64_t unwind_saved_mask;  /* stacks.c: the signal mask before an unwind blocked all */
 	uintptr_t unwind_lo, unwind_hi;  /* stacks.c: in an unwind, the live stack (else 0, 0) */
-	struct prof_stack_proof { uint32_t at, epoch; } io_proof;  /* io.c: the last fd call's */
+	struct prof_stack_proof io_proof;  /* io.c: the last descriptor call's */
 };
 extern __thread struct prof_thread prof_self;
 
@@ -436,11 +444,8 @@ uint32_t prof_stack_at(struct prof_thread *th, uintptr_t call_site);
 /* The same, given also the hook's own frame (__builtin_frame_address(0) in the hook, which
  * returns to call_site): the stack cache then need not find it by walking libprof's frames. */
 uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame);
-/* What lets a later call from the same call site and hook frame know, with a few loads,
- * that its stack is the one a call had (prof_stack_still()): the stack cache's entry that
- * held for that call. at == 0: none (the stack was not cached). */
-/* struct prof_stack_proof (in struct prof_thread, above): where the cached stack of a call is
- * (at: 1 + its offset in the thread's cache, 0 for none) and the cache's epoch then. */
+/* prof_stack_from(), which also says, in proof (struct prof_stack_proof, above), which entry
+ * of the stack cache held for the call. */
 uint32_t prof_stack_proven(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook_frame,
 			   struct prof_stack_proof *proof);
 /* 1: this call's stack is the one of the call that got proof, exactly (the entry's words
@@ -478,6 +483,9 @@ static inline void prof_modules_rescan_if_stale(void)
 		prof_modules_rescan();
 }
 void prof_modules_reset(void);
+/* The loader's counts of objects loaded and unloaded so far (dl_phdr_info's dlpi_adds and
+ * dlpi_subs; 0, 0 where this libc has none): equal counts, the same objects. */
+void prof_loader_counts(unsigned long long counts[2]);
 int prof_addr_is_ours(uintptr_t ip);
 int prof_addr_known(uintptr_t ip);
 uint32_t prof_modules_known(void);  /* objects described so far (a fork child: anew) */

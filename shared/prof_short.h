@@ -418,10 +418,6 @@ static inline int prof_short_gpu_words(int valid, uint64_t time, uint64_t corr, 
 	return 1;
 }
 
-/* Decodes the short record at p (whose first word w0 has PROF_SHORT_BIT; `room` bytes of the
- * chunk from p on, all in memory) into the ordinary record it stands for, at out, and moves
- * its base. Returns its length in the file (8 or 16), or a negative value: -1 no base in this
- * chunk, -2 it runs past the chunk, -3 an unknown kind. */
 /* Whether kind is one a writer makes (the gaps between the families' kinds are not). */
 static inline int prof_short_kind_known(unsigned kind)
 {
@@ -429,6 +425,10 @@ static inline int prof_short_kind_known(unsigned kind)
 		 (kind >= PROF_SHORT_IO_KIND + PROF_IO_OP_COUNT && kind < PROF_SHORT_GPU_KIND));
 }
 
+/* Decodes the short record at p (whose first word w0 has PROF_SHORT_BIT; `room` bytes of the
+ * chunk from p on, all in memory) into the ordinary record it stands for, at out, and moves
+ * its base. Returns its length in the file (8 or 16), or a negative value: -1 no base in this
+ * chunk, -2 it runs past the chunk, -3 an unknown kind. */
 static inline int prof_short_decode(struct prof_short_base *b, uint64_t w0, const void *p,
 				    uint64_t room, union prof_short_rec *out)
 {
