@@ -137,6 +137,7 @@ static noinline void resolve(void)
 #define LOCK_BITS 18                  /* 32 MiB of address space, touched as it fills */
 #define LOCK_BITS_MIN 10              /* what an address-space limit may leave (table_map()) */
 #define MAX_PROBES 40                 /* GROUP_PROBES in the page's group, then 32 (slot_next()) */
+#define PAGE_SLOTS_BITS 7             /* slots in a group: one page of the program's (below) */
 #define HOLD_EXACT 256                /* holds of each lock always timed */
 #define SNAP_EVERY 4096               /* acquisitions between snapshots, past the first ones */
 #define READ_HOLDS 8                  /* read locks a thread holds at once with hold timing */
@@ -167,6 +168,7 @@ static struct lock_entry *table;
 static int table_wiped;  /* a fork child gets it zero-filled (prof_wipe_on_fork()) */
 static uint32_t lock_mask;       /* slots - 1: 2^LOCK_BITS slots, or fewer (table_map()) */
 static _Atomic uint32_t *used;   /* indices of claimed slots, in claim order */
+static _Atomic uint8_t *group_claims;  /* slots claimed per group (group_grows()), saturating */
 static _Atomic uint32_t nused;
 static uint32_t hold_sample = 64;
 static uint64_t hold_mask = 63;
@@ -201,9 +203,11 @@ static inline uint32_t lock_slots(void)
 	return lock_mask + 1;
 }
 
+/* The entries, used[], then group_claims[]: one mapping, emptied as one in a fork child. */
 static size_t table_bytes(void)
 {
-	return (size_t)lock_slots() * (sizeof(struct lock_entry) + sizeof(uint32_t));
+	return (size_t)lock_slots() * (sizeof(struct lock_entry) + sizeof(uint32_t)) +
+	       (lock_slots() >> PAGE_SLOTS_BITS);
 }
 
 /* The table, in LOCK_BITS_MIN to LOCK_BITS bits: under an address-space limit, at most a 64th
@@ -228,6 +232,7 @@ static void table_map(void)
 	/* A program's few locks touch a few pages: no huge page zeroed for each (THP). */
 	madvise(p, size, MADV_NOHUGEPAGE);
 	used = (_Atomic uint32_t *)((char *)p + lock_slots() * sizeof(struct lock_entry));
+	group_claims = (_Atomic uint8_t *)(used + lock_slots());
 	atomic_store(&nused, 0);
 	table = p;  /* last: a hook that sees it sees the rest */
 }
@@ -241,7 +246,6 @@ static void table_map(void)
  * Past GROUP_PROBES slots of its group (more locks in pages whose groups are one), a lock
  * goes on from a hash of its own address, so the table fills as evenly as before. Entries
  * never move, so a lookup follows the claims' probes. */
-#define PAGE_SLOTS_BITS 7
 #define GROUP_PROBES 8
 static inline uint32_t slot_hash(uint64_t v)  /* LOCK_BITS bits */
 {
@@ -347,6 +351,26 @@ static noinline void first_use_again(struct prof_thread *th, struct lock_entry *
 }
 
 /* The first use of a lock with no entry: claim slot s. */
+/* A second lock claimed in a group of slots: the program's locks sit side by side there (an
+ * array, objects of one page), and the group's other pages will be claimed too. Each of
+ * those pages would fault twice, its first lookup mapping the zero page and its first claim
+ * a page of its own (a prefork server's child taking its parent's 4,000 locks: two thirds of
+ * the faults it took in the table); made ready in one call now, they fault no more. A group
+ * with one lock (locks one to a page of the program's) keeps the one page it touched. */
+static void group_grows(uint32_t slot)
+{
+	_Atomic uint8_t *claims = &group_claims[slot >> PAGE_SLOTS_BITS];
+	uint8_t n = atomic_load_explicit(claims, memory_order_relaxed);
+	if (n >= 2)
+		return;
+	if (atomic_fetch_add_explicit(claims, 1, memory_order_relaxed) == 1) {
+		int saved = errno;
+		madvise(&table[slot & ~((1u << PAGE_SLOTS_BITS) - 1)],
+			(1u << PAGE_SLOTS_BITS) * sizeof(struct lock_entry), MADV_POPULATE_WRITE);
+		errno = saved;
+	}
+}
+
 static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct lock_entry *s,
 					      uintptr_t a, unsigned kind, uintptr_t site)
 {
@@ -356,6 +380,7 @@ static noinline struct lock_entry *lock_claim(struct prof_thread *th, struct loc
 	uint32_t n = atomic_fetch_add(&nused, 1);
 	if (n < lock_slots())
 		atomic_store(&used[n], (uint32_t)(s - table));
+	group_grows((uint32_t)(s - table));
 	first_use(th, s, kind, site);
 	return s;
 }
