@@ -394,7 +394,7 @@ void prof_modules_reset(void)
 	uint32_t n = atomic_load(&module_count);
 	carried = 1;
 	for (uint32_t i = 0; carried && i < n; i++)
-		carried = __atomic_load_n(&modules[i].present, __ATOMIC_RELAXED) && modules[i].path;
+		carried = __atomic_load_n(&modules[i].present, __ATOMIC_RELAXED);
 	if (carried) {
 		unsigned long long counts[2];
 		prof_loader_counts(counts);

@@ -1970,31 +1970,22 @@ uint32_t prof_stack_from(struct prof_thread *th, uintptr_t call_site, const uint
 	return prof_stack_proven(th, call_site, hook, NULL);
 }
 
-/* The entry proof names, if it is still in the thread's cache and the call is at its site. */
-static const struct cached_stack *proven_entry(const struct prof_thread *th, uintptr_t call_site,
-					       const uintptr_t *hook,
-					       const struct prof_stack_proof *proof)
-{
-	const struct stack_cache *c = th->stack_cache;
-	if (!proof->at || !c || proof->epoch != c->epoch || hook[1] != call_site)
-		return NULL;
-	return (const struct cached_stack *)(c->arena + proof->at - 1);
-}
-
-int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
-		     const struct prof_stack_proof *proof)
-{
-	if (prof_cfg.stack_depth == 0)
-		return 1;  /* no stacks: every call's is 0 */
-	const struct cached_stack *e = proven_entry(th, call_site, hook, proof);
-	return e && cached_holds(e, call_site, (uintptr_t)(hook + 2), hook[0]);
-}
-
 uint32_t prof_stack_again(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
 			  const struct prof_stack_proof *proof)
 {
-	const struct cached_stack *e = proven_entry(th, call_site, hook, proof);
-	return e && cached_holds(e, call_site, (uintptr_t)(hook + 2), hook[0]) ? e->id : 0;
+	const struct stack_cache *c = th->stack_cache;
+	if (!proof->at || !c || proof->epoch != c->epoch || hook[1] != call_site)
+		return 0;
+	const struct cached_stack *e = (const struct cached_stack *)(c->arena + proof->at - 1);
+	return cached_holds(e, call_site, (uintptr_t)(hook + 2), hook[0]) ? e->id : 0;
+}
+
+/* A proof names a sealed entry, whose id is never 0. */
+int prof_stack_still(struct prof_thread *th, uintptr_t call_site, const uintptr_t *hook,
+		     const struct prof_stack_proof *proof)
+{
+	return prof_cfg.stack_depth == 0 ||  /* no stacks: every call's is 0 */
+	       prof_stack_again(th, call_site, hook, proof) != 0;
 }
 
 _Atomic uint64_t prof_tight_stacks, prof_loader_stacks;

@@ -723,14 +723,21 @@ static void expect_records(const void *want, size_t each, size_t n, const uint32
 	trace_close(t);
 }
 
+/* A trace with short CUDA records, and c, the encoder's CUDA bases, empty. */
+static struct tg *cuda_tg(struct prof_short_cuda *c)
+{
+	struct tg *tg = tg_create();
+	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
+	prof_short_cuda_reset(c);
+	return tg;
+}
+
 /* Two kernels launched in turn, each repeating its own slot's last launch; other records
  * between them neither give nor move their bases. */
 Test(short_records, reader_decodes_short_cuda_launches)
 {
-	struct tg *tg = tg_create();
-	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
 	static struct prof_short_cuda c;
-	prof_short_cuda_reset(&c);
+	struct tg *tg = cuda_tg(&c);
 	struct prof_rec_cuda_launch_api want[6] = {
 		launch(1000, 50, 0x5000, 3, 700), launch(1100, 51, 0x5010, 4, 800),
 		launch(1300, 53, 0x5000, 3, 90), launch(1200, 54, 0x5010, 7, 80),
@@ -754,10 +761,8 @@ Test(short_records, reader_decodes_short_cuda_launches)
 /* A short CUDA_LAUNCH whose slot holds no launch in its chunk: another slot's gives it none. */
 Test(short_records, short_cuda_launch_without_a_base_is_an_error)
 {
-	struct tg *tg = tg_create();
-	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
 	static struct prof_short_cuda c;
-	prof_short_cuda_reset(&c);
+	struct tg *tg = cuda_tg(&c);
 	struct prof_rec_cuda_launch_api a = launch(1000, 50, 0x5000, 3, 700);
 	struct prof_rec_cuda_launch_api b = launch(1100, 51, 0x5010, 3, 700);
 	put_launch(tg, &a);
@@ -886,10 +891,8 @@ static void put_short_gpu(struct tg *tg, struct prof_short_cuda *c, const struct
  * neither give nor move their bases. */
 Test(short_records, reader_decodes_short_cuda_gpu_records)
 {
-	struct tg *tg = tg_create();
-	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
 	static struct prof_short_cuda c;
-	prof_short_cuda_reset(&c);
+	struct tg *tg = cuda_tg(&c);
 	struct prof_rec_cuda_gpu want[5] = {
 		gpu(5000, 40, 5, 100000, 900), gpu(5100, 41, 0, 101000, 300),
 		gpu(5200, 42, 5, 102000, 800), gpu(5150, 39, 0, 99000, 200),
@@ -921,10 +924,8 @@ Test(short_records, reader_decodes_short_cuda_gpu_records)
 
 Test(short_records, short_cuda_gpu_record_without_a_base_is_an_error)
 {
-	struct tg *tg = tg_create();
-	tg_header(tg)->features |= PROF_FEAT_SHORT_RECORDS | PROF_FEAT_SHORT_CUDA;
 	static struct prof_short_cuda c;
-	prof_short_cuda_reset(&c);
+	struct tg *tg = cuda_tg(&c);
 	struct prof_rec_cuda_launch_api l = launch(1000, 50, 0x5000, 3, 700);
 	put_launch(tg, &l);
 	struct prof_rec_cuda_gpu g = gpu(1100, 50, 5, 900, 80);
