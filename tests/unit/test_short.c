@@ -586,6 +586,19 @@ static void cuda_noted(struct prof_short_cuda *c, const struct prof_rec_cuda_lau
 	prof_short_cuda_note(c, &x->l.h);
 }
 
+/* The short record w decoded into *u against a copy of the bases c (c stays the encoder's):
+ * the copy, moved as the decoder moves it. */
+static const struct prof_short_cuda *cuda_decoded(const struct prof_short_cuda *c,
+						  const uint64_t w[2], union prof_short_rec *u)
+{
+	static struct prof_short_cuda d;
+	cr_assert(prof_is_short(w[0]));
+	d = *c;
+	struct prof_short_base b = { .cuda = &d };
+	cr_assert_eq(prof_short_decode(&b, w[0], w, 2 * sizeof(w[0]), u), 16);
+	return &d;
+}
+
 /* Encodes x against c (x's slot repeating it where it holds the same key) and decodes it back
  * against a copy of c: the record's length, 0 where it needs an ordinary one. */
 static int cuda_round_trip(const struct prof_short_cuda *c, const struct prof_rec_cuda_launch_api *x,
@@ -597,17 +610,12 @@ static int cuda_round_trip(const struct prof_short_cuda *c, const struct prof_re
 	uint64_t w[2];
 	if (!prof_short_cuda_words(c->valid, c->time, c->corr, repeats, x, w))
 		return 0;
-	cr_assert(prof_is_short(w[0]));
-	static struct prof_short_cuda d;
-	d = *c;
-	struct prof_short_base b = { .cuda = &d };
 	union prof_short_rec u;
-	int len = prof_short_decode(&b, w[0], w, sizeof(w), &u);
-	cr_assert_eq(len, 16);
+	const struct prof_short_cuda *d = cuda_decoded(c, w, &u);
 	*out = u.cuda_launch;
-	cr_assert_eq(d.time, x->l.h.time);
-	cr_assert_eq(d.corr, x->l.corr);
-	return len;
+	cr_assert_eq(d->time, x->l.h.time);
+	cr_assert_eq(d->corr, x->l.corr);
+	return 16;
 }
 
 Test(short_records, cuda_launch_encoding_edges)
@@ -798,18 +806,13 @@ static int gpu_round_trip(const struct prof_short_cuda *c, const struct prof_rec
 	if (!prof_short_gpu_words(c->gpu_valid, c->gpu_time, c->gpu_corr, c->gpu_start,
 				  last->h.size && prof_short_gpu_key_eq(&kg, &kl), g, w))
 		return 0;
-	cr_assert(prof_is_short(w[0]));
-	static struct prof_short_cuda d;
-	d = *c;
-	struct prof_short_base b = { .cuda = &d };
 	union prof_short_rec u;
-	int len = prof_short_decode(&b, w[0], w, sizeof(w), &u);
-	cr_assert_eq(len, 16);
+	const struct prof_short_cuda *d = cuda_decoded(c, w, &u);
 	*out = u.cuda_gpu;
-	cr_assert_eq(d.gpu_time, g->h.time);
-	cr_assert_eq(d.gpu_corr, g->corr);
-	cr_assert_eq(d.gpu_start, g->start);
-	return len;
+	cr_assert_eq(d->gpu_time, g->h.time);
+	cr_assert_eq(d->gpu_corr, g->corr);
+	cr_assert_eq(d->gpu_start, g->start);
+	return 16;
 }
 
 Test(short_records, cuda_gpu_encoding_edges)
