@@ -82,6 +82,22 @@ static size_t dtv_extra_slots;
  * before its real call (prof_stack_prefetch()). Not sampled: few allocations take a stack. */
 static int stacks_ahead;
 
+/* The sampled mode's lean way, for glibc's allocator (heap_glibc_chunks): a call by a thread
+ * with a tally slot of its own (which it has only in that mode, once the allocation hooks
+ * recorded it), while recording is on and no hook of ours is under way, that only counts (an
+ * allocation that holds no sample point and is not large, a free of a block without a record)
+ * runs with no guard raised and no more than its counts: nothing of ours runs inside glibc's
+ * allocator, and the seldom work of a tally raises the guard itself (heap_tally_flush()). */
+static inline __attribute__((always_inline)) struct heap_tally *lean_tally(void)
+{
+	const struct prof_thread *th = &prof_self;
+	if (atomic_load_explicit(&prof_active, memory_order_relaxed) != 1 || th->in_hook ||
+	    !th->heap_tally)
+		return NULL;
+	struct heap_tally *t = &heap_tallies[th->heap_tally - 1];
+	return likely(t->lean) ? t : NULL;
+}
+
 /* Our malloc, as this library defines it (the name `malloc` here is whichever comes first). */
 extern void *prof_own_malloc(size_t)
 	__attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
@@ -302,36 +318,86 @@ static inline __attribute__((always_inline)) int recorded_before_free(void *ptr,
 
 /* Wraps the real call: guard, errno as the real function left it, record on success. A
  * block the sampled mode only tallies takes the short way (tallied()). */
-#define ALLOC_HOOK(fn_id, call, size_expr)                                 \
+#define ALLOC_HOOK(fn_id, call, size_expr, site, frame)                     \
 	do {                                                               \
 		struct prof_thread *th = prof_recording(PROF_EV_ALLOC);    \
 		if (!th)                                                   \
 			return passed(call);                               \
 		prof_hook_enter(th);                                       \
 		if (stacks_ahead)                                          \
-			prof_stack_prefetch(th, CALL_SITE, CALL_FRAME);    \
+			prof_stack_prefetch(th, site, frame);              \
 		void *p = call;                                            \
 		if (p) {                                                   \
 			size_t size_ = size_expr;                          \
 			if (!tallied(th, p, size_))                        \
-				allocated_keeping_errno(th, fn_id, p, size_, CALL_SITE, \
-							CALL_FRAME);       \
+				allocated_keeping_errno(th, fn_id, p, size_, site, frame); \
 		}                                                          \
 		th->in_hook--;                                             \
 		return p;                                                  \
 	} while (0)
 
-PROF_EXPORT void *malloc(size_t size)
+/* The lean way's allocation of size bytes (asked) by the owner of t, if it is one: p, the
+ * block the real call gave, is counted. */
+static inline int lean_alloc_fits(size_t size)
+{
+	return size < PROF_HEAP_LARGE && sample_left > (int64_t)size;
+}
+
+/* The work a lean count left (heap_tally_due()), then p back: hooks end in it. */
+static __attribute__((noinline)) void *lean_due(void *p, struct heap_tally *t, size_t c,
+						unsigned due)
+{
+	heap_tally_due(&prof_self, t, c, due);
+	return p;
+}
+
+/* Counts p, if the real call gave it, and returns it. */
+static inline __attribute__((always_inline)) void *lean_allocated(struct heap_tally *t, void *p,
+								   size_t size)
+{
+	size_t c;
+	unsigned due;
+	if (likely(p)) {
+		sample_left -= (int64_t)size;
+		if (unlikely(due = heap_own_alloc(t, size, heap_chunk_usable(p), &c)))
+			return lean_due(p, t, c, due);
+	}
+	return p;
+}
+
+/* Each hook below is a choice between two ways, both out of line, so that each saves only the
+ * registers it needs: the whole way (_hooked), and the lean way (_lean, lean_tally()) where the
+ * thread has a tally slot, which takes the whole way where the call does not fit it. site and
+ * frame are the hook's (CALL_SITE, CALL_FRAME). */
+static __attribute__((noinline)) void *malloc_hooked(size_t size, uintptr_t site,
+						     const uintptr_t *frame)
 {
 	if (unlikely(!resolved())) {
 		resolve();
 		if (!resolved())
 			return arena_alloc(size);
 	}
-	ALLOC_HOOK(PROF_ALLOC_MALLOC, real.malloc(size), size);
+	ALLOC_HOOK(PROF_ALLOC_MALLOC, real.malloc(size), size, site, frame);
 }
 
-PROF_EXPORT void *calloc(size_t n, size_t size)
+static __attribute__((noinline)) void *malloc_lean(size_t size, uintptr_t site,
+						   const uintptr_t *frame)
+{
+	struct heap_tally *t = lean_tally();
+	if (t && lean_alloc_fits(size))
+		return lean_allocated(t, real.malloc(size), size);
+	return malloc_hooked(size, site, frame);
+}
+
+PROF_EXPORT void *malloc(size_t size)
+{
+	if (unlikely(prof_self.heap_tally))
+		return malloc_lean(size, CALL_SITE, CALL_FRAME);
+	return malloc_hooked(size, CALL_SITE, CALL_FRAME);
+}
+
+static __attribute__((noinline)) void *calloc_hooked(size_t n, size_t size, uintptr_t site,
+						     const uintptr_t *frame)
 {
 	if (unlikely(!resolved())) {
 		resolve();
@@ -342,32 +408,51 @@ PROF_EXPORT void *calloc(size_t n, size_t size)
 			return arena_alloc(total);
 		}
 	}
-	ALLOC_HOOK(PROF_ALLOC_CALLOC, real.calloc(n, size),
-		   calloc_size_unprofiled(n, size, (uintptr_t)__builtin_return_address(0)));
+	ALLOC_HOOK(PROF_ALLOC_CALLOC, real.calloc(n, size), calloc_size_unprofiled(n, size, site),
+		   site, frame);
+}
+
+static __attribute__((noinline)) void *calloc_lean(size_t n, size_t size, uintptr_t site,
+						   const uintptr_t *frame)
+{
+	struct heap_tally *t = lean_tally();
+	size_t total;
+	if (t && !__builtin_mul_overflow(n, size, &total) &&
+	    lean_alloc_fits(total = calloc_size_unprofiled(n, size, site)))
+		return lean_allocated(t, real.calloc(n, size), total);
+	return calloc_hooked(n, size, site, frame);
+}
+
+PROF_EXPORT void *calloc(size_t n, size_t size)
+{
+	if (unlikely(prof_self.heap_tally))
+		return calloc_lean(n, size, CALL_SITE, CALL_FRAME);
+	return calloc_hooked(n, size, CALL_SITE, CALL_FRAME);
 }
 
 PROF_EXPORT void *aligned_alloc(size_t align, size_t size)
 {
 	resolve();
-	ALLOC_HOOK(PROF_ALLOC_ALIGNED_ALLOC, real.aligned_alloc(align, size), size);
+	ALLOC_HOOK(PROF_ALLOC_ALIGNED_ALLOC, real.aligned_alloc(align, size), size, CALL_SITE,
+		   CALL_FRAME);
 }
 
 PROF_EXPORT void *memalign(size_t align, size_t size)
 {
 	resolve();
-	ALLOC_HOOK(PROF_ALLOC_MEMALIGN, real.memalign(align, size), size);
+	ALLOC_HOOK(PROF_ALLOC_MEMALIGN, real.memalign(align, size), size, CALL_SITE, CALL_FRAME);
 }
 
 PROF_EXPORT void *valloc(size_t size)
 {
 	resolve();
-	ALLOC_HOOK(PROF_ALLOC_VALLOC, real.valloc(size), size);
+	ALLOC_HOOK(PROF_ALLOC_VALLOC, real.valloc(size), size, CALL_SITE, CALL_FRAME);
 }
 
 PROF_EXPORT void *pvalloc(size_t size)
 {
 	resolve();
-	ALLOC_HOOK(PROF_ALLOC_PVALLOC, real.pvalloc(size), size);
+	ALLOC_HOOK(PROF_ALLOC_PVALLOC, real.pvalloc(size), size, CALL_SITE, CALL_FRAME);
 }
 
 PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
@@ -389,7 +474,7 @@ PROF_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	return rc;
 }
 
-PROF_EXPORT void free(void *ptr)
+static __attribute__((noinline)) void free_hooked(void *ptr)
 {
 	if (!ptr || unlikely(in_arena(ptr)))
 		return;
@@ -418,6 +503,42 @@ PROF_EXPORT void free(void *ptr)
 	prof_own_end(th, own);
 	errno = err;
 	th->in_hook--;
+}
+
+/* The lean way's free: a block without a record (none in the set's counts), of glibc's heap
+ * (not the arena's). Its count comes before the real free, which is then the hook's last. */
+static inline __attribute__((always_inline)) int lean_frees(const void *ptr)
+{
+	return ptr && !in_arena(ptr) && !heap_rec_maybe(ptr);
+}
+
+/* The work a lean free's count left, then the real free. */
+static __attribute__((noinline)) void lean_free_due(void *ptr, struct heap_tally *t, size_t c,
+						    unsigned due)
+{
+	heap_tally_due(&prof_self, t, c, due);
+	real.free(ptr);
+}
+
+static __attribute__((noinline)) void free_lean(void *ptr)
+{
+	struct heap_tally *t = lean_tally();
+	size_t c;
+	unsigned due;
+	if (!t || !lean_frees(ptr))
+		free_hooked(ptr);
+	else if (unlikely(due = heap_own_free(t, heap_chunk_usable(ptr), &c)))
+		lean_free_due(ptr, t, c, due);
+	else
+		real.free(ptr);
+}
+
+PROF_EXPORT void free(void *ptr)
+{
+	if (unlikely(prof_self.heap_tally))
+		free_lean(ptr);
+	else
+		free_hooked(ptr);
 }
 
 /* realloc and reallocarray: a moved or resized block is a FREE (timed before the call) and an
@@ -473,7 +594,8 @@ static void *call_reallocarray(void *old, size_t n, size_t size)
 	return real.reallocarray(old, n, size);
 }
 
-PROF_EXPORT void *realloc(void *old, size_t size)
+static __attribute__((noinline)) void *realloc_hooked(void *old, size_t size, uintptr_t site,
+						      const uintptr_t *frame)
 {
 	if (unlikely(!resolved()) || unlikely(in_arena(old))) {
 		resolve();
@@ -487,8 +609,32 @@ PROF_EXPORT void *realloc(void *old, size_t size)
 			return p;
 		}
 	}
-	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc, CALL_SITE,
-			      CALL_FRAME);
+	return realloc_common(PROF_ALLOC_REALLOC, old, 1, size, call_realloc, site, frame);
+}
+
+static __attribute__((noinline)) void *realloc_lean(void *old, size_t size, uintptr_t site,
+						    const uintptr_t *frame)
+{
+	struct heap_tally *t = lean_tally();
+	if (t && lean_frees(old) && size && lean_alloc_fits(size)) {
+		size_t old_usable = heap_chunk_usable(old);
+		void *p = real.realloc(old, size);
+		if (likely(p)) {  /* else the old block stays, and nothing happened */
+			size_t c;
+			unsigned due = heap_own_free(t, old_usable, &c);
+			if (unlikely(due))
+				heap_tally_due(&prof_self, t, c, due);
+		}
+		return lean_allocated(t, p, size);
+	}
+	return realloc_hooked(old, size, site, frame);
+}
+
+PROF_EXPORT void *realloc(void *old, size_t size)
+{
+	if (unlikely(prof_self.heap_tally))
+		return realloc_lean(old, size, CALL_SITE, CALL_FRAME);
+	return realloc_hooked(old, size, CALL_SITE, CALL_FRAME);
 }
 
 PROF_EXPORT void *reallocarray(void *old, size_t n, size_t size)

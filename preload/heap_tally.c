@@ -199,16 +199,13 @@ __attribute__((noinline)) int heap_rec_take_listed(uint64_t key)
  * blocks it allocated and freed and the bytes those asked for. A free's size asked is not
  * known: the bytes in use are estimated as the blocks in use per class times the
  * class's mean size asked, over every thread (a table the threads add their counts to each
- * REFRESH_EVERY-th time they touch a class). That is off by little more than the rounding
+ * HEAP_REFRESH_EVERY-th time they touch a class: heap_tally.h). That is off by little more than the rounding
  * of the blocks in use, whatever came before (and right where a class holds one size), and a
  * block another thread frees counts as it should. The estimate is kept as it goes: each
  * allocation adds its class's mean as the thread last read it, each free takes it away, and
  * reading a mean anew corrects the estimate for the blocks of the class in use. The usable
  * bytes in use, exact, decide when to write a tally: when they moved by a 256th of the heap
  * since the last one (8 KiB at least). */
-
-#define REFRESH_EVERY 128  /* allocations and frees of a class between two readings (the
-			    * first at its first use) */
 
 #define TALLY_SLOTS 4096  /* threads at once with a tally of their own; the others share one */
 struct heap_tally *heap_tallies;  /* own_slots + 1 (the shared one, last) */
@@ -277,21 +274,20 @@ static double class_mean(size_t c)
 
 /* The owner's counts of class c into the global table, and the class's mean read anew: the
  * estimate changes by the blocks in use times the change of the mean. */
-__attribute__((noinline)) void heap_class_refresh(struct heap_tally *t, size_t c)
+static void heap_class_refresh(struct heap_tally *t, size_t c)
 {
 	struct tally_class *k = &t->cls[c];
-	if (k->allocs != k->merged_allocs) {
-		atomic_fetch_add_explicit(&class_means[c].allocs, k->allocs - k->merged_allocs,
+	if (k->allocs != t->merged[c].allocs) {
+		atomic_fetch_add_explicit(&class_means[c].allocs, k->allocs - t->merged[c].allocs,
 					  memory_order_relaxed);
-		atomic_fetch_add_explicit(&class_means[c].asked, k->asked - k->merged_asked,
+		atomic_fetch_add_explicit(&class_means[c].asked, k->asked - t->merged[c].asked,
 					  memory_order_relaxed);
-		k->merged_allocs = k->allocs;
-		k->merged_asked = k->asked;
+		t->merged[c].allocs = k->allocs;
+		t->merged[c].asked = k->asked;
 	}
 	double mean = class_mean(c);
 	t->estimate += (double)(int64_t)(k->allocs - k->frees) * (mean - k->mean);
 	k->mean = mean;
-	k->refresh_in = REFRESH_EVERY;
 }
 
 static int64_t rounded(double v)
@@ -367,14 +363,23 @@ static void classes_write(struct prof_thread *th, struct heap_tally *t)
 	}
 }
 
+/* in_use may move by limit from at before the next tally (heap_band_left()). */
+static void band_set(struct heap_tally *t, int64_t at, int64_t limit)
+{
+	__atomic_store_n(&t->band_lo, at - limit, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->band, 2 * (uint64_t)limit, __ATOMIC_RELAXED);
+}
+
 /* The owner's tally (or one thread's at a time of the shared slot), and how far in_use may
  * move before the next: a 256th of all tallied bytes in use, so that the peak, summed by the
- * analyzer from the threads' latest tallies, is off by little more than that per thread. */
+ * analyzer from the threads' latest tallies, is off by little more than that per thread.
+ * Our own work, under the guard: the allocation hooks' lean way (heap.c) comes here without. */
 __attribute__((noinline)) void heap_tally_flush(struct prof_thread *th, struct heap_tally *t)
 {
 	int idle = 0;
 	if (t->shared && !atomic_compare_exchange_strong(&t->flushing, &idle, 1))
 		return;  /* another thread is at it */
+	prof_hook_enter(th);
 	int64_t in_use = ld64(&t->in_use), high = ld64(&t->high);
 	int64_t moved = in_use - t->at_record;
 	int64_t all = atomic_fetch_add_explicit(&tallied_in_use, moved, memory_order_relaxed) + moved;
@@ -382,8 +387,8 @@ __attribute__((noinline)) void heap_tally_flush(struct prof_thread *th, struct h
 	t->at_record = in_use;
 	__atomic_store_n(&t->high, in_use, __ATOMIC_RELAXED);
 	int64_t step = all / 256;
-	__atomic_store_n(&t->limit, step > TALLY_MIN_STEP ? step : TALLY_MIN_STEP,
-			 __ATOMIC_RELAXED);
+	band_set(t, in_use, step > TALLY_MIN_STEP ? step : TALLY_MIN_STEP);
+	th->in_hook--;
 	if (t->shared)
 		atomic_store(&t->flushing, 0);
 }
@@ -395,10 +400,11 @@ static struct heap_tally *shared_slot(struct prof_thread *th)
 	struct heap_tally *t = &heap_tallies[own_slots];
 	int first = 0;
 	if (atomic_compare_exchange_strong(&shared_used, &first, 1)) {
-		memset(t, 0, sizeof(*t));
+		if (t->shared)  /* a fork child's copy of its parent's: else untouched zeroes */
+			memset(t, 0, sizeof(*t));
 		t->serial = 0;  /* no thread's: the analyzer keeps it apart all the same */
 		t->shared = 1;
-		__atomic_store_n(&t->limit, TALLY_MIN_STEP, __ATOMIC_RELAXED);
+		band_set(t, 0, TALLY_MIN_STEP);
 	}
 	th->heap_tally = own_slots + 1;
 	return t;
@@ -412,9 +418,12 @@ __attribute__((noinline)) struct heap_tally *heap_tally_claim(struct prof_thread
 	if (i < 0)
 		return shared_slot(th);
 	struct heap_tally *t = &heap_tallies[i];
-	memset(t, 0, sizeof(*t));
+	if (t->serial)  /* a slot used before (a serial is never 0); a new one is the mapping's
+			 * zeroes, whose pages its thread's classes fault in as they come */
+		memset(t, 0, sizeof(*t));
 	t->serial = th->serial;
-	t->limit = TALLY_MIN_STEP;
+	t->lean = (uint32_t)heap_glibc_chunks;
+	band_set(t, 0, TALLY_MIN_STEP);
 	th->heap_tally = (uint32_t)i + 1;
 	return t;
 }
@@ -433,7 +442,17 @@ __attribute__((noinline)) void heap_tally_shared_count(struct prof_thread *th, s
 		__atomic_fetch_add(&t->free_calls, 1, __ATOMIC_RELAXED);
 		__atomic_fetch_add(&k->frees, 1, __ATOMIC_RELAXED);
 	}
-	heap_in_use_now(th, t, __atomic_add_fetch(&t->in_use, usable_by, __ATOMIC_RELAXED));
+	if (heap_band_left(t, __atomic_add_fetch(&t->in_use, usable_by, __ATOMIC_RELAXED)))
+		heap_tally_flush(th, t);
+}
+
+__attribute__((noinline)) void heap_tally_due(struct prof_thread *th, struct heap_tally *t,
+					      size_t c, unsigned due)
+{
+	if (due & HEAP_DUE_REFRESH)
+		heap_class_refresh(t, c);
+	if (due & HEAP_DUE_TALLY)
+		heap_tally_flush(th, t);
 }
 
 void heap_tally_sync(struct prof_thread *th)

@@ -49,23 +49,34 @@ static inline _Atomic uint32_t *heap_filter_of(uint64_t key)
 	return &heap_rec_filter[heap_rec_home(key, 64 - HEAP_FILTER_BITS)];
 }
 
+/* 0: ptr's block has no record, for sure (nearly every free). */
+static inline int heap_rec_maybe(const void *ptr)
+{
+	return atomic_load_explicit(heap_filter_of((uint64_t)(uintptr_t)ptr), memory_order_relaxed);
+}
+
 static inline int heap_rec_take(const void *ptr)
 {
-	uint64_t key = (uint64_t)(uintptr_t)ptr;
-	return unlikely(atomic_load_explicit(heap_filter_of(key), memory_order_relaxed)) &&
-	       heap_rec_take_listed(key);
+	return unlikely(heap_rec_maybe(ptr)) && heap_rec_take_listed((uint64_t)(uintptr_t)ptr);
 }
 
 /* ---- tallies (see heap_tally.c) -------------------------------------------------------- */
 
 #define HEAP_ROUNDED_CLASSES (PROF_HEAP_LARGE / 16 + 2)  /* the last: anything larger */
 
-struct tally_class {
+/* A class's mean is read anew at its first allocation or free by the thread, then every
+ * HEAP_REFRESH_EVERY-th (heap_tally.c). */
+#define HEAP_REFRESH_EVERY 128
+
+struct tally_class {  /* 32 bytes: what each count touches, two classes a line */
 	uint64_t allocs, asked, frees;
-	uint64_t merged_allocs, merged_asked;  /* the part added to the global table */
 	double mean;  /* the class's mean size asked, as last read; 0 before the first reading */
-	int32_t refresh_in;  /* its owner's allocations and frees until the next reading */
 };
+
+static inline int heap_refresh_due(uint64_t allocs, uint64_t frees)
+{
+	return ((allocs + frees) & (HEAP_REFRESH_EVERY - 1)) == 1;
+}
 
 struct heap_tally {  /* a thread's own cache lines */
 	/* Running totals; the owner adds, the exit flush may read them meanwhile. */
@@ -74,12 +85,18 @@ struct heap_tally {  /* a thread's own cache lines */
 			     * other threads': may be below 0) */
 	int64_t at_record;  /* in_use at the last tally */
 	int64_t high;       /* the most of in_use since then: its own peak in between */
-	int64_t limit;      /* how far in_use may move before the next tally */
+	/* in_use may stay from band_lo to band_lo + band (the last tally's, give or take a
+	 * limit) before the next tally: one subtraction and one comparison tell. */
+	int64_t band_lo;
+	uint64_t band;
 	double estimate;    /* bytes asked of its blocks in use: sum of blocks x mean */
 	uint32_t serial;
 	uint32_t shared;    /* the slot of threads without one of their own: atomic updates */
+	uint32_t lean;      /* a thread's own slot, of glibc's heap: the hooks' lean way (heap.c) */
 	_Atomic int flushing;  /* shared slot: one tally at a time */
 	struct tally_class cls[HEAP_ROUNDED_CLASSES];
+	struct { uint64_t allocs, asked; } merged[HEAP_ROUNDED_CLASSES];  /* the parts of cls
+									   * added to the global means */
 } __attribute__((aligned(64)));
 
 extern struct heap_tally *heap_tallies;  /* the threads' slots, then the shared one */
@@ -88,12 +105,10 @@ extern size_t (*heap_usable_size)(void *);
  * read there, a block's usable size costs a load instead of a call. */
 extern int heap_glibc_chunks;
 
-/* Out of line: a thread's first tally, the shared slot's counts, a class's mean read anew,
- * and a HEAP_TALLY record. */
+/* Out of line: a thread's first tally, the shared slot's counts, and a HEAP_TALLY record. */
 struct heap_tally *heap_tally_claim(struct prof_thread *th);
 void heap_tally_shared_count(struct prof_thread *th, struct heap_tally *t, struct tally_class *k,
 			     int alloc, size_t size, int64_t usable_by);
-void heap_class_refresh(struct heap_tally *t, size_t c);
 void heap_tally_flush(struct prof_thread *th, struct heap_tally *t);
 
 static inline size_t heap_chunk_usable(const void *p)
@@ -122,26 +137,68 @@ static inline struct heap_tally *heap_tally_of(struct prof_thread *th)
 	return heap_tally_claim(th);
 }
 
-/* The tally's usable bytes in use are v now: a tally when they moved far enough. */
-static inline void heap_in_use_now(struct prof_thread *th, struct heap_tally *t, int64_t v)
+/* Whether in_use, now v, left the band of the last tally: the next is due. */
+static inline int heap_band_left(const struct heap_tally *t, int64_t v)
 {
-	int64_t moved = v - t->at_record, limit = __atomic_load_n(&t->limit, __ATOMIC_RELAXED);
-	if (unlikely((uint64_t)(moved + limit) > 2 * (uint64_t)limit))  /* |moved| > limit */
-		heap_tally_flush(th, t);
+	int64_t lo = __atomic_load_n(&t->band_lo, __ATOMIC_RELAXED);
+	return (uint64_t)(v - lo) > __atomic_load_n(&t->band, __ATOMIC_RELAXED);
 }
 
-/* The owner's usable bytes in use moved by `by`. */
-static inline void heap_own_in_use_by(struct prof_thread *th, struct heap_tally *t, int64_t by)
-{
-	int64_t v = t->in_use + by;
-	__atomic_store_n(&t->in_use, v, __ATOMIC_RELAXED);
-	if (v > t->high)
-		__atomic_store_n(&t->high, v, __ATOMIC_RELAXED);
-	heap_in_use_now(th, t, v);
-}
+/* The seldom work a count leaves (heap_own_alloc(), heap_own_free()), out of line, so that the
+ * hooks' lean way calls nothing but the real allocator: the class's mean read anew, then a
+ * tally. */
+enum { HEAP_DUE_REFRESH = 1, HEAP_DUE_TALLY = 2 };
+void heap_tally_due(struct prof_thread *th, struct heap_tally *t, size_t c, unsigned due);
 
 /* An add by the owner, which the exit flush may read meanwhile. */
 #define HEAP_OWN_ADD(v, n) __atomic_store_n(&(v), (v) + (n), __ATOMIC_RELAXED)
+
+/* An allocation without a record, counted by the thread that owns t (not the shared slot):
+ * size asked, usable bytes. Returns the work due (heap_tally_due(), with *cls, its class). */
+static inline __attribute__((always_inline)) unsigned heap_own_alloc(struct heap_tally *t,
+								      size_t size, size_t usable,
+								      size_t *cls)
+{
+	size_t c = *cls = heap_rounded_class(usable);
+	struct tally_class *k = &t->cls[c];
+	unsigned due = 0;
+	HEAP_OWN_ADD(t->alloc_calls, 1);
+	HEAP_OWN_ADD(t->alloc_bytes, size);
+	uint64_t allocs = k->allocs + 1;
+	__atomic_store_n(&k->allocs, allocs, __ATOMIC_RELAXED);
+	HEAP_OWN_ADD(k->asked, size);
+	t->estimate += k->mean;  /* 0 at the class's first use: its first reading adds it */
+	if (unlikely(heap_refresh_due(allocs, k->frees)))
+		due = HEAP_DUE_REFRESH;
+	int64_t v = t->in_use + (int64_t)usable;
+	__atomic_store_n(&t->in_use, v, __ATOMIC_RELAXED);
+	if (v > t->high)
+		__atomic_store_n(&t->high, v, __ATOMIC_RELAXED);
+	if (unlikely(heap_band_left(t, v)))
+		due |= HEAP_DUE_TALLY;
+	return due;
+}
+
+/* A free of such a block, by the owner of t, given its usable size. In use only falls: the
+ * high mark stays. */
+static inline __attribute__((always_inline)) unsigned heap_own_free(struct heap_tally *t,
+								     size_t usable, size_t *cls)
+{
+	size_t c = *cls = heap_rounded_class(usable);
+	struct tally_class *k = &t->cls[c];
+	unsigned due = 0;
+	HEAP_OWN_ADD(t->free_calls, 1);
+	uint64_t frees = k->frees + 1;
+	__atomic_store_n(&k->frees, frees, __ATOMIC_RELAXED);
+	t->estimate -= k->mean;
+	if (unlikely(heap_refresh_due(k->allocs, frees)))
+		due = HEAP_DUE_REFRESH;
+	int64_t v = t->in_use - (int64_t)usable;
+	__atomic_store_n(&t->in_use, v, __ATOMIC_RELAXED);
+	if (unlikely(heap_band_left(t, v)))
+		due |= HEAP_DUE_TALLY;
+	return due;
+}
 
 /* An allocation without a record, and a free of such a block, given its usable size. Neither
  * changes errno. */
@@ -152,19 +209,13 @@ static inline __attribute__((always_inline)) void heap_tally_alloc(struct prof_t
 	if (unlikely(!t))
 		return;
 	size_t usable = heap_usable_of(ptr), c = heap_rounded_class(usable);
-	struct tally_class *k = &t->cls[c];
 	if (unlikely(t->shared)) {
-		heap_tally_shared_count(th, t, k, 1, size, (int64_t)usable);
+		heap_tally_shared_count(th, t, &t->cls[c], 1, size, (int64_t)usable);
 		return;
 	}
-	HEAP_OWN_ADD(t->alloc_calls, 1);
-	HEAP_OWN_ADD(t->alloc_bytes, size);
-	HEAP_OWN_ADD(k->allocs, 1);
-	HEAP_OWN_ADD(k->asked, size);
-	t->estimate += k->mean;  /* 0 at the class's first use: its first reading adds it */
-	if (unlikely(--k->refresh_in <= 0))
-		heap_class_refresh(t, c);
-	heap_own_in_use_by(th, t, (int64_t)usable);
+	unsigned due = heap_own_alloc(t, size, usable, &c);
+	if (unlikely(due))
+		heap_tally_due(th, t, c, due);
 }
 
 static inline __attribute__((always_inline)) void heap_tally_free(struct prof_thread *th,
@@ -174,17 +225,13 @@ static inline __attribute__((always_inline)) void heap_tally_free(struct prof_th
 	if (unlikely(!t))
 		return;
 	size_t c = heap_rounded_class(usable);
-	struct tally_class *k = &t->cls[c];
 	if (unlikely(t->shared)) {
-		heap_tally_shared_count(th, t, k, 0, 0, -(int64_t)usable);
+		heap_tally_shared_count(th, t, &t->cls[c], 0, 0, -(int64_t)usable);
 		return;
 	}
-	HEAP_OWN_ADD(t->free_calls, 1);
-	HEAP_OWN_ADD(k->frees, 1);
-	t->estimate -= k->mean;
-	if (unlikely(--k->refresh_in <= 0))
-		heap_class_refresh(t, c);
-	heap_own_in_use_by(th, t, -(int64_t)usable);
+	unsigned due = heap_own_free(t, usable, &c);
+	if (unlikely(due))
+		heap_tally_due(th, t, c, due);
 }
 
 /* Before the real free of ptr: 1 if its block has a record (heap_rec_take()), else 0 and its
