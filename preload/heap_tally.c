@@ -99,10 +99,15 @@ static void rec_write_end(void)
 	atomic_store_explicit(&rec.owner, 0, memory_order_release);
 }
 
+/* The jump may have left between the lock's two steps at either end (owner set and the count
+ * still even, or the count even again and owner still set): the count is made even, once. */
 void heap_rec_abandoned(void)
 {
-	if (atomic_load_explicit(&rec.owner, memory_order_relaxed) == rec_me())
-		rec_write_end();
+	if (atomic_load_explicit(&rec.owner, memory_order_relaxed) != rec_me())
+		return;
+	if (atomic_load_explicit(&rec.seq, memory_order_relaxed) & 1)
+		atomic_fetch_add_explicit(&rec.seq, 1, memory_order_release);
+	atomic_store_explicit(&rec.owner, 0, memory_order_release);
 }
 
 static uint64_t *rec_map(unsigned shift)
