@@ -245,6 +245,11 @@ static size_t process_counts(const char *sample, long out[][3], size_t max)
 		out[n][1] = e2e_int(heap, "free_calls");
 		out[n][2] = e2e_int(heap, "bytes_allocated");
 	}
+	/* A setting, the same in every process: the totals over processes do not add it up. */
+	json_t *totals = json_object_get(json_object_get(doc, "totals"), "heap");
+	cr_expect(totals && json_object_get(totals, "alloc_calls") &&
+		  !json_object_get(totals, "sample_bytes"), "totals: sample_bytes %lld",
+		  (long long)json_integer_value(json_object_get(totals, "sample_bytes")));
 	json_decref(doc);
 	qsort(out, n, sizeof(out[0]), by_counts);
 	return n;
