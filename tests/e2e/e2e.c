@@ -349,3 +349,22 @@ double e2e_folded_weight(const char *text, const char *a, const char *b)
 	}
 	return sum;
 }
+
+struct e2e_jumps e2e_jumps_said(const char *out)
+{
+	struct e2e_jumps j = { -1, -1, -1 };
+	char *said = e2e_read_file(out);
+	cr_assert(said && sscanf(said, "allocs %ld writes %ld jumps %ld", &j.allocs, &j.writes,
+				 &j.jumps) == 3, "said: %s", said ? said : "");
+	free(said);
+	return j;
+}
+
+void e2e_expect_heap_of_jumps(json_t *p, struct e2e_jumps j)
+{
+	long recorded = e2e_int(p, "heap.alloc_calls"), freed = e2e_int(p, "heap.free_calls");
+	cr_expect(recorded >= j.allocs && recorded <= j.allocs + j.jumps + 1, /* + printf's buffer */
+		  "%ld allocations recorded of %ld (%ld jumps)", recorded, j.allocs, j.jumps);
+	cr_expect(freed >= j.allocs - j.jumps && freed <= recorded, "%ld frees recorded of %ld",
+		  freed, j.allocs);
+}

@@ -50,6 +50,13 @@ double e2e_cpu_total_pct(json_t *cpu, const char *function);
 /* Line of the first occurrence of marker in tests/progs/<file>; 0 if not found. */
 int e2e_marker_line(const char *file, const char *marker);
 char *e2e_read_file(const char *path);  /* malloc'd, NUL-terminated; NULL on error */
+/* tests/progs/alarm_jumps: what it said it did (its output file out), and the heap calls of
+ * process p held to that (each jump may lose the one call it interrupted). */
+struct e2e_jumps {
+	long allocs, writes, jumps;
+};
+struct e2e_jumps e2e_jumps_said(const char *out);
+void e2e_expect_heap_of_jumps(json_t *p, struct e2e_jumps j);
 void e2e_expect_file(const char *path, const char *want);  /* the file holds exactly want */
 /* The summed weight of the folded flame-graph lines (frames;...;frames WEIGHT) in text that
  * hold `a`, and then `b` further on the same line where b is not NULL. */

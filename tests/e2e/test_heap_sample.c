@@ -299,18 +299,9 @@ Test(heap_sample, a_longjmp_out_of_the_set_of_recorded_blocks_leaves_it_usable)
 	const char *argv[] = { "timeout", "30", e2e_prog("alarm_jumps"), "1000", NULL };
 	int st = e2e_profile(dir, argv, env, out, NULL);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d (exit 124: it hung)", st);
-	char *said = e2e_read_file(out);
-	long allocs = -1, writes = -1, jumps = -1;
-	cr_assert(said && sscanf(said, "allocs %ld writes %ld jumps %ld", &allocs, &writes,
-				 &jumps) == 3, "said: %s", said ? said : "");
-	free(said);
+	struct e2e_jumps j = e2e_jumps_said(out);
 	json_t *doc = e2e_prof_json("report", dir);
 	cr_assert_not_null(doc);
-	json_t *heap = json_object_get(e2e_process(doc, 0), "heap");
-	long recorded = e2e_int(heap, "alloc_calls"), freed = e2e_int(heap, "free_calls");
-	cr_expect(recorded >= allocs && recorded <= allocs + jumps + 1, /* + printf's buffer */
-		  "%ld allocations counted of %ld (%ld jumps)", recorded, allocs, jumps);
-	cr_expect(freed >= allocs - jumps && freed <= recorded, "%ld frees counted of %ld", freed,
-		  allocs);
+	e2e_expect_heap_of_jumps(e2e_process(doc, 0), j);
 	json_decref(doc);
 }
