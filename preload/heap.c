@@ -219,15 +219,20 @@ static void record_free(struct prof_thread *th, void *ptr, unsigned flags, uint6
 	prof_write_free(th, flags, (uint64_t)(uintptr_t)ptr, t);
 }
 
-/* Sampled mode, the short way of nearly every allocation: one that holds no sample point and
- * is not large is only tallied, which leaves errno as it was (heap_tally.c). 0: it is not
- * such a one, and sample_left is as it was: allocated() decides. A thread whose sampler is not
- * seeded yet has sample_left 0, and goes there too. */
+/* Sampled mode: whether an allocation of size bytes is only counted, holding no sample point
+ * (a thread whose sampler is not seeded yet has sample_left 0: no) and not being large. */
+static inline int only_counted(size_t size)
+{
+	return size < PROF_HEAP_LARGE && sample_left > (int64_t)size;
+}
+
+/* Sampled mode, the short way of nearly every allocation: one that is only counted is
+ * tallied, which leaves errno as it was (heap_tally.c). 0: it is not such a one, and
+ * sample_left is as it was: allocated() decides. */
 static inline __attribute__((always_inline)) int tallied(struct prof_thread *th, void *p,
 							  size_t size)
 {
-	if (!prof_cfg.heap_sample || size >= PROF_HEAP_LARGE || unlikely(th->serial == 0) ||
-	    sample_left <= (int64_t)size)
+	if (!prof_cfg.heap_sample || unlikely(th->serial == 0) || !only_counted(size))
 		return 0;
 	sample_left -= (int64_t)size;
 	heap_tally_alloc(th, p, size);
@@ -336,13 +341,6 @@ static inline __attribute__((always_inline)) int recorded_before_free(void *ptr,
 		return p;                                                  \
 	} while (0)
 
-/* The lean way's allocation of size bytes (asked) by the owner of t, if it is one: p, the
- * block the real call gave, is counted. */
-static inline int lean_alloc_fits(size_t size)
-{
-	return size < PROF_HEAP_LARGE && sample_left > (int64_t)size;
-}
-
 /* The work a lean count left (heap_tally_due()), then p back: hooks end in it. */
 static __attribute__((noinline)) void *lean_due(void *p, struct heap_tally *t, size_t c,
 						unsigned due)
@@ -351,7 +349,8 @@ static __attribute__((noinline)) void *lean_due(void *p, struct heap_tally *t, s
 	return p;
 }
 
-/* Counts p, if the real call gave it, and returns it. */
+/* The lean way's allocation of size bytes (asked), only counted: p, the block the real call
+ * gave, is counted in t, if there is one, and returned. */
 static inline __attribute__((always_inline)) void *lean_allocated(struct heap_tally *t, void *p,
 								   size_t size)
 {
@@ -384,7 +383,7 @@ static __attribute__((noinline)) void *malloc_lean(size_t size, uintptr_t site,
 						   const uintptr_t *frame)
 {
 	struct heap_tally *t = lean_tally();
-	if (t && lean_alloc_fits(size))
+	if (t && only_counted(size))
 		return lean_allocated(t, real.malloc(size), size);
 	return malloc_hooked(size, site, frame);
 }
@@ -418,7 +417,7 @@ static __attribute__((noinline)) void *calloc_lean(size_t n, size_t size, uintpt
 	struct heap_tally *t = lean_tally();
 	size_t total;
 	if (t && !__builtin_mul_overflow(n, size, &total) &&
-	    lean_alloc_fits(total = calloc_size_unprofiled(n, size, site)))
+	    only_counted(total = calloc_size_unprofiled(n, size, site)))
 		return lean_allocated(t, real.calloc(n, size), total);
 	return calloc_hooked(n, size, site, frame);
 }
@@ -616,7 +615,7 @@ static __attribute__((noinline)) void *realloc_lean(void *old, size_t size, uint
 						    const uintptr_t *frame)
 {
 	struct heap_tally *t = lean_tally();
-	if (t && lean_frees(old) && size && lean_alloc_fits(size)) {
+	if (t && lean_frees(old) && size && only_counted(size)) {
 		size_t old_usable = heap_chunk_usable(old);
 		void *p = real.realloc(old, size);
 		if (likely(p)) {  /* else the old block stays, and nothing happened */

@@ -206,9 +206,9 @@ __attribute__((noinline)) int heap_rec_take_listed(uint64_t key)
  * class's mean size asked, over every thread (a table the threads add their counts to each
  * HEAP_REFRESH_EVERY-th time they touch a class: heap_tally.h). That is off by little more
  * than the rounding of the blocks in use, whatever came before (and right where a class holds
- * one size), and a block another thread frees counts as it should. The estimate is kept as it goes: each
- * allocation adds its class's mean as the thread last read it, each free takes it away, and
- * reading a mean anew corrects the estimate for the blocks of the class in use. The usable
+ * one size), and a block another thread frees counts as it should. The estimate is kept as it
+ * goes: each allocation adds its class's mean as the thread last read it, each free takes it
+ * away, and reading a mean anew corrects the estimate for the blocks of the class in use. The usable
  * bytes in use, exact, decide when to write a tally: when they moved by a 256th of the heap
  * since the last one (8 KiB at least). */
 

@@ -208,9 +208,10 @@ static inline __attribute__((always_inline)) void heap_tally_alloc(struct prof_t
 	struct heap_tally *t = heap_tally_of(th);
 	if (unlikely(!t))
 		return;
-	size_t usable = heap_usable_of(ptr), c = heap_rounded_class(usable);
+	size_t usable = heap_usable_of(ptr), c;
 	if (unlikely(t->shared)) {
-		heap_tally_shared_count(th, t, &t->cls[c], 1, size, (int64_t)usable);
+		heap_tally_shared_count(th, t, &t->cls[heap_rounded_class(usable)], 1, size,
+					(int64_t)usable);
 		return;
 	}
 	unsigned due = heap_own_alloc(t, size, usable, &c);
@@ -224,9 +225,10 @@ static inline __attribute__((always_inline)) void heap_tally_free(struct prof_th
 	struct heap_tally *t = heap_tally_of(th);
 	if (unlikely(!t))
 		return;
-	size_t c = heap_rounded_class(usable);
+	size_t c;
 	if (unlikely(t->shared)) {
-		heap_tally_shared_count(th, t, &t->cls[c], 0, 0, -(int64_t)usable);
+		heap_tally_shared_count(th, t, &t->cls[heap_rounded_class(usable)], 0, 0,
+					-(int64_t)usable);
 		return;
 	}
 	unsigned due = heap_own_free(t, usable, &c);
