@@ -686,8 +686,11 @@ static size_t blocks_upto(uint64_t v)
  * blocks again and again (an interpreter's arenas), and a binary search of a million blocks
  * is some twenty cache misses. An entry is only a guess, checked against the block it names
  * (so one left from an earlier scan does no harm, and none needs clearing: 64 KiB of pages
- * at every exit). */
+ * at every exit). Up to NEAR_FROM blocks are searched without it: their search reads a few
+ * lines of the table, where the entries' pages were faulted in one by one (four of a bash
+ * subshell's exit, 17 blocks). */
 #define NEAR_SLOTS 4096
+#define NEAR_FROM 64
 static PROF_BULK struct near {
 	uint64_t page;  /* 1 + the page's number, 0: none */
 	uint32_t block;
@@ -701,6 +704,10 @@ static inline int block_holds(const struct block *b, uint64_t v)
 /* The block holding address v (start or interior), or -1. */
 static ssize_t block_at(uint64_t v)
 {
+	if (nblocks <= NEAR_FROM) {
+		size_t n = blocks_upto(v);
+		return n && block_holds(&tab[n - 1], v) ? (ssize_t)(n - 1) : -1;
+	}
 	struct near *c = &near[(v >> 12) % NEAR_SLOTS];
 	if (c->page == (v >> 12) + 1 && c->block < nblocks) {
 		if (block_holds(&tab[c->block], v))
@@ -963,6 +970,10 @@ static int pagemap_fd = -1;
 static uint64_t page_size = 4096;
 static PROF_BULK uint64_t pm[PM_WINDOW];
 static uint64_t pm_first, pm_n;  /* entries of pages pm_first.. */
+/* The last page of the root being scanned (0: none): a read of entries takes them up to it,
+ * not only to the end of the stretch between two blocks, which a fork child's heap has many
+ * of (a read each: half of the system calls of a bash subshell's scan). */
+static uint64_t pm_upto;
 
 /* What a page holds, as pagemap tells. */
 enum { PAGE_EMPTY, PAGE_ANON, PAGE_OTHER };
@@ -992,7 +1003,8 @@ static int page_kind_of(uint64_t e)
 static int page_kind(uint64_t p, uint64_t last, uint64_t *run)
 {
 	if (p < pm_first || p >= pm_first + pm_n) {
-		uint64_t n = last - p + 1 < PM_WINDOW ? last - p + 1 : PM_WINDOW;
+		uint64_t upto = pm_upto > last ? pm_upto : last;
+		uint64_t n = upto - p + 1 < PM_WINDOW ? upto - p + 1 : PM_WINDOW;
 		ssize_t got = pread(pagemap_fd, pm, n * 8, (off_t)(p * 8));
 		if (got < 8) {
 			pm_n = 0;
@@ -1104,16 +1116,15 @@ static void drain(void)
 	}
 }
 
-/* A root range (of a shared mapping, or not): what is neither libprof's own nor a live
- * block. rw: a readable and writable mapping that may be read in place (scan()). */
-static void scan_root(uint64_t lo, uint64_t hi, int shared, int rw, int from)
+/* scan_root(), past libprof's own ranges before own[from]. */
+static void scan_root_from(uint64_t lo, uint64_t hi, int shared, int rw, int from)
 {
 	for (int i = from; i < atomic_load(&nown) && i < OWN_MAX; i++)
 		if (own[i].lo < hi && own[i].hi > lo) {
 			if (own[i].lo > lo)
-				scan_root(lo, own[i].lo, shared, rw, i + 1);
+				scan_root_from(lo, own[i].lo, shared, rw, i + 1);
 			if (own[i].hi < hi)
-				scan_root(own[i].hi, hi, shared, rw, i + 1);
+				scan_root_from(own[i].hi, hi, shared, rw, i + 1);
 			return;
 		}
 	size_t k = blocks_upto(lo);
@@ -1129,6 +1140,15 @@ static void scan_root(uint64_t lo, uint64_t hi, int shared, int rw, int from)
 			lo = tab[k].ptr + tab[k].size;
 		k++;
 	}
+}
+
+/* A root range (of a shared mapping, or not): what is neither libprof's own nor a live
+ * block. rw: a readable and writable mapping that may be read in place (scan()). */
+static void scan_root(uint64_t lo, uint64_t hi, int shared, int rw)
+{
+	pm_upto = (hi - 1) / page_size;
+	scan_root_from(lo, hi, shared, rw, 0);
+	pm_upto = 0;
 }
 
 /* ---- the other threads: stopped while the scan runs -------------------------------------- */
@@ -1363,7 +1383,7 @@ static void scan_maps(uint64_t sp)
 			libc_data_end = libc ? hi : 0;
 			/* A driver's mapping (anon_inode:...) may map device memory, which pagemap
 			 * shows as the process's own: read only through the kernel. */
-			scan_root(lo, hi, perms[3] == 's', strncmp(name, "anon_inode:", 11) != 0, 0);
+			scan_root(lo, hi, perms[3] == 's', strncmp(name, "anon_inode:", 11) != 0);
 			in_libc_data = 0;
 			drain();
 		}
@@ -1406,7 +1426,7 @@ static __attribute__((noinline)) void scan_with_registers(uintptr_t stack_from)
 {
 	ucontext_t uc;  /* the registers the program's code may have left pointers in */
 	getcontext(&uc);
-	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 1, 0);
+	scan_root((uintptr_t)&uc, (uintptr_t)&uc + sizeof(uc), 0, 1);
 	scan_maps(stack_from ? stack_from : (uint64_t)(uintptr_t)__builtin_frame_address(0));
 }
 
