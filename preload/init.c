@@ -746,6 +746,9 @@ void prof_fork_child(void)
  * signal handler), which went on before this. */
 static void child_anew(int was_active, int in_hook)
 {
+	/* The parent: the process whose trace this was (0 once detached, prof_fork_child()),
+	 * known without asking, and still the parent should it have exited since. */
+	uint32_t parent = prof_writer_pid();
 	prof_io_fork_child();
 	prof_io_batches_fork_child();
 	prof_cuda_fork_child();
@@ -780,7 +783,7 @@ static void child_anew(int was_active, int in_hook)
 	heap_tally_fork_child();
 	prof_leak_fork_child();
 	if (was_active && wanted())
-		start_recording((uint32_t)getppid(), saved_argc, saved_argv);
+		start_recording(parent ? parent : (uint32_t)getppid(), saved_argc, saved_argv);
 }
 
 /* The command line, read from /proc (we may start before any constructor has argv). */

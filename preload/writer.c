@@ -51,6 +51,7 @@ static struct {
 	int fd;
 	dev_t dev;
 	int on_tmpfs;                      /* the file's pages are in memory once fallocated */
+	int dev_known;                     /* dev and on_tmpfs are a trace's, maybe the parent's */
 	ino_t ino;
 	char path[PATH_MAX];
 	char *base;                        /* the whole reserved mapping */
@@ -1150,14 +1151,21 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 		prof_log("cannot create trace file %s: %s; profiling disabled", want, strerror(errno));
 		return -1;
 	}
+	/* A fork child's file is most often beside its parent's: on the same file system, whose
+	 * kind it knows then; and a umask leaves 0600 as it is but for an odd one (0277). */
 	struct stat st;
-	fchmod(w.fd, 0600);
+	int fs_known = w.dev_known;
+	dev_t parent_dev = w.dev;
 	if (fstat(w.fd, &st) < 0)
 		goto fail;
+	if ((st.st_mode & 07777) != 0600)
+		fchmod(w.fd, 0600);
 	w.dev = st.st_dev;
 	w.ino = st.st_ino;
+	w.dev_known = 1;
 	struct statfs fs;
-	w.on_tmpfs = fstatfs(w.fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+	if (!fs_known || st.st_dev != parent_dev)
+		w.on_tmpfs = fstatfs(w.fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 	/* Reserve address space for the largest trace; back it with file space as it fills. */
 	w.base = MAP_FAILED;
 	for (w.map_size = reserve_size(); w.map_size >= MAP_MIN; w.map_size /= 2) {

@@ -212,6 +212,34 @@ Test(writer, fork_is_recorded_in_the_parent_with_the_childs_pid)
 	free(text);
 }
 
+/* A trace is its owner's alone to read and write (0600) whatever the umask, a fork child's
+ * too (which sets its mode only where the umask took bits away), and reads as usual. */
+Test(writer, traces_are_the_owners_alone_whatever_the_umask)
+{
+	mode_t masks[] = { 0277, 0077, 0 };
+	for (size_t m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
+		const char *dir = e2e_tmpdir();
+		const char *argv[] = { e2e_prog("forker"), NULL };
+		mode_t was = umask(masks[m]);
+		int st = e2e_profile(dir, argv, NULL, NULL, NULL);
+		umask(was);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 7, "status %d", st);  /* the exec's */
+		char traces[4][PATH_MAX];
+		int n = list_traces(dir, traces, 4);
+		cr_assert_eq(n, 3);
+		for (int i = 0; i < n; i++) {
+			struct stat sb;
+			cr_assert_eq(stat(traces[i], &sb), 0);
+			cr_expect_eq(sb.st_mode & 07777, 0600, "umask %03o: %s has mode %03o",
+				     (unsigned)masks[m], traces[i], (unsigned)(sb.st_mode & 07777));
+		}
+		json_t *doc = e2e_prof_json("report", dir);
+		cr_assert_not_null(doc);
+		cr_expect_eq(json_array_size(json_object_get(doc, "processes")), 3);
+		json_decref(doc);
+	}
+}
+
 /* PROF_MAX_SIZE reached: the program runs unchanged, one line on stderr says so, the trace
  * stays within the limit, reads as a normal exit, and counts what it dropped. */
 Test(writer, size_limit_keeps_the_program_unchanged_and_counts_losses)
