@@ -782,8 +782,9 @@ static void child_anew(int was_active, int in_hook)
 	prof_threads_fork_child();
 	heap_tally_fork_child();
 	prof_leak_fork_child();
-	if (was_active && wanted())
-		start_recording(parent ? parent : (uint32_t)getppid(), saved_argc, saved_argv);
+	if (!was_active || !wanted() ||
+	    start_recording(parent ? parent : (uint32_t)getppid(), saved_argc, saved_argv) < 0)
+		prof_writer_drop_stale();
 }
 
 /* The command line, read from /proc (we may start before any constructor has argv). */

@@ -378,6 +378,7 @@ void prof_writer_close(int other_threads_alive);
 void prof_writer_fit_limit(uint64_t limit);
 void prof_stacks_fit_limit(uint64_t limit);
 void prof_writer_forget(void);  /* fork child: drop the parent's trace without touching it */
+void prof_writer_drop_stale(void);  /* ... and its mapping, where the child starts none */
 /* fork child that goes on inside a hook: the trace's range stays mapped, as scratch memory */
 void prof_writer_detach(void);
 const char *prof_writer_path(void);

@@ -55,6 +55,8 @@ static struct {
 	ino_t ino;
 	char path[PATH_MAX];
 	char *base;                        /* the whole reserved mapping */
+	char *stale;                       /* a fork child's: its parent's mapping (forget()) */
+	uint64_t stale_size;
 	uint64_t map_size;
 	struct prof_file_header *hdr;
 	uint32_t chunk_size;               /* = hdr->chunk_size (the unit), without the pointer chase */
@@ -1039,6 +1041,19 @@ void prof_writer_set_state(enum prof_state state)
 
 /* The address space reserved for the trace: PROF_MAX_SIZE, but no more than a sixteenth of
  * an address-space limit (a trace that fills it says so, as at PROF_MAX_SIZE). */
+/* The parent's mapping a fork child kept (prof_writer_forget()), unmapped. */
+static void drop_stale(void)
+{
+	if (w.stale)
+		munmap(w.stale, w.stale_size);
+	w.stale = NULL;
+}
+
+void prof_writer_drop_stale(void)
+{
+	drop_stale();
+}
+
 static uint64_t reserve_size(void)
 {
 	uint64_t want = prof_cfg.max_size;
@@ -1149,6 +1164,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	w.fd = create_file(want, w.path, sizeof(w.path));
 	if (w.fd < 0) {
 		prof_log("cannot create trace file %s: %s; profiling disabled", want, strerror(errno));
+		drop_stale();
 		return -1;
 	}
 	/* A fork child's file is most often beside its parent's: on the same file system, whose
@@ -1166,10 +1182,18 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	struct statfs fs;
 	if (!fs_known || st.st_dev != parent_dev)
 		w.on_tmpfs = fstatfs(w.fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
-	/* Reserve address space for the largest trace; back it with file space as it fills. */
+	/* Reserve address space for the largest trace; back it with file space as it fills. A
+	 * fork child's takes the place of its parent's, in one call. */
 	w.base = MAP_FAILED;
 	for (w.map_size = reserve_size(); w.map_size >= MAP_MIN; w.map_size /= 2) {
-		w.base = mmap(NULL, w.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, w.fd, 0);
+		int over = w.stale && w.stale_size == w.map_size;
+		if (!over)
+			drop_stale();  /* its address space first (ulimit -v) */
+		w.base = mmap(over ? w.stale : NULL, w.map_size, PROT_READ | PROT_WRITE,
+			      MAP_SHARED | (over ? MAP_FIXED : 0), w.fd, 0);
+		if (over && w.base != MAP_FAILED)
+			w.stale = NULL;
+		drop_stale();  /* a failed MAP_FIXED may have left the range half mapped */
 		if (w.base != MAP_FAILED)
 			break;
 	}
@@ -1215,6 +1239,7 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 fail:
 	prof_log("cannot set up trace file %s: %s; profiling disabled", w.path, strerror(errno));
 fail_quiet:
+	drop_stale();
 	if (w.base)
 		munmap(w.base, w.map_size);
 	w.base = NULL;
@@ -1311,12 +1336,18 @@ void prof_writer_detach(void)
 	atomic_store(&w.capacity, 0);
 }
 
-/* In a fork child: the mapping and descriptor belong to the parent's trace. Unmap them (the
- * parent keeps its own) and forget the path, so the child can start a trace of its own. */
+/* In a fork child: the mapping and descriptor belong to the parent's trace. Forget them (the
+ * parent keeps its own) and the path, so the child can start a trace of its own. The mapping
+ * stays, unused, until the child's own is mapped in its place (prof_writer_open(): one call
+ * where unmapping it first was two, and the first a tenth of a subshell's start), or is
+ * unmapped if the child makes none (prof_writer_drop_stale()). */
 void prof_writer_forget(void)
 {
-	if (w.base)
-		munmap(w.base, w.map_size);
+	drop_stale();
+	if (w.base) {
+		w.stale = w.base;
+		w.stale_size = w.map_size;
+	}
 	if (w.fd >= 0)
 		close(w.fd);
 	w.base = NULL;

@@ -239,6 +239,26 @@ Test(prof_run, no_follow_and_only)
 	free(err);
 }
 
+/* A fork child maps its own trace alone, never its parent's: where it records (the parent's
+ * mapping is replaced by its own), and where it records nothing (--no-follow). */
+Test(prof_run, a_fork_child_maps_no_trace_but_its_own)
+{
+	const char *dir = e2e_tmpdir();
+	char *out, *err;
+	const char *prog[] = { e2e_prog("child_maps"), NULL };
+	cr_expect_eq(prof_run(dir, prog, &out, &err), 0, "%s", err);
+	cr_expect_not_null(strstr(out, "child_trace_maps 1\n"), "following: %s", out);
+	cr_expect_eq(traces_in(dir), 2, "%s", err);
+	free(out);
+	free(err);
+	const char *no_follow[] = { "--force", "--no-follow", NULL };
+	cr_expect_eq(prof_run_with(dir, no_follow, prog, &out, &err), 0, "%s", err);
+	cr_expect_not_null(strstr(out, "child_trace_maps 0\n"), "--no-follow: %s", out);
+	cr_expect_eq(traces_in(dir), 1, "%s", err);
+	free(out);
+	free(err);
+}
+
 /* kill of prof-run reaches the program; its end and signal are in its trace. */
 static void signal_is_passed_on(int sig)
 {
