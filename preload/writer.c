@@ -1039,8 +1039,6 @@ void prof_writer_set_state(enum prof_state state)
 		;
 }
 
-/* The address space reserved for the trace: PROF_MAX_SIZE, but no more than a sixteenth of
- * an address-space limit (a trace that fills it says so, as at PROF_MAX_SIZE). */
 /* The parent's mapping a fork child kept (prof_writer_forget()), unmapped. */
 static void drop_stale(void)
 {
@@ -1054,6 +1052,8 @@ void prof_writer_drop_stale(void)
 	drop_stale();
 }
 
+/* The address space reserved for the trace: PROF_MAX_SIZE, but no more than a sixteenth of
+ * an address-space limit (a trace that fills it says so, as at PROF_MAX_SIZE). */
 static uint64_t reserve_size(void)
 {
 	uint64_t want = prof_cfg.max_size;
@@ -1339,8 +1339,8 @@ void prof_writer_detach(void)
 /* In a fork child: the mapping and descriptor belong to the parent's trace. Forget them (the
  * parent keeps its own) and the path, so the child can start a trace of its own. The mapping
  * stays, unused, until the child's own is mapped in its place (prof_writer_open(): one call
- * where unmapping it first was two, and the first a tenth of a subshell's start), or is
- * unmapped if the child makes none (prof_writer_drop_stale()). */
+ * where unmapping it first made two, of some 10 us each), or is unmapped if the child makes
+ * none (prof_writer_drop_stale()). */
 void prof_writer_forget(void)
 {
 	drop_stale();
