@@ -1182,6 +1182,53 @@ PROF_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
  * takes it back inside the call (not through our hooks). */
 static __thread uint32_t cond_ticks;  /* samples the holds that follow condition waits */
 
+/* A condition wait under way: what its end needs, on return or on the thread's cancellation
+ * inside it (pthread_cancel(): the wait is a cancellation point). */
+struct cond_call {
+	struct prof_thread *th;
+	struct lock_entry *e, *me;  /* the condition variable's, the mutex's (or NULL) */
+	const void *c, *m;
+	uint64_t t0;
+	uint32_t stack, depth;      /* depth: the mutex's, held by this thread before the wait */
+	unsigned op;
+};
+
+/* The mutex is the waiter's again (glibc took it back): a new hold, perhaps after another
+ * owner. */
+static void cond_mutex_again(struct cond_call *cc)
+{
+	struct lock_entry *me = cc->me;
+	uint32_t serial = cc->th->serial;
+	if (!cc->depth)
+		return;
+	uint32_t last = LD(me->last_owner);
+	if (last != serial) {
+		ST(me->last_owner, serial);
+		ADD_EX(me->owner_changes, 1);
+	}
+	ST(me->holder, serial);
+	me->depth = cc->depth;
+	me->hold_t0 = 0;
+	if (LD(me->acquisitions) <= HOLD_EXACT || (++cond_ticks & hold_mask) == 0) {
+		me->hold_w = LD(me->acquisitions) <= HOLD_EXACT ? 1 : hold_sample;
+		hold_begin(cc->th, me);
+	}
+}
+
+/* The thread was cancelled in the wait: glibc took the mutex back before the thread's cleanup
+ * handlers run (which unlock it, as a rule); the time waited is recorded as a wait that ended
+ * without a signal (ECANCELED), where it was lost with the hook's frame. */
+static void cond_cancelled(void *arg)
+{
+	struct cond_call *cc = arg;
+	uint64_t t1 = prof_now();
+	int err = errno;
+	cond_mutex_again(cc);
+	waited(cc->th, cc->e, cc->c, cc->m, PROF_LOCK_COND, cc->op, cc->stack, cc->t0, t1,
+	       ECANCELED, 1);
+	errno = err;
+}
+
 static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t clk,
 		       const struct timespec *abs, uintptr_t site)
 {
@@ -1194,46 +1241,35 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 		default: return real.cond_wait(c, m);
 		}
 	}
-	struct lock_entry *e = lock_get(th, c, PROF_LOCK_COND, site);  /* NULL: its waits alone */
+	struct cond_call cc = { .th = th, .c = c, .m = m,
+				.op = how == CALL_PLAIN ? PROF_LOCK_OP_COND_WAIT
+							: PROF_LOCK_OP_COND_TIMEDWAIT };
+	cc.e = lock_get(th, c, PROF_LOCK_COND, site);  /* NULL: its waits alone */
 	after_release(th);
 	uint64_t t_stack = prof_now();
-	uint32_t stack = wait_stack(th, site, &t_stack);
-	struct lock_entry *me = lock_find(m);
-	uint32_t depth = 0;
-	if (me && LD(me->holder) == th->serial) {
-		depth = me->depth;
-		me->depth = 1;
-		released_excl(th, me);
+	cc.stack = wait_stack(th, site, &t_stack);
+	cc.me = lock_find(m);
+	if (cc.me && LD(cc.me->holder) == th->serial) {
+		cc.depth = cc.me->depth;
+		cc.me->depth = 1;
+		released_excl(th, cc.me);
 	}
-	uint64_t t0 = prof_now();
+	cc.t0 = prof_now();
 	int rc;
+	pthread_cleanup_push(cond_cancelled, &cc);
 	switch (how) {
 	case CALL_TIMED: rc = real.cond_timedwait(c, m, abs); break;
 	case CALL_CLOCK: rc = real.cond_clockwait(c, m, clk, abs); break;
 	default: rc = real.cond_wait(c, m); break;
 	}
+	pthread_cleanup_pop(0);
 	uint64_t t1 = prof_now();
 	int err = errno;
-	if (depth) {  /* the mutex is ours again: a new hold, perhaps after another owner */
-		uint32_t last = LD(me->last_owner);
-		if (last != th->serial) {
-			ST(me->last_owner, th->serial);
-			ADD_EX(me->owner_changes, 1);
-		}
-		ST(me->holder, th->serial);
-		me->depth = depth;
-		me->hold_t0 = 0;
-		if (LD(me->acquisitions) <= HOLD_EXACT || (++cond_ticks & hold_mask) == 0) {
-			me->hold_w = LD(me->acquisitions) <= HOLD_EXACT ? 1 : hold_sample;
-			hold_begin(th, me);
-		}
-	}
+	cond_mutex_again(&cc);
 	if (rc == 0 || rc == ETIMEDOUT) {
-		if (rc == 0 && e)
-			ADD_SH(e->acquisitions, 1);
-		waited(th, e, c, m, PROF_LOCK_COND,
-		       how == CALL_PLAIN ? PROF_LOCK_OP_COND_WAIT : PROF_LOCK_OP_COND_TIMEDWAIT, stack,
-		       t0, t1, rc, 1);
+		if (rc == 0 && cc.e)
+			ADD_SH(cc.e->acquisitions, 1);
+		waited(th, cc.e, c, m, PROF_LOCK_COND, cc.op, cc.stack, cc.t0, t1, rc, 1);
 	}
 	errno = err;
 	return rc;

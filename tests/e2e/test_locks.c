@@ -270,6 +270,34 @@ Test(locks, cond_waits_are_waits_not_mutex_contention)
 	json_decref(doc);
 }
 
+/* A thread cancelled inside pthread_cond_wait (lock_cond cancel: 60 ms after it began) waited
+ * all that time: its cond wait counts, as one that ended without a signal, and the mutex,
+ * taken back by glibc and unlocked by the thread's cleanup handler, was not held meanwhile. */
+Test(locks, a_cond_wait_cancelled_is_still_a_wait)
+{
+	const char *dir;
+	const char *argv[] = { e2e_prog("lock_cond"), "cancel", NULL };
+	json_t *doc = profile(argv, NULL, &dir, NULL);
+	cr_expect_str_eq(printed(dir, "cancelled"), "1");
+	json_t *p = e2e_process(doc, 0);
+	json_t *c = find_lock(p, printed(dir, "cond"));
+	json_t *m = find_lock(p, printed(dir, "mutex"));
+	cr_assert_not_null(c, "condition variable not reported");
+	cr_assert_not_null(m, "mutex not reported");
+	cr_expect_eq(e2e_int(c, "contended"), 1);
+	cr_expect_eq(e2e_int(c, "timeouts"), 1, "a wait that ended without a signal");
+	cr_expect_geq(e2e_int(c, "wait_ns"), 40 * 1000000L, "cond wait %ld", e2e_int(c, "wait_ns"));
+	cr_expect_lt(e2e_int(m, "hold_ns"), 40 * 1000000L, "mutex hold %ld", e2e_int(m, "hold_ns"));
+	cr_expect_eq(e2e_int(m, "contended"), 0);
+	size_t i;
+	json_t *t;
+	long cond_wait = 0;
+	json_array_foreach(json_object_get(p, "threads"), i, t)
+		cond_wait += e2e_int(t, "cond_wait_ns");
+	cr_expect_geq(cond_wait, 40 * 1000000L, "threads' cond waits %ld", cond_wait);
+	json_decref(doc);
+}
+
 /* Recursive and error-checking mutexes, timeouts, rwlocks, spinlocks and semaphores give
  * exactly the same results with the profiler as without. */
 Test(locks, lock_semantics_unchanged)

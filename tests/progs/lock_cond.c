@@ -1,9 +1,14 @@
 /* Condition-variable waits: a consumer waits ROUNDS times on a condition variable that a
  * producer signals every 30 ms; the mutex is held only briefly by either. Prints
- * "cond 0xADDR" and "mutex 0xADDR". */
+ * "cond 0xADDR" and "mutex 0xADDR".
+ *
+ *   lock_cond cancel   a waiter that nothing signals is cancelled (pthread_cancel) after
+ *                      60 ms inside pthread_cond_wait; its cleanup handler unlocks the mutex,
+ *                      which the main thread then takes. Prints "cancelled 1" too. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,8 +36,40 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
-int main(void)
+static void unlock_mutex(void *arg)
 {
+	pthread_mutex_unlock(arg);
+}
+
+static void *waiter(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&m);
+	pthread_cleanup_push(unlock_mutex, &m);
+	for (;;)
+		pthread_cond_wait(&c, &m);
+	pthread_cleanup_pop(1);
+	return NULL;
+}
+
+static int cancel_a_waiter(void)
+{
+	pthread_t t;
+	void *res = NULL;
+	pthread_create(&t, NULL, waiter, NULL);
+	usleep(60 * 1000);
+	pthread_cancel(t);
+	pthread_join(t, &res);
+	pthread_mutex_lock(&m);
+	pthread_mutex_unlock(&m);
+	printf("cond %p\nmutex %p\ncancelled %d\n", (void *)&c, (void *)&m, res == PTHREAD_CANCELED);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "cancel"))
+		return cancel_a_waiter();
 	pthread_t t;
 	pthread_create(&t, NULL, consumer, NULL);
 	for (int i = 0; i < ROUNDS; i++) {
