@@ -74,6 +74,42 @@ static void blocked(unsigned op, uint64_t t0, int64_t result, uintptr_t site)
 	errno = saved;
 }
 
+/* A call that may block is a cancellation point: a thread cancelled in it (pthread_cancel()) is
+ * unwound from inside the real call, past the rest of the hook. The time it was blocked until
+ * then is written all the same, with result -ECANCELED, by a cleanup handler registered
+ * around the call where it may block (t0 set: a call that cannot, as a zero timeout's, pays
+ * nothing). */
+struct blocked_call {
+	unsigned op;
+	uint64_t t0;
+	uintptr_t site;
+};
+
+static void blocked_cancelled(void *arg)
+{
+	const struct blocked_call *b = arg;
+	blocked(b->op, b->t0, -ECANCELED, b->site);
+}
+
+/* pthread_cleanup_push() is a setjmp that returns a second time only on the way out of a
+ * cancelled thread, which runs the handler with what it was given and then goes on unwinding,
+ * never back into the function: none of its locals is read after that second return, which
+ * -Wclobbered cannot know. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wclobbered"
+#endif
+#define CANCELLABLE(op, t0, site, ...)                                 \
+	do {                                                            \
+		if (!(t0)) {                                            \
+			__VA_ARGS__;                                    \
+			break;                                          \
+		}                                                       \
+		struct blocked_call bc_ = { (op), (t0), (site) };       \
+		pthread_cleanup_push(blocked_cancelled, &bc_);          \
+		__VA_ARGS__;                                            \
+		pthread_cleanup_pop(0);                                 \
+	} while (0)
+
 static int64_t result_of(long rc)
 {
 	return rc < 0 ? -(int64_t)errno : rc;
@@ -120,7 +156,7 @@ static int sleep_ns(unsigned op, const struct timespec *req, struct timespec *re
 	struct timespec left, r;
 	const struct timespec *want = req;
 	int rc;
-	RETRY(rc, REAL(nanosleep)(want, &r), (left = r, want = &left));
+	CANCELLABLE(op, t0, site, RETRY(rc, REAL(nanosleep)(want, &r), (left = r, want = &left)));
 	int err = errno;
 	if (rc < 0 && err == EINTR && rem)
 		*rem = r;
@@ -159,7 +195,7 @@ PROF_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec 
 	struct timespec left, r;
 	const struct timespec *want = req;
 	int rc;
-	for (;;) {
+	CANCELLABLE(PROF_BLOCK_CLOCK_NANOSLEEP, t0, SITE, for (;;) {
 		uint32_t ticks = prof_ticks();
 		rc = REAL(clock_nanosleep)(clk, flags, want, &r);
 		if (rc != EINTR || prof_ticks() == ticks)
@@ -168,7 +204,7 @@ PROF_EXPORT int clock_nanosleep(clockid_t clk, int flags, const struct timespec 
 			left = r;
 			want = &left;
 		}
-	}
+	});
 	if (rc == EINTR && rem && !(flags & TIMER_ABSTIME))
 		*rem = r;
 	blocked(PROF_BLOCK_CLOCK_NANOSLEEP, t0, -(int64_t)rc, SITE);
@@ -192,7 +228,8 @@ static int poll_common(struct pollfd *fds, nfds_t n, int timeout, uintptr_t site
 {
 	uint64_t t0 = start(timeout != 0);
 	int rc, ms = timeout;
-	RETRY(rc, REAL(poll)(fds, n, ms), ms = ms_left(timeout, t0));
+	CANCELLABLE(PROF_BLOCK_POLL, t0, site,
+		    RETRY(rc, REAL(poll)(fds, n, ms), ms = ms_left(timeout, t0)));
 	int err = errno;
 	blocked(PROF_BLOCK_POLL, t0, result_of(rc), site);
 	errno = err;
@@ -219,8 +256,9 @@ static int ppoll_common(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	struct timespec left;
 	const struct timespec *want = ts;
 	int rc;
-	RETRY(rc, REAL(ppoll)(fds, n, want, prof_cpu_blocked(mask, &buf)),
-	      want = ts_left(ts, t0, &left));
+	CANCELLABLE(PROF_BLOCK_PPOLL, t0, site,
+		    RETRY(rc, REAL(ppoll)(fds, n, want, prof_cpu_blocked(mask, &buf)),
+			  want = ts_left(ts, t0, &left)));
 	int err = errno;
 	blocked(PROF_BLOCK_PPOLL, t0, result_of(rc), site);
 	errno = err;
@@ -246,7 +284,7 @@ PROF_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval
 {
 	uint64_t t0 = start(!tv || tv->tv_sec || tv->tv_usec);
 	int rc;
-	RETRY(rc, REAL(select)(nfds, r, w, e, tv), (void)0);
+	CANCELLABLE(PROF_BLOCK_SELECT, t0, SITE, RETRY(rc, REAL(select)(nfds, r, w, e, tv), (void)0));
 	int err = errno;
 	blocked(PROF_BLOCK_SELECT, t0, result_of(rc), SITE);
 	errno = err;
@@ -261,8 +299,9 @@ PROF_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 	struct timespec left;
 	const struct timespec *want = ts;
 	int rc;
-	RETRY(rc, REAL(pselect)(nfds, r, w, e, want, prof_cpu_blocked(mask, &buf)),
-	      want = ts_left(ts, t0, &left));
+	CANCELLABLE(PROF_BLOCK_PSELECT, t0, SITE,
+		    RETRY(rc, REAL(pselect)(nfds, r, w, e, want, prof_cpu_blocked(mask, &buf)),
+			  want = ts_left(ts, t0, &left)));
 	int err = errno;
 	blocked(PROF_BLOCK_PSELECT, t0, result_of(rc), SITE);
 	errno = err;
@@ -273,7 +312,8 @@ PROF_EXPORT int epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
 	uint64_t t0 = start(timeout != 0);
 	int rc, ms = timeout;
-	RETRY(rc, REAL(epoll_wait)(ep, ev, max, ms), ms = ms_left(timeout, t0));
+	CANCELLABLE(PROF_BLOCK_EPOLL_WAIT, t0, SITE,
+		    RETRY(rc, REAL(epoll_wait)(ep, ev, max, ms), ms = ms_left(timeout, t0)));
 	int err = errno;
 	blocked(PROF_BLOCK_EPOLL_WAIT, t0, result_of(rc), SITE);
 	errno = err;
@@ -286,8 +326,9 @@ PROF_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 	uint64_t t0 = start(timeout != 0);
 	sigset_t buf;
 	int rc, ms = timeout;
-	RETRY(rc, REAL(epoll_pwait)(ep, ev, max, ms, prof_cpu_blocked(mask, &buf)),
-	      ms = ms_left(timeout, t0));
+	CANCELLABLE(PROF_BLOCK_EPOLL_PWAIT, t0, SITE,
+		    RETRY(rc, REAL(epoll_pwait)(ep, ev, max, ms, prof_cpu_blocked(mask, &buf)),
+			  ms = ms_left(timeout, t0)));
 	int err = errno;
 	blocked(PROF_BLOCK_EPOLL_PWAIT, t0, result_of(rc), SITE);
 	errno = err;
@@ -304,7 +345,9 @@ PROF_EXPORT int epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 		uint64_t t0 = prof_now();                            \
 		int local;                                           \
 		int *st = status ? status : &local;                  \
-		pid_t rc = call_with_st;                             \
+		pid_t rc;                                            \
+		CANCELLABLE(op, (options) & WNOHANG ? 0 : t0, SITE,  \
+			    rc = call_with_st);                      \
 		int err = errno;                                     \
 		if (rc > 0)                                          \
 			prof_reaped(rc, *st);                        \
@@ -350,7 +393,9 @@ PROF_EXPORT int waitid(idtype_t type, id_t id, siginfo_t *info, int options)
 	uint64_t t0 = prof_now();
 	siginfo_t local = { 0 };
 	siginfo_t *si = info ? info : &local;
-	int rc = REAL(waitid)(type, id, si, options);
+	int rc;
+	CANCELLABLE(PROF_BLOCK_WAITID, options & WNOHANG ? 0 : t0, SITE,
+		    rc = REAL(waitid)(type, id, si, options));
 	int err = errno;
 	int status = rc == 0 && si->si_pid > 0 && !(options & WNOWAIT) ? status_of(si) : -1;
 	if (status >= 0)
@@ -367,7 +412,8 @@ static int suspend(unsigned op, const sigset_t *mask, uintptr_t site)
 {
 	uint64_t t0 = prof_now();
 	sigset_t buf;
-	int rc = REAL(sigsuspend)(prof_cpu_blocked(mask, &buf));
+	int rc;
+	CANCELLABLE(op, t0, site, rc = REAL(sigsuspend)(prof_cpu_blocked(mask, &buf)));
 	int err = errno;
 	blocked(op, t0, result_of(rc), site);
 	errno = err;
@@ -391,7 +437,8 @@ PROF_EXPORT int sigwait(const sigset_t *set, int *sig)
 {
 	uint64_t t0 = prof_now();
 	sigset_t buf;
-	int rc = REAL(sigwait)(prof_cpu_unblocked(set, &buf), sig);
+	int rc;
+	CANCELLABLE(PROF_BLOCK_SIGWAIT, t0, SITE, rc = REAL(sigwait)(prof_cpu_unblocked(set, &buf), sig));
 	blocked(PROF_BLOCK_SIGWAIT, t0, -(int64_t)rc, SITE);
 	return rc;
 }
@@ -401,7 +448,8 @@ PROF_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info)
 	uint64_t t0 = prof_now();
 	sigset_t buf;
 	int rc;
-	RETRY(rc, REAL(sigwaitinfo)(prof_cpu_unblocked(set, &buf), info), (void)0);
+	CANCELLABLE(PROF_BLOCK_SIGWAITINFO, t0, SITE,
+		    RETRY(rc, REAL(sigwaitinfo)(prof_cpu_unblocked(set, &buf), info), (void)0));
 	int err = errno;
 	blocked(PROF_BLOCK_SIGWAITINFO, t0, result_of(rc), SITE);
 	errno = err;
@@ -415,8 +463,9 @@ PROF_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct 
 	struct timespec left;
 	const struct timespec *want = ts;
 	int rc;
-	RETRY(rc, REAL(sigtimedwait)(prof_cpu_unblocked(set, &buf), info, want),
-	      want = ts_left(ts, t0, &left));
+	CANCELLABLE(PROF_BLOCK_SIGTIMEDWAIT, t0, SITE,
+		    RETRY(rc, REAL(sigtimedwait)(prof_cpu_unblocked(set, &buf), info, want),
+			  want = ts_left(ts, t0, &left)));
 	int err = errno;
 	blocked(PROF_BLOCK_SIGTIMEDWAIT, t0, result_of(rc), SITE);
 	errno = err;

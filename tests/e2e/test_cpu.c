@@ -170,6 +170,37 @@ static double weight_of(const char *text, const char *a, const char *b)
 	return e2e_folded_weight(text, a, b);
 }
 
+/* Threads cancelled while blocked (cancel_blocked: in nanosleep, poll and waitpid, each for
+ * 80 ms): the time each was blocked, until the cancellation unwound it out of the hook, is
+ * its blocked time all the same, by cause. */
+Test(cpu, blocked_time_of_cancelled_threads)
+{
+	const char *d;
+	int st;
+	const char *argv[] = { e2e_prog("cancel_blocked"), NULL };
+	json_t *doc = profile(argv, NULL, &d, &st);
+	cr_assert_eq(st, 0);
+	const char *cause[][2] = { { "sleeper", "blocked.sleep" }, { "poller", "blocked.poll" },
+				   { "waiter", "blocked.wait" } };
+	int found = 0;
+	json_t *p = e2e_process(doc, 0);
+	for (size_t k = 0; p && k < 2; p = e2e_process(doc, ++k)) {
+		size_t i;
+		json_t *t;
+		json_array_foreach(json_object_get(json_object_get(p, "cpu"), "threads"), i, t) {
+			const char *name = json_string_value(json_object_get(t, "name"));
+			for (size_t c = 0; name && c < 3; c++)
+				if (!strcmp(name, cause[c][0])) {
+					found++;
+					cr_expect_geq(e2e_int(t, cause[c][1]), 60 * 1000000L, "%s: %s %ld ns",
+						      name, cause[c][1], e2e_int(t, cause[c][1]));
+				}
+		}
+	}
+	cr_expect_eq(found, 3, "the three cancelled threads");
+	json_decref(doc);
+}
+
 Test(cpu, blocked_time_by_cause_and_wall_clock_view)
 {
 	const char *d;
