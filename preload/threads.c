@@ -272,17 +272,40 @@ static void write_join(struct prof_thread *th, unsigned how, uint32_t serial, ui
 
 /* The real join runs outside in_hook: it may free the joined thread's TLS (a program block),
  * and it is a cancellation point. */
+/* A join under way, for its record should the joining thread be cancelled in it (a
+ * cancellation point: pthread_cancel() unwinds it past the hook): the time it waited, as a
+ * join that failed with ECANCELED. */
+struct join_call {
+	struct prof_thread *th;
+	uint32_t serial, tid;
+	uint64_t t0;
+	uintptr_t site;
+};
+
+static void join_cancelled(void *arg)
+{
+	const struct join_call *j = arg;
+	int err = errno;
+	write_join(j->th, PROF_THREAD_JOIN, j->serial, j->tid, j->t0, prof_now(), ECANCELED,
+		   j->site);
+	errno = err;
+}
+
 PROF_EXPORT int pthread_join(pthread_t t, void **ret)
 {
 	resolve();
 	struct prof_thread *th = prof_recording(PROF_EV_THREAD);
 	if (!th)
 		return real.join(t, ret);
-	uint32_t serial, tid;
-	reg_get(th, t, &serial, &tid);  /* before: once joined, t may name a new thread */
-	uint64_t t0 = prof_now();
-	int rc = real.join(t, ret);
-	uint64_t t1 = prof_now();
+	struct join_call j = { .th = th, .site = (uintptr_t)__builtin_return_address(0) };
+	reg_get(th, t, &j.serial, &j.tid);  /* before: once joined, t may name a new thread */
+	j.t0 = prof_now();
+	int rc;
+	pthread_cleanup_push(join_cancelled, &j);
+	rc = real.join(t, ret);
+	pthread_cleanup_pop(0);
+	uint32_t serial = j.serial, tid = j.tid;
+	uint64_t t0 = j.t0, t1 = prof_now();
 	int err = errno;
 	if (rc == 0)
 		reg_forget(t);

@@ -170,9 +170,9 @@ static double weight_of(const char *text, const char *a, const char *b)
 	return e2e_folded_weight(text, a, b);
 }
 
-/* Threads cancelled while blocked (cancel_blocked: in nanosleep, poll and waitpid, each for
- * 80 ms): the time each was blocked, until the cancellation unwound it out of the hook, is
- * its blocked time all the same, by cause. */
+/* Threads cancelled while blocked (cancel_blocked: in nanosleep, poll, waitpid and
+ * pthread_join, each for 80 ms): the time each was blocked, until the cancellation unwound it
+ * out of the hook, is its blocked time all the same, by cause. */
 Test(cpu, blocked_time_of_cancelled_threads)
 {
 	const char *d;
@@ -181,7 +181,7 @@ Test(cpu, blocked_time_of_cancelled_threads)
 	json_t *doc = profile(argv, NULL, &d, &st);
 	cr_assert_eq(st, 0);
 	const char *cause[][2] = { { "sleeper", "blocked.sleep" }, { "poller", "blocked.poll" },
-				   { "waiter", "blocked.wait" } };
+				   { "waiter", "blocked.wait" }, { "joiner", "blocked.join" } };
 	int found = 0;
 	json_t *p = e2e_process(doc, 0);
 	for (size_t k = 0; p && k < 2; p = e2e_process(doc, ++k)) {
@@ -189,7 +189,7 @@ Test(cpu, blocked_time_of_cancelled_threads)
 		json_t *t;
 		json_array_foreach(json_object_get(json_object_get(p, "cpu"), "threads"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
-			for (size_t c = 0; name && c < 3; c++)
+			for (size_t c = 0; name && c < 4; c++)
 				if (!strcmp(name, cause[c][0])) {
 					found++;
 					cr_expect_geq(e2e_int(t, cause[c][1]), 60 * 1000000L, "%s: %s %ld ns",
@@ -197,7 +197,7 @@ Test(cpu, blocked_time_of_cancelled_threads)
 				}
 		}
 	}
-	cr_expect_eq(found, 3, "the three cancelled threads");
+	cr_expect_eq(found, 4, "the four cancelled threads");
 	json_decref(doc);
 }
 

@@ -1,6 +1,7 @@
 /* Threads cancelled (pthread_cancel) while blocked: "sleeper" in nanosleep, "poller" in
- * poll() on a pipe nothing writes, "waiter" in waitpid() for a child that sleeps; each is
- * cancelled 80 ms after it began. Prints "cancelled N" (3). */
+ * poll() on a pipe nothing writes, "waiter" in waitpid() for a child that sleeps, "joiner" in
+ * pthread_join() of the sleeper; each is cancelled 80 ms after it began (the joiner first).
+ * Prints "cancelled N" (4). */
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
@@ -43,6 +44,17 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
+static pthread_t sleeping;
+
+static void *joiner(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "joiner");
+	for (;;)
+		pthread_join(sleeping, NULL);
+	return NULL;
+}
+
 int main(void)
 {
 	if (pipe(pipefd) < 0)
@@ -54,13 +66,16 @@ int main(void)
 		sleep(30);
 		_exit(0);
 	}
-	void *(*fn[])(void *) = { sleeper, poller, waiter };
-	pthread_t t[3];
-	for (int i = 0; i < 3; i++)
-		pthread_create(&t[i], NULL, fn[i], NULL);
+	void *(*fn[])(void *) = { joiner, sleeper, poller, waiter };
+	pthread_t t[4];
+	pthread_create(&t[1], NULL, sleeper, NULL);
+	sleeping = t[1];
+	for (int i = 0; i < 4; i++)
+		if (i != 1)
+			pthread_create(&t[i], NULL, fn[i], NULL);
 	usleep(80 * 1000);
 	int cancelled = 0;
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		void *res;
 		pthread_cancel(t[i]);
 		pthread_join(t[i], &res);
