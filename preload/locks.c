@@ -1332,8 +1332,35 @@ static int sem_call(sem_t *s, int how, clockid_t clk, const struct timespec *abs
 	}
 }
 
+/* A semaphore wait that blocks, for its record should the thread be cancelled in it (as in
+ * cond_cancelled()). */
+struct sem_call {
+	struct prof_thread *th;
+	struct lock_entry *e;
+	const sem_t *s;
+	uint64_t t0;
+	uint32_t stack;
+	unsigned op;
+};
+
+static void sem_cancelled(void *arg)
+{
+	const struct sem_call *sc = arg;
+	uint64_t t1 = prof_now();
+	int err = errno;
+	waited(sc->th, sc->e, sc->s, NULL, PROF_LOCK_SEM, sc->op, sc->stack, sc->t0, t1, ECANCELED,
+	       1);
+	errno = err;
+}
+
 /* Semaphores have no owner: a successful wait is an acquisition, one that blocked is
- * contended; no hold time. Results follow errno (-1 and errno set on failure). */
+ * contended; no hold time. Results follow errno (-1 and errno set on failure). The second
+ * return of pthread_cleanup_push()'s setjmp only unwinds a cancelled thread further, never
+ * back into the function: no local is read after it, which -Wclobbered cannot know. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wclobbered"
+#endif
 static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *abs,
 		      uintptr_t site)
 {
@@ -1356,21 +1383,28 @@ static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *a
 		return sem_call(s, how, clk, abs);
 	}
 	errno = saved;
-	uint64_t t0 = prof_now();
-	uint32_t stack = wait_stack(th, site, &t0);
-	int rc = sem_call(s, how, clk, abs);
+	struct sem_call sc = { .th = th, .e = e, .s = s,
+			       .op = how == CALL_PLAIN ? PROF_LOCK_OP_SEM_WAIT
+						       : PROF_LOCK_OP_SEM_TIMEDWAIT };
+	sc.t0 = prof_now();
+	sc.stack = wait_stack(th, site, &sc.t0);
+	int rc;
+	pthread_cleanup_push(sem_cancelled, &sc);
+	rc = sem_call(s, how, clk, abs);
+	pthread_cleanup_pop(0);
 	uint64_t t1 = prof_now();
 	int err = errno;
 	int res = rc == 0 ? 0 : err;
 	if (blocked_rc(res))
-		waited(th, e, s, NULL, PROF_LOCK_SEM,
-		       how == CALL_PLAIN ? PROF_LOCK_OP_SEM_WAIT : PROF_LOCK_OP_SEM_TIMEDWAIT, stack, t0,
-		       t1, res, 1);
+		waited(th, e, s, NULL, PROF_LOCK_SEM, sc.op, sc.stack, sc.t0, t1, res, 1);
 	if (rc == 0 && e)
 		acquired_shared(th, e, 0);
 	errno = err;
 	return rc;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 PROF_EXPORT int sem_wait(sem_t *s)
 {

@@ -170,8 +170,8 @@ static double weight_of(const char *text, const char *a, const char *b)
 	return e2e_folded_weight(text, a, b);
 }
 
-/* Threads cancelled while blocked (cancel_blocked: in nanosleep, poll, waitpid and
- * pthread_join, each for 80 ms): the time each was blocked, until the cancellation unwound it
+/* Threads cancelled while blocked (cancel_blocked: in nanosleep, poll, waitpid, pthread_join
+ * and sem_wait, each for 80 ms): the time each was blocked, until the cancellation unwound it
  * out of the hook, is its blocked time all the same, by cause. */
 Test(cpu, blocked_time_of_cancelled_threads)
 {
@@ -180,7 +180,8 @@ Test(cpu, blocked_time_of_cancelled_threads)
 	json_t *doc = profile(argv, NULL, NULL, &st);
 	cr_assert_eq(st, 0, "status %d", st);
 	const char *cause[][2] = { { "sleeper", "blocked.sleep" }, { "poller", "blocked.poll" },
-				   { "waiter", "blocked.wait" }, { "joiner", "blocked.join" } };
+				   { "waiter", "blocked.wait" }, { "joiner", "blocked.join" },
+				   { "semwaiter", "blocked.lock" } };
 	int found = 0;
 	json_t *p = e2e_process(doc, 0);
 	for (size_t k = 0; p && k < 2; p = e2e_process(doc, ++k)) {
@@ -188,7 +189,7 @@ Test(cpu, blocked_time_of_cancelled_threads)
 		json_t *t;
 		json_array_foreach(json_object_get(json_object_get(p, "cpu"), "threads"), i, t) {
 			const char *name = json_string_value(json_object_get(t, "name"));
-			for (size_t c = 0; name && c < 4; c++)
+			for (size_t c = 0; name && c < 5; c++)
 				if (!strcmp(name, cause[c][0])) {
 					found++;
 					cr_expect_geq(e2e_int(t, cause[c][1]), 60 * 1000000L, "%s: %s %ld ns",
@@ -196,7 +197,7 @@ Test(cpu, blocked_time_of_cancelled_threads)
 				}
 		}
 	}
-	cr_expect_eq(found, 4, "the four cancelled threads");
+	cr_expect_eq(found, 5, "the five cancelled threads");
 	json_decref(doc);
 }
 

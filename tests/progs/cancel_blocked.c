@@ -1,10 +1,11 @@
 /* Threads cancelled (pthread_cancel) while blocked: "sleeper" in nanosleep, "poller" in
  * poll() on a pipe nothing writes, "waiter" in waitpid() for a child that sleeps, "joiner" in
- * pthread_join() of the sleeper; each is cancelled 80 ms after it began (the joiner first).
- * Prints "cancelled N" (4). */
+ * pthread_join() of the sleeper, "semwaiter" in sem_wait() of a semaphore nothing posts; each
+ * is cancelled 80 ms after it began (the joiner first). Prints "cancelled N" (5). */
 #define _GNU_SOURCE
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 static int pipefd[2];
+static sem_t sem;
 static pid_t child;
 
 static void *sleeper(void *arg)
@@ -44,6 +46,15 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
+static void *semwaiter(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "semwaiter");
+	for (;;)
+		sem_wait(&sem);
+	return NULL;
+}
+
 static pthread_t sleeping;
 
 static void *joiner(void *arg)
@@ -57,7 +68,7 @@ static void *joiner(void *arg)
 
 int main(void)
 {
-	if (pipe(pipefd) < 0)
+	if (pipe(pipefd) < 0 || sem_init(&sem, 0, 0) < 0)
 		return 1;
 	child = fork();
 	if (child < 0)
@@ -66,16 +77,16 @@ int main(void)
 		sleep(30);
 		_exit(0);
 	}
-	void *(*fn[])(void *) = { joiner, sleeper, poller, waiter };
-	pthread_t t[4];
+	void *(*fn[])(void *) = { joiner, sleeper, poller, waiter, semwaiter };
+	pthread_t t[5];
 	pthread_create(&t[1], NULL, sleeper, NULL);
 	sleeping = t[1];
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (i != 1)
 			pthread_create(&t[i], NULL, fn[i], NULL);
 	usleep(80 * 1000);
 	int cancelled = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		void *res;
 		pthread_cancel(t[i]);
 		pthread_join(t[i], &res);
