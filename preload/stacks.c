@@ -28,10 +28,11 @@
  * are not in the next. */
 #define LEVELS 3
 #define LEVEL0_SLOTS (1u << 10)  /* 16 KiB */
+#define LEVEL0_FIRST (1u << 17)
 static const struct level {
 	uint32_t first, mask, probes, shift;
 } levels[LEVELS] = {
-	{ 1u << 17, LEVEL0_SLOTS - 1, 8, 0 },     /* slots 128K..: a 2 MiB stretch of small pages */
+	{ LEVEL0_FIRST, LEVEL0_SLOTS - 1, 8, 0 }, /* slots 128K..: a 2 MiB stretch of small pages */
 	{ 0, (1u << 17) - 1, 16, 16 },            /* slots 0..128K: the first huge page */
 	{ 1u << 19, (1u << 19) - 1, 64, 32 },     /* the upper half */
 };
@@ -96,12 +97,17 @@ static void table_reserve(void)
 	}
 	table_levels = LEVELS;
 	table = (struct slot *)(((uintptr_t)table_map + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
-	madvise(slot_at(0, 0, 0), HUGE_PAGE, MADV_NOHUGEPAGE);
-	if (!prof_cfg.heap_sample) {  /* sampled: few stacks */
-		madvise(slot_at(0, 1, 0), HUGE_PAGE, MADV_HUGEPAGE);
-		madvise(slot_at(0, 2, 0), TABLE_BYTES / 2, MADV_HUGEPAGE);
-	}
+	/* Huge pages for levels 1 and 2 (not in the sampled mode: few stacks), small ones for
+	 * level 0, each advice over the slots no level uses beside it too: three mappings where
+	 * the levels' own bounds made five, and each is copied by every fork and torn down by
+	 * every exit. */
+	if (!prof_cfg.heap_sample)
+		madvise(table_map, table_map_bytes, MADV_HUGEPAGE);
+	madvise(slot_at(0, 0, 0), (size_t)((char *)slot_at(0, 2, 0) - (char *)slot_at(0, 0, 0)),
+		MADV_NOHUGEPAGE);
 }
+_Static_assert(1u << 17 == LEVEL0_FIRST && LEVEL0_FIRST < 1u << 19,
+	       "level 0 lies between levels 1 and 2");
 
 /* Lookups land on random slots: with 4 KiB pages each one is a TLB miss, which cost more
  * than the rest of the lookup; 2 MiB pages (where the kernel allows) make them hits. */
