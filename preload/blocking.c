@@ -284,7 +284,8 @@ PROF_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval
 {
 	uint64_t t0 = start(!tv || tv->tv_sec || tv->tv_usec);
 	int rc;
-	CANCELLABLE(PROF_BLOCK_SELECT, t0, SITE, RETRY(rc, REAL(select)(nfds, r, w, e, tv), (void)0));
+	CANCELLABLE(PROF_BLOCK_SELECT, t0, SITE,
+		    RETRY(rc, REAL(select)(nfds, r, w, e, tv), (void)0));
 	int err = errno;
 	blocked(PROF_BLOCK_SELECT, t0, result_of(rc), SITE);
 	errno = err;
@@ -438,7 +439,8 @@ PROF_EXPORT int sigwait(const sigset_t *set, int *sig)
 	uint64_t t0 = prof_now();
 	sigset_t buf;
 	int rc;
-	CANCELLABLE(PROF_BLOCK_SIGWAIT, t0, SITE, rc = REAL(sigwait)(prof_cpu_unblocked(set, &buf), sig));
+	CANCELLABLE(PROF_BLOCK_SIGWAIT, t0, SITE,
+		    rc = REAL(sigwait)(prof_cpu_unblocked(set, &buf), sig));
 	blocked(PROF_BLOCK_SIGWAIT, t0, -(int64_t)rc, SITE);
 	return rc;
 }

@@ -704,12 +704,8 @@ static inline int block_holds(const struct block *b, uint64_t v)
 /* The block holding address v (start or interior), or -1. */
 static ssize_t block_at(uint64_t v)
 {
-	if (nblocks <= NEAR_FROM) {
-		size_t n = blocks_upto(v);
-		return n && block_holds(&tab[n - 1], v) ? (ssize_t)(n - 1) : -1;
-	}
-	struct near *c = &near[(v >> 12) % NEAR_SLOTS];
-	if (c->page == (v >> 12) + 1 && c->block < nblocks) {
+	struct near *c = nblocks > NEAR_FROM ? &near[(v >> 12) % NEAR_SLOTS] : NULL;
+	if (c && c->page == (v >> 12) + 1 && c->block < nblocks) {
 		if (block_holds(&tab[c->block], v))
 			return c->block;
 		/* the next block: an array of pointers to blocks allocated one after another */
@@ -719,7 +715,8 @@ static ssize_t block_at(uint64_t v)
 	size_t n = blocks_upto(v);
 	if (n == 0 || !block_holds(&tab[n - 1], v))
 		return -1;
-	*c = (struct near){ (v >> 12) + 1, (uint32_t)(n - 1) };
+	if (c)
+		*c = (struct near){ (v >> 12) + 1, (uint32_t)(n - 1) };
 	return (ssize_t)(n - 1);
 }
 

@@ -1182,20 +1182,20 @@ PROF_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s)
  * takes it back inside the call (not through our hooks). */
 static __thread uint32_t cond_ticks;  /* samples the holds that follow condition waits */
 
-/* A condition wait under way: what its end needs, on return or on the thread's cancellation
- * inside it (pthread_cancel(): the wait is a cancellation point). */
-struct cond_call {
+/* A condition or semaphore wait that blocks: what its end needs, on return or on the
+ * thread's cancellation inside it (pthread_cancel(): both waits are cancellation points). */
+struct wait_call {
 	struct prof_thread *th;
-	struct lock_entry *e, *me;  /* the condition variable's, the mutex's (or NULL) */
-	const void *c, *m;
+	struct lock_entry *e, *me;  /* the waited lock's; a condition's mutex's (or NULL) */
+	const void *lock, *m;
 	uint64_t t0;
 	uint32_t stack, depth;      /* depth: the mutex's, held by this thread before the wait */
-	unsigned op;
+	unsigned kind, op;
 };
 
-/* The mutex is the waiter's again (glibc took it back): a new hold, perhaps after another
- * owner. */
-static void cond_mutex_again(struct cond_call *cc)
+/* A condition's mutex is the waiter's again (glibc took it back): a new hold, perhaps after
+ * another owner. */
+static void cond_mutex_again(struct wait_call *cc)
 {
 	struct lock_entry *me = cc->me;
 	uint32_t serial = cc->th->serial;
@@ -1215,17 +1215,17 @@ static void cond_mutex_again(struct cond_call *cc)
 	}
 }
 
-/* The thread was cancelled in the wait: glibc took the mutex back before the thread's cleanup
- * handlers run (which unlock it, as a rule); the time waited is recorded as a wait that ended
- * without a signal (ECANCELED), where it was lost with the hook's frame. */
-static void cond_cancelled(void *arg)
+/* The thread was cancelled in the wait: the time waited is recorded as a wait that ended
+ * without a signal (ECANCELED), where it was lost with the hook's frame; a condition's mutex
+ * glibc took back before the thread's cleanup handlers run (which unlock it, as a rule). */
+static void wait_cancelled(void *arg)
 {
-	struct cond_call *cc = arg;
+	struct wait_call *wc = arg;
 	uint64_t t1 = prof_now();
 	int err = errno;
-	cond_mutex_again(cc);
-	waited(cc->th, cc->e, cc->c, cc->m, PROF_LOCK_COND, cc->op, cc->stack, cc->t0, t1,
-	       ECANCELED, 1);
+	cond_mutex_again(wc);
+	waited(wc->th, wc->e, wc->lock, wc->m, wc->kind, wc->op, wc->stack, wc->t0, t1, ECANCELED,
+	       1);
 	errno = err;
 }
 
@@ -1241,7 +1241,7 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 		default: return real.cond_wait(c, m);
 		}
 	}
-	struct cond_call cc = { .th = th, .c = c, .m = m,
+	struct wait_call cc = { .th = th, .lock = c, .m = m, .kind = PROF_LOCK_COND,
 				.op = how == CALL_PLAIN ? PROF_LOCK_OP_COND_WAIT
 							: PROF_LOCK_OP_COND_TIMEDWAIT };
 	cc.e = lock_get(th, c, PROF_LOCK_COND, site);  /* NULL: its waits alone */
@@ -1256,7 +1256,7 @@ static int cond_common(pthread_cond_t *c, pthread_mutex_t *m, int how, clockid_t
 	}
 	cc.t0 = prof_now();
 	int rc;
-	pthread_cleanup_push(cond_cancelled, &cc);
+	pthread_cleanup_push(wait_cancelled, &cc);
 	switch (how) {
 	case CALL_TIMED: rc = real.cond_timedwait(c, m, abs); break;
 	case CALL_CLOCK: rc = real.cond_clockwait(c, m, clk, abs); break;
@@ -1332,27 +1332,6 @@ static int sem_call(sem_t *s, int how, clockid_t clk, const struct timespec *abs
 	}
 }
 
-/* A semaphore wait that blocks, for its record should the thread be cancelled in it (as in
- * cond_cancelled()). */
-struct sem_call {
-	struct prof_thread *th;
-	struct lock_entry *e;
-	const sem_t *s;
-	uint64_t t0;
-	uint32_t stack;
-	unsigned op;
-};
-
-static void sem_cancelled(void *arg)
-{
-	const struct sem_call *sc = arg;
-	uint64_t t1 = prof_now();
-	int err = errno;
-	waited(sc->th, sc->e, sc->s, NULL, PROF_LOCK_SEM, sc->op, sc->stack, sc->t0, t1, ECANCELED,
-	       1);
-	errno = err;
-}
-
 /* Semaphores have no owner: a successful wait is an acquisition, one that blocked is
  * contended; no hold time. Results follow errno (-1 and errno set on failure). The second
  * return of pthread_cleanup_push()'s setjmp only unwinds a cancelled thread further, never
@@ -1383,13 +1362,13 @@ static int sem_common(sem_t *s, int how, clockid_t clk, const struct timespec *a
 		return sem_call(s, how, clk, abs);
 	}
 	errno = saved;
-	struct sem_call sc = { .th = th, .e = e, .s = s,
-			       .op = how == CALL_PLAIN ? PROF_LOCK_OP_SEM_WAIT
-						       : PROF_LOCK_OP_SEM_TIMEDWAIT };
+	struct wait_call sc = { .th = th, .e = e, .lock = s, .kind = PROF_LOCK_SEM,
+				.op = how == CALL_PLAIN ? PROF_LOCK_OP_SEM_WAIT
+							: PROF_LOCK_OP_SEM_TIMEDWAIT };
 	sc.t0 = prof_now();
 	sc.stack = wait_stack(th, site, &sc.t0);
 	int rc;
-	pthread_cleanup_push(sem_cancelled, &sc);
+	pthread_cleanup_push(wait_cancelled, &sc);
 	rc = sem_call(s, how, clk, abs);
 	pthread_cleanup_pop(0);
 	uint64_t t1 = prof_now();

@@ -270,8 +270,6 @@ static void write_join(struct prof_thread *th, unsigned how, uint32_t serial, ui
 	th->in_hook--;
 }
 
-/* The real join runs outside in_hook: it may free the joined thread's TLS (a program block),
- * and it is a cancellation point. */
 /* A join under way, for its record should the joining thread be cancelled in it (a
  * cancellation point: pthread_cancel() unwinds it past the hook): the time it waited, as a
  * join that failed with ECANCELED. */
@@ -291,6 +289,8 @@ static void join_cancelled(void *arg)
 	errno = err;
 }
 
+/* The real join runs outside in_hook: it may free the joined thread's TLS (a program block),
+ * and it is a cancellation point. */
 PROF_EXPORT int pthread_join(pthread_t t, void **ret)
 {
 	resolve();
@@ -304,13 +304,11 @@ PROF_EXPORT int pthread_join(pthread_t t, void **ret)
 	pthread_cleanup_push(join_cancelled, &j);
 	rc = real.join(t, ret);
 	pthread_cleanup_pop(0);
-	uint32_t serial = j.serial, tid = j.tid;
-	uint64_t t0 = j.t0, t1 = prof_now();
+	uint64_t t1 = prof_now();
 	int err = errno;
 	if (rc == 0)
 		reg_forget(t);
-	write_join(th, PROF_THREAD_JOIN, serial, tid, t0, t1, rc,
-		   (uintptr_t)__builtin_return_address(0));
+	write_join(th, PROF_THREAD_JOIN, j.serial, j.tid, j.t0, t1, rc, j.site);
 	errno = err;
 	return rc;
 }

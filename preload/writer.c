@@ -1170,18 +1170,16 @@ int prof_writer_open(uint32_t ppid, int argc, char **argv)
 	/* A fork child's file is most often beside its parent's: on the same file system, whose
 	 * kind it knows then; and a umask leaves 0600 as it is but for an odd one (0277). */
 	struct stat st;
-	int fs_known = w.dev_known;
-	dev_t parent_dev = w.dev;
 	if (fstat(w.fd, &st) < 0)
 		goto fail;
 	if ((st.st_mode & 07777) != 0600)
 		fchmod(w.fd, 0600);
+	struct statfs fs;
+	if (!w.dev_known || st.st_dev != w.dev)
+		w.on_tmpfs = fstatfs(w.fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 	w.dev = st.st_dev;
 	w.ino = st.st_ino;
 	w.dev_known = 1;
-	struct statfs fs;
-	if (!fs_known || st.st_dev != parent_dev)
-		w.on_tmpfs = fstatfs(w.fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
 	/* Reserve address space for the largest trace; back it with file space as it fills. A
 	 * fork child's takes the place of its parent's, in one call. */
 	w.base = MAP_FAILED;
